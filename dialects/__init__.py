@@ -1,0 +1,1 @@
+"""msir dialects: `msir` (functional tensor IR)."""

@@ -1,0 +1,1 @@
+"""Everything below the msir dialect: loops, the llvm dialect, the llvmlite JIT."""

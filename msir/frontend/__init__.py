@@ -1,0 +1,1 @@
+"""The Python frontend: Python source (AST) to the msir dialect."""

@@ -1,0 +1,1 @@
+"""msir-level IR transformations (differentiation, inlining, fusion)."""
