@@ -1,0 +1,1202 @@
+"""The `msir` dialect: a functional tensor IR for NumPy-style programs.
+
+Values are immutable builtin ranked tensors (`tensor<4x8xf32>`, rank 0 for
+scalars) of f32, f64, i1, i32 or i64. Elementwise ops take operands of equal
+shape: NumPy broadcasting is made explicit by `msir.broadcast_to`, which keeps
+differentiation rules, fusion and lowering simple.
+
+Every op's verifier calls the same shape/dtype inference functions
+(`infer_*` below) that the Python frontend uses to type the code it builds, so a
+program the frontend accepts always verifies, and a hand-written one that does
+not verify is refused with the same message the frontend would give.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import ClassVar
+
+from xdsl.dialects.builtin import (
+    AnyTensorTypeConstr,
+    DenseArrayBase,
+    DenseIntOrFPElementsAttr,
+    Float32Type,
+    Float64Type,
+    IntegerAttr,
+    IntegerType,
+    TensorType,
+    TupleType,
+    I64,
+    i64,
+)
+from xdsl.ir import Attribute, Dialect, Operation, SSAValue
+from xdsl.irdl import (
+    AnyAttr,
+    IRDLOperation,
+    ParamAttrConstraint,
+    VarConstraint,
+    base,
+    irdl_op_definition,
+    operand_def,
+    opt_prop_def,
+    prop_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+)
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.traits import ConstantLike, Pure
+from xdsl.utils.exceptions import VerifyException
+
+# ---------------------------------------------------------------------------
+# Element types
+# ---------------------------------------------------------------------------
+
+DTYPES = ("bool", "int32", "int64", "float32", "float64")
+"""The NumPy dtypes msir computes in, by their NumPy names."""
+
+_XDSL_OF_DTYPE: dict[str, Attribute] = {
+    "bool": IntegerType(1),
+    "int32": IntegerType(32),
+    "int64": IntegerType(64),
+    "float32": Float32Type(),
+    "float64": Float64Type(),
+}
+_DTYPE_OF_XDSL = {v: k for k, v in _XDSL_OF_DTYPE.items()}
+
+
+def element_type(dtype: str) -> Attribute:
+    """The xDSL element type of a NumPy dtype name (`"float32"` -> `f32`)."""
+    if dtype not in _XDSL_OF_DTYPE:
+        raise ShapeOrTypeError(f"dtype {dtype} is not supported (use one of {', '.join(DTYPES)})", "dtype")
+    return _XDSL_OF_DTYPE[dtype]
+
+
+def dtype_of(type_: Attribute) -> str:
+    """The NumPy dtype name of a tensor type or an element type."""
+    if isinstance(type_, TensorType):
+        type_ = type_.element_type
+    if type_ not in _DTYPE_OF_XDSL:
+        raise ShapeOrTypeError(f"element type {type_} is not supported", "dtype")
+    return _DTYPE_OF_XDSL[type_]
+
+
+def tensor_type(shape: Sequence[int], dtype: str) -> TensorType:
+    return TensorType(element_type(dtype), list(shape))
+
+
+def shape_of(type_: Attribute) -> tuple[int, ...]:
+    assert isinstance(type_, TensorType), type_
+    return tuple(type_.get_shape())
+
+
+def is_float(dtype: str) -> bool:
+    return dtype in ("float32", "float64")
+
+
+def is_int(dtype: str) -> bool:
+    return dtype in ("int32", "int64")
+
+
+DYNAMIC = -1
+"""A dimension whose size is only known at run time (`?` in the IR)."""
+
+
+# ---------------------------------------------------------------------------
+# Shape and dtype inference, shared by the verifiers and the frontend
+# ---------------------------------------------------------------------------
+
+
+class ShapeOrTypeError(Exception):
+    """Raised by the inference functions; `kind` is "shape", "dtype" or "index".
+
+    The frontend turns it into `ShapeError`/`DTypeError`/`IndexError` at the user's
+    source location, the verifiers into a `VerifyException` naming the op.
+    """
+
+    def __init__(self, message: str, kind: str = "shape"):
+        super().__init__(message)
+        self.kind = kind
+
+
+def fmt_shape(shape: Sequence[int]) -> str:
+    dims = ", ".join("?" if d == DYNAMIC else str(d) for d in shape)
+    return f"({dims},)" if len(shape) == 1 else f"({dims})"
+
+
+def infer_broadcast(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...]:
+    """The NumPy broadcast of two shapes (right-aligned; a 1 stretches)."""
+    out = []
+    for i in range(1, max(len(a), len(b)) + 1):
+        da = a[-i] if i <= len(a) else 1
+        db = b[-i] if i <= len(b) else 1
+        if da == db or db == 1:
+            out.append(da)
+        elif da == 1:
+            out.append(db)
+        else:
+            raise ShapeOrTypeError(
+                f"shapes {fmt_shape(a)} and {fmt_shape(b)} cannot be broadcast together"
+            )
+    return tuple(reversed(out))
+
+
+def check_broadcast_to(src: Sequence[int], dst: Sequence[int]) -> None:
+    """`src` must broadcast to exactly `dst` (NumPy's `np.broadcast_to` rule)."""
+    ok = len(src) <= len(dst) and all(
+        s == d or s == 1 for s, d in zip(reversed(src), reversed(dst))
+    )
+    if not ok:
+        raise ShapeOrTypeError(
+            f"shape {fmt_shape(src)} cannot be broadcast to {fmt_shape(dst)}"
+        )
+
+
+def normalize_axis(axis: int, ndim: int) -> int:
+    if not -ndim <= axis < ndim:
+        raise ShapeOrTypeError(
+            f"axis {axis} is out of bounds for array of dimension {ndim}", "index"
+        )
+    return axis % ndim
+
+
+def infer_reduce(shape: Sequence[int], axes: Sequence[int], keepdims: bool) -> tuple[int, ...]:
+    """Result shape of a reduction over normalised, distinct `axes`."""
+    if len(set(axes)) != len(axes):
+        raise ShapeOrTypeError(f"duplicate value in axes {list(axes)}")
+    for a in axes:
+        if not 0 <= a < len(shape):
+            raise ShapeOrTypeError(
+                f"axis {a} is out of bounds for array of dimension {len(shape)}", "index"
+            )
+    if keepdims:
+        return tuple(1 if i in axes else d for i, d in enumerate(shape))
+    return tuple(d for i, d in enumerate(shape) if i not in axes)
+
+
+def infer_matmul(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...]:
+    """Result shape of `np.matmul(a, b)`: 1-D operands are promoted, batch dims broadcast."""
+    if len(a) == 0 or len(b) == 0:
+        raise ShapeOrTypeError("matmul: input operand does not have enough dimensions (scalar given)")
+    a2 = (1, *a) if len(a) == 1 else tuple(a)
+    b2 = (*b, 1) if len(b) == 1 else tuple(b)
+    if a2[-1] != b2[-2]:
+        raise ShapeOrTypeError(
+            f"matmul: shapes {fmt_shape(a)} and {fmt_shape(b)} not aligned: "
+            f"{a2[-1]} (dim {len(a) - 1}) != {b2[-2]} (dim {max(len(b) - 2, 0)})"
+        )
+    batch = infer_broadcast(a2[:-2], b2[:-2])
+    out = (*batch, a2[-2], b2[-1])
+    if len(a) == 1:
+        out = out[:-2] + out[-1:]
+    if len(b) == 1:
+        out = out[:-1]
+    return out
+
+
+def infer_transpose(shape: Sequence[int], perm: Sequence[int]) -> tuple[int, ...]:
+    if sorted(perm) != list(range(len(shape))):
+        raise ShapeOrTypeError(
+            f"permutation {list(perm)} is not a permutation of the {len(shape)} axes of {fmt_shape(shape)}"
+        )
+    return tuple(shape[p] for p in perm)
+
+
+def check_reshape(src: Sequence[int], dst: Sequence[int]) -> None:
+    if DYNAMIC in src or DYNAMIC in dst:
+        return
+    if math.prod(src) != math.prod(dst):
+        raise ShapeOrTypeError(
+            f"cannot reshape array of size {math.prod(src)} into shape {fmt_shape(dst)}"
+        )
+
+
+def slice_size(start: int, stop: int, step: int) -> int:
+    """Number of elements of `range(start, stop, step)` (bounds already normalised)."""
+    return max(0, len(range(start, stop, step)))
+
+
+def check_slice(shape: Sequence[int], starts: Sequence[int], sizes: Sequence[int], steps: Sequence[int]) -> None:
+    """Every selected index `start + k*step`, k < size, must lie inside its axis."""
+    if not len(shape) == len(starts) == len(sizes) == len(steps):
+        raise ShapeOrTypeError(
+            f"slice of a rank-{len(shape)} array needs {len(shape)} starts, sizes and steps"
+        )
+    for axis, (dim, start, size, step) in enumerate(zip(shape, starts, sizes, steps)):
+        if step == 0:
+            raise ShapeOrTypeError("slice step cannot be zero", "index")
+        if size == 0 or dim == DYNAMIC:
+            continue
+        last = start + (size - 1) * step
+        if not (0 <= start < dim and 0 <= last < dim):
+            raise ShapeOrTypeError(
+                f"slice of axis {axis} (size {dim}) from {start} by {step} for {size} "
+                f"elements leaves the axis",
+                "index",
+            )
+
+
+def infer_take(shape: Sequence[int], idx_shape: Sequence[int], axis: int) -> tuple[int, ...]:
+    if not 0 <= axis < len(shape):
+        raise ShapeOrTypeError(
+            f"axis {axis} is out of bounds for array of dimension {len(shape)}", "index"
+        )
+    return (*shape[:axis], *idx_shape, *shape[axis + 1 :])
+
+
+def infer_concatenate(shapes: Sequence[Sequence[int]], axis: int) -> tuple[int, ...]:
+    if not shapes:
+        raise ShapeOrTypeError("need at least one array to concatenate")
+    first = shapes[0]
+    if len(first) == 0:
+        raise ShapeOrTypeError("zero-dimensional arrays cannot be concatenated")
+    if not 0 <= axis < len(first):
+        raise ShapeOrTypeError(
+            f"axis {axis} is out of bounds for array of dimension {len(first)}", "index"
+        )
+    total = 0
+    for s in shapes:
+        if len(s) != len(first) or any(
+            i != axis and x != y for i, (x, y) in enumerate(zip(s, first))
+        ):
+            raise ShapeOrTypeError(
+                f"all the input array dimensions except for the concatenation axis must "
+                f"match exactly: {fmt_shape(first)} and {fmt_shape(s)} along axis {axis}"
+            )
+        total += s[axis]
+    return (*first[:axis], total, *first[axis + 1 :])
+
+
+def infer_stack(shapes: Sequence[Sequence[int]], axis: int) -> tuple[int, ...]:
+    if not shapes:
+        raise ShapeOrTypeError("need at least one array to stack")
+    first = tuple(shapes[0])
+    for s in shapes:
+        if tuple(s) != first:
+            raise ShapeOrTypeError(
+                f"all input arrays must have the same shape: {fmt_shape(first)} and {fmt_shape(s)}"
+            )
+    if not 0 <= axis <= len(first):
+        raise ShapeOrTypeError(
+            f"axis {axis} is out of bounds for array of dimension {len(first) + 1}", "index"
+        )
+    return (*first[:axis], len(shapes), *first[axis:])
+
+
+# ---------------------------------------------------------------------------
+# Verifier helpers
+# ---------------------------------------------------------------------------
+
+
+def _verify(op: Operation, check) -> None:
+    """Run an inference check and report a failure as a VerifyException naming the op."""
+    try:
+        check()
+    except ShapeOrTypeError as e:
+        raise VerifyException(f"'{op.name}' {e}") from None
+
+
+def _expect_type(op: Operation, what: str, actual: Attribute, expected: Attribute) -> None:
+    if actual != expected:
+        raise VerifyException(
+            f"'{op.name}' {what} has type {actual}, but the operands imply {expected}"
+        )
+
+
+def _expect_dtype(op: Operation, what: str, type_: Attribute, allowed: Sequence[str]) -> None:
+    dtype = dtype_of(type_) if type_ in _DTYPE_OF_XDSL or isinstance(type_, TensorType) else None
+    if dtype not in allowed:
+        raise VerifyException(
+            f"'{op.name}' {what} has type {type_}, expected element type in {{{', '.join(allowed)}}}"
+        )
+
+
+def _ints(attr: Attribute) -> tuple[int, ...]:
+    # Int arrays are declared AnyAttr so that the assembly format prints them in
+    # full (`array<i64: 1, 0>`); xDSL's format parser cannot read a bare DenseArrayBase.
+    if not isinstance(attr, DenseArrayBase) or attr.elt_type != i64:
+        raise VerifyException(f"expected an array<i64: ...> attribute, got {attr}")
+    return tuple(attr.get_values())
+
+
+def _i64_array(values: Sequence[int]) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i64, list(values))
+
+
+FLOATS = ("float32", "float64")
+NUMERIC = ("int32", "int64", "float32", "float64")
+INTEGRAL = ("bool", "int32", "int64")
+ALL = DTYPES
+
+_TensorT = AnyTensorTypeConstr
+
+# ---------------------------------------------------------------------------
+# Constants
+# ---------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class ConstantOp(IRDLOperation):
+    """A constant tensor.
+
+    ```mlir
+    %c = msir.constant dense<[1.0, 2.0]> : tensor<2xf32>
+    %s = msir.constant dense<0.5> : tensor<f64>
+    ```
+    """
+
+    name = "msir.constant"
+    T: ClassVar = VarConstraint("T", _TensorT)
+    value = prop_def(ParamAttrConstraint(DenseIntOrFPElementsAttr, (T, AnyAttr())))
+    result = result_def(T)
+    traits = traits_def(Pure(), ConstantLike())
+    assembly_format = "$value attr-dict"
+
+    def __init__(self, value: DenseIntOrFPElementsAttr):
+        super().__init__(properties={"value": value}, result_types=[value.type])
+
+    def verify_(self) -> None:
+        _expect_type(self, "result", self.result.type, self.value.type)
+        _expect_dtype(self, "result", self.result.type, ALL)
+
+
+@irdl_op_definition
+class IotaOp(IRDLOperation):
+    """Counts 0, 1, 2, ... along `dim`, constant along the other axes (`np.arange`).
+
+    ```mlir
+    %i = msir.iota 0 : tensor<5xi64>
+    ```
+    """
+
+    name = "msir.iota"
+    dim = prop_def(IntegerAttr[I64])
+    result = result_def(_TensorT)
+    traits = traits_def(Pure())
+    assembly_format = "$dim attr-dict `:` type($result)"
+
+    def __init__(self, dim: int, result_type: TensorType):
+        super().__init__(properties={"dim": IntegerAttr(dim, i64)}, result_types=[result_type])
+
+    def verify_(self) -> None:
+        rank = len(shape_of(self.result.type))
+        if not 0 <= self.dim.value.data < rank:
+            raise VerifyException(
+                f"'{self.name}' dim {self.dim.value.data} is out of range for result type {self.result.type}"
+            )
+        _expect_dtype(self, "result", self.result.type, NUMERIC)
+
+
+# ---------------------------------------------------------------------------
+# Elementwise ops
+# ---------------------------------------------------------------------------
+
+
+class ElementwiseBinaryOp(IRDLOperation):
+    """Base of the elementwise binary ops: operands and result of one tensor type."""
+
+    T: ClassVar = VarConstraint("T", _TensorT)
+    lhs = operand_def(T)
+    rhs = operand_def(T)
+    result = result_def(T)
+    traits = traits_def(Pure())
+    assembly_format = "$lhs `,` $rhs attr-dict `:` type($result)"
+    ALLOWED: ClassVar[Sequence[str]] = NUMERIC
+
+    def __init__(self, lhs: SSAValue | Operation, rhs: SSAValue | Operation):
+        super().__init__(operands=[lhs, rhs], result_types=[SSAValue.get(lhs).type])
+
+    def verify_(self) -> None:
+        _expect_dtype(self, "operand", self.lhs.type, self.ALLOWED)
+
+
+class ElementwiseUnaryOp(IRDLOperation):
+    """Base of the elementwise unary ops: operand and result of one tensor type."""
+
+    T: ClassVar = VarConstraint("T", _TensorT)
+    operand = operand_def(T)
+    result = result_def(T)
+    traits = traits_def(Pure())
+    assembly_format = "$operand attr-dict `:` type($result)"
+    ALLOWED: ClassVar[Sequence[str]] = FLOATS
+
+    def __init__(self, operand: SSAValue | Operation):
+        super().__init__(operands=[operand], result_types=[SSAValue.get(operand).type])
+
+    def verify_(self) -> None:
+        _expect_dtype(self, "operand", self.operand.type, self.ALLOWED)
+
+
+def _binary(op_name: str, doc: str, dtypes: Sequence[str] = NUMERIC) -> type[ElementwiseBinaryOp]:
+    cls = type(
+        op_name.split(".")[1].title().replace("_", "") + "Op",
+        (ElementwiseBinaryOp,),
+        {"name": op_name, "__doc__": doc, "ALLOWED": dtypes, "__annotations__": {"ALLOWED": "ClassVar[Sequence[str]]"}},
+    )
+    return irdl_op_definition(cls)
+
+
+def _unary(op_name: str, doc: str, dtypes: Sequence[str] = FLOATS) -> type[ElementwiseUnaryOp]:
+    cls = type(
+        op_name.split(".")[1].title().replace("_", "") + "Op",
+        (ElementwiseUnaryOp,),
+        {"name": op_name, "__doc__": doc, "ALLOWED": dtypes, "__annotations__": {"ALLOWED": "ClassVar[Sequence[str]]"}},
+    )
+    return irdl_op_definition(cls)
+
+
+AddOp = _binary("msir.add", "Elementwise sum.\n\n    %r = msir.add %a, %b : tensor<4xf32>")
+SubOp = _binary("msir.sub", "Elementwise difference.\n\n    %r = msir.sub %a, %b : tensor<4xf32>")
+MulOp = _binary("msir.mul", "Elementwise product.\n\n    %r = msir.mul %a, %b : tensor<4xf32>")
+DivOp = _binary(
+    "msir.div", "Elementwise true division (floats only).\n\n    %r = msir.div %a, %b : tensor<4xf32>", FLOATS
+)
+FloorDivOp = _binary(
+    "msir.floordiv",
+    "Elementwise floor division, rounding toward -inf like NumPy's `//`.\n\n"
+    "    %r = msir.floordiv %a, %b : tensor<4xi64>",
+)
+RemOp = _binary(
+    "msir.rem",
+    "Elementwise remainder with the sign of the divisor, like NumPy's `%`.\n\n"
+    "    %r = msir.rem %a, %b : tensor<4xi64>",
+)
+PowOp = _binary("msir.pow", "Elementwise power `a ** b`.\n\n    %r = msir.pow %a, %b : tensor<4xf64>")
+MaximumOp = _binary(
+    "msir.maximum",
+    "Elementwise maximum; NaN propagates (`np.maximum`).\n\n    %r = msir.maximum %a, %b : tensor<4xf32>",
+)
+MinimumOp = _binary(
+    "msir.minimum",
+    "Elementwise minimum; NaN propagates (`np.minimum`).\n\n    %r = msir.minimum %a, %b : tensor<4xf32>",
+)
+AndOp = _binary(
+    "msir.and", "Elementwise logical/bitwise and.\n\n    %r = msir.and %a, %b : tensor<4xi1>", INTEGRAL
+)
+OrOp = _binary("msir.or", "Elementwise logical/bitwise or.\n\n    %r = msir.or %a, %b : tensor<4xi1>", INTEGRAL)
+XorOp = _binary(
+    "msir.xor", "Elementwise logical/bitwise xor.\n\n    %r = msir.xor %a, %b : tensor<4xi1>", INTEGRAL
+)
+
+NegOp = _unary("msir.neg", "Elementwise negation.\n\n    %r = msir.neg %a : tensor<4xf32>", NUMERIC)
+AbsOp = _unary("msir.abs", "Elementwise absolute value.\n\n    %r = msir.abs %a : tensor<4xf32>", NUMERIC)
+SignOp = _unary(
+    "msir.sign", "Elementwise sign (-1, 0 or 1; NaN stays NaN).\n\n    %r = msir.sign %a : tensor<4xf32>", NUMERIC
+)
+NotOp = _unary("msir.not", "Elementwise logical not.\n\n    %r = msir.not %a : tensor<4xi1>", ("bool",))
+ExpOp = _unary("msir.exp", "Elementwise e**x.\n\n    %r = msir.exp %a : tensor<4xf32>")
+LogOp = _unary("msir.log", "Elementwise natural logarithm.\n\n    %r = msir.log %a : tensor<4xf32>")
+Log1pOp = _unary("msir.log1p", "Elementwise log(1 + x).\n\n    %r = msir.log1p %a : tensor<4xf32>")
+Expm1Op = _unary("msir.expm1", "Elementwise exp(x) - 1.\n\n    %r = msir.expm1 %a : tensor<4xf32>")
+SinOp = _unary("msir.sin", "Elementwise sine.\n\n    %r = msir.sin %a : tensor<4xf32>")
+CosOp = _unary("msir.cos", "Elementwise cosine.\n\n    %r = msir.cos %a : tensor<4xf32>")
+TanhOp = _unary("msir.tanh", "Elementwise hyperbolic tangent.\n\n    %r = msir.tanh %a : tensor<4xf32>")
+SqrtOp = _unary("msir.sqrt", "Elementwise square root.\n\n    %r = msir.sqrt %a : tensor<4xf32>")
+FloorOp = _unary("msir.floor", "Elementwise floor.\n\n    %r = msir.floor %a : tensor<4xf32>")
+CeilOp = _unary("msir.ceil", "Elementwise ceiling.\n\n    %r = msir.ceil %a : tensor<4xf32>")
+
+COMPARE_PREDICATES = ("lt", "le", "gt", "ge", "eq", "ne")
+
+
+@irdl_op_definition
+class CompareOp(IRDLOperation):
+    """Elementwise comparison; the result is a boolean tensor of the same shape.
+
+    Predicates: lt, le, gt, ge, eq, ne (ordered: a comparison with NaN is false,
+    except `ne`, as in NumPy).
+
+    ```mlir
+    %m = msir.compare lt, %a, %b : tensor<4xf32>
+    ```
+    """
+
+    name = "msir.compare"
+    T: ClassVar = VarConstraint("T", _TensorT)
+    predicate = prop_def(base(Attribute))
+    lhs = operand_def(T)
+    rhs = operand_def(T)
+    result = result_def(_TensorT)
+    traits = traits_def(Pure())
+
+    def __init__(self, predicate: str, lhs: SSAValue | Operation, rhs: SSAValue | Operation):
+        from xdsl.dialects.builtin import StringAttr
+
+        t = SSAValue.get(lhs).type
+        assert isinstance(t, TensorType)
+        super().__init__(
+            operands=[lhs, rhs],
+            properties={"predicate": StringAttr(predicate)},
+            result_types=[TensorType(IntegerType(1), t.get_shape())],
+        )
+
+    @property
+    def predicate_name(self) -> str:
+        return self.predicate.data  # type: ignore[attr-defined]
+
+    def verify_(self) -> None:
+        if self.predicate_name not in COMPARE_PREDICATES:
+            raise VerifyException(
+                f"'{self.name}' unknown predicate '{self.predicate_name}', expected one of "
+                f"{', '.join(COMPARE_PREDICATES)}"
+            )
+        _expect_type(
+            self, "result", self.result.type, TensorType(IntegerType(1), shape_of(self.lhs.type))
+        )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> CompareOp:
+        pred = parser.parse_identifier()
+        parser.parse_punctuation(",")
+        lhs = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        rhs = parser.parse_unresolved_operand()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        t = parser.parse_type()
+        operands = parser.resolve_operands([lhs, rhs], [t, t], parser.pos)
+        op = cls(pred, operands[0], operands[1])
+        op.attributes.update(attrs)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.predicate_name}, ")
+        printer.print_operand(self.lhs)
+        printer.print_string(", ")
+        printer.print_operand(self.rhs)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.lhs.type)
+
+
+@irdl_op_definition
+class SelectOp(IRDLOperation):
+    """Elementwise choice `np.where(cond, a, b)`; all operands of one shape.
+
+    ```mlir
+    %r = msir.select %c, %a, %b : tensor<4xi1>, tensor<4xf32>
+    ```
+    """
+
+    name = "msir.select"
+    T: ClassVar = VarConstraint("T", _TensorT)
+    cond = operand_def(_TensorT)
+    true_value = operand_def(T)
+    false_value = operand_def(T)
+    result = result_def(T)
+    traits = traits_def(Pure())
+    assembly_format = "$cond `,` $true_value `,` $false_value attr-dict `:` type($cond) `,` type($result)"
+
+    def __init__(self, cond, true_value, false_value):
+        super().__init__(
+            operands=[cond, true_value, false_value], result_types=[SSAValue.get(true_value).type]
+        )
+
+    def verify_(self) -> None:
+        _expect_dtype(self, "condition", self.cond.type, ("bool",))
+        if shape_of(self.cond.type) != shape_of(self.result.type):
+            raise VerifyException(
+                f"'{self.name}' condition type {self.cond.type} and value type "
+                f"{self.result.type} differ in shape"
+            )
+
+
+@irdl_op_definition
+class CastOp(IRDLOperation):
+    """Elementwise dtype conversion (`x.astype(dtype)`), with NumPy's semantics:
+    float to int truncates toward zero, anything to bool is `!= 0`.
+
+    ```mlir
+    %r = msir.cast %a : tensor<4xf32> to tensor<4xi64>
+    ```
+    """
+
+    name = "msir.cast"
+    input = operand_def(_TensorT)
+    result = result_def(_TensorT)
+    traits = traits_def(Pure())
+    assembly_format = "$input attr-dict `:` type($input) `to` type($result)"
+
+    def __init__(self, input: SSAValue | Operation, dtype: str):
+        t = SSAValue.get(input).type
+        super().__init__(operands=[input], result_types=[tensor_type(shape_of(t), dtype)])
+
+    def verify_(self) -> None:
+        if shape_of(self.input.type) != shape_of(self.result.type):
+            raise VerifyException(
+                f"'{self.name}' input type {self.input.type} and result type "
+                f"{self.result.type} differ in shape"
+            )
+        _expect_dtype(self, "input", self.input.type, ALL)
+        _expect_dtype(self, "result", self.result.type, ALL)
+
+
+# ---------------------------------------------------------------------------
+# Shape ops
+# ---------------------------------------------------------------------------
+
+
+class _ShapeOp(IRDLOperation):
+    input = operand_def(_TensorT)
+    result = result_def(_TensorT)
+    traits = traits_def(Pure())
+
+    def _same_dtype(self) -> None:
+        if self.input.type.element_type != self.result.type.element_type:  # type: ignore[attr-defined]
+            raise VerifyException(
+                f"'{self.name}' input type {self.input.type} and result type "
+                f"{self.result.type} differ in element type"
+            )
+
+
+@irdl_op_definition
+class BroadcastToOp(_ShapeOp):
+    """Broadcasts to a larger shape by NumPy's rule (right-aligned; a 1 stretches).
+
+    ```mlir
+    %r = msir.broadcast_to %a : tensor<1x4xf32> to tensor<3x4xf32>
+    ```
+    """
+
+    name = "msir.broadcast_to"
+    assembly_format = "$input attr-dict `:` type($input) `to` type($result)"
+
+    def __init__(self, input: SSAValue | Operation, shape: Sequence[int]):
+        t = SSAValue.get(input).type
+        super().__init__(operands=[input], result_types=[TensorType(t.element_type, list(shape))])
+
+    def verify_(self) -> None:
+        self._same_dtype()
+        _verify(self, lambda: check_broadcast_to(shape_of(self.input.type), shape_of(self.result.type)))
+
+
+@irdl_op_definition
+class ReshapeOp(_ShapeOp):
+    """Reinterprets the elements (row-major order) with a new shape of equal size.
+
+    ```mlir
+    %r = msir.reshape %a : tensor<2x3xf32> to tensor<6xf32>
+    ```
+    """
+
+    name = "msir.reshape"
+    assembly_format = "$input attr-dict `:` type($input) `to` type($result)"
+
+    def __init__(self, input: SSAValue | Operation, shape: Sequence[int]):
+        t = SSAValue.get(input).type
+        super().__init__(operands=[input], result_types=[TensorType(t.element_type, list(shape))])
+
+    def verify_(self) -> None:
+        self._same_dtype()
+        _verify(self, lambda: check_reshape(shape_of(self.input.type), shape_of(self.result.type)))
+
+
+@irdl_op_definition
+class TransposeOp(_ShapeOp):
+    """Permutes the axes: result axis i is input axis `permutation[i]`.
+
+    ```mlir
+    %r = msir.transpose %a, array<i64: 1, 0> : tensor<2x3xf32> to tensor<3x2xf32>
+    ```
+    """
+
+    name = "msir.transpose"
+    permutation = prop_def(AnyAttr())
+    assembly_format = "$input `,` $permutation attr-dict `:` type($input) `to` type($result)"
+
+    def __init__(self, input: SSAValue | Operation, permutation: Sequence[int]):
+        t = SSAValue.get(input).type
+        shape = infer_transpose(shape_of(t), permutation)
+        super().__init__(
+            operands=[input],
+            properties={"permutation": _i64_array(permutation)},
+            result_types=[TensorType(t.element_type, list(shape))],
+        )
+
+    def verify_(self) -> None:
+        self._same_dtype()
+        _verify(
+            self,
+            lambda: self._check(infer_transpose(shape_of(self.input.type), _ints(self.permutation))),
+        )
+
+    def _check(self, shape: tuple[int, ...]) -> None:
+        if shape != shape_of(self.result.type):
+            raise ShapeOrTypeError(
+                f"result type {self.result.type} does not match the permuted input {fmt_shape(shape)}"
+            )
+
+
+@irdl_op_definition
+class SliceOp(_ShapeOp):
+    """A strided static slice: result element `[k0, k1, ...]` is input element
+    `[start0 + k0*step0, start1 + k1*step1, ...]`; the result type gives the sizes.
+    Steps may be negative; bounds are normalised (no negative starts).
+
+    ```mlir
+    %r = msir.slice %a starts array<i64: 1, 0> steps array<i64: 2, -1> : tensor<5x4xf32> to tensor<2x4xf32>
+    ```
+    """
+
+    name = "msir.slice"
+    starts = prop_def(AnyAttr())
+    steps = prop_def(AnyAttr())
+    assembly_format = (
+        "$input `starts` $starts `steps` $steps attr-dict `:` type($input) `to` type($result)"
+    )
+
+    def __init__(self, input, starts: Sequence[int], sizes: Sequence[int], steps: Sequence[int]):
+        t = SSAValue.get(input).type
+        super().__init__(
+            operands=[input],
+            properties={"starts": _i64_array(starts), "steps": _i64_array(steps)},
+            result_types=[TensorType(t.element_type, list(sizes))],
+        )
+
+    def verify_(self) -> None:
+        self._same_dtype()
+        _verify(
+            self,
+            lambda: check_slice(
+                shape_of(self.input.type),
+                _ints(self.starts),
+                shape_of(self.result.type),
+                _ints(self.steps),
+            ),
+        )
+
+
+@irdl_op_definition
+class TakeOp(IRDLOperation):
+    """Gathers along `axis` with an integer index tensor of any shape (`np.take`,
+    integer and list indexing). Negative indices count from the end; an index
+    still out of range is reported at run time as an IndexError.
+
+    ```mlir
+    %r = msir.take %a[%i] axis 0 : tensor<5x4xf32>, tensor<3xi64> to tensor<3x4xf32>
+    ```
+    """
+
+    name = "msir.take"
+    input = operand_def(_TensorT)
+    indices = operand_def(_TensorT)
+    axis = prop_def(IntegerAttr[I64])
+    result = result_def(_TensorT)
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$input `[` $indices `]` `axis` $axis attr-dict `:` type($input) `,` type($indices) "
+        "`to` type($result)"
+    )
+
+    def __init__(self, input, indices, axis: int):
+        t = SSAValue.get(input).type
+        shape = infer_take(shape_of(t), shape_of(SSAValue.get(indices).type), axis)
+        super().__init__(
+            operands=[input, indices],
+            properties={"axis": IntegerAttr(axis, i64)},
+            result_types=[TensorType(t.element_type, list(shape))],
+        )
+
+    def verify_(self) -> None:
+        _expect_dtype(self, "indices", self.indices.type, ("int32", "int64"))
+
+        def check():
+            shape = infer_take(
+                shape_of(self.input.type), shape_of(self.indices.type), self.axis.value.data
+            )
+            expected = TensorType(self.input.type.element_type, list(shape))  # type: ignore[attr-defined]
+            _expect_type(self, "result", self.result.type, expected)
+
+        _verify(self, check)
+
+
+@irdl_op_definition
+class ConcatenateOp(IRDLOperation):
+    """Joins tensors along an existing axis (`np.concatenate`).
+
+    ```mlir
+    %r = msir.concatenate %a, %b axis 0 : tensor<2x4xf32>, tensor<3x4xf32> to tensor<5x4xf32>
+    ```
+    """
+
+    name = "msir.concatenate"
+    inputs = var_operand_def(_TensorT)
+    axis = prop_def(IntegerAttr[I64])
+    result = result_def(_TensorT)
+    traits = traits_def(Pure())
+    assembly_format = "$inputs `axis` $axis attr-dict `:` type($inputs) `to` type($result)"
+
+    def __init__(self, inputs: Sequence[SSAValue], axis: int):
+        t = inputs[0].type
+        shape = infer_concatenate([shape_of(v.type) for v in inputs], axis)
+        super().__init__(
+            operands=[inputs],
+            properties={"axis": IntegerAttr(axis, i64)},
+            result_types=[TensorType(t.element_type, list(shape))],
+        )
+
+    def verify_(self) -> None:
+        def check():
+            shape = infer_concatenate([shape_of(v.type) for v in self.inputs], self.axis.value.data)
+            expected = TensorType(self.inputs[0].type.element_type, list(shape))  # type: ignore[attr-defined]
+            for i, v in enumerate(self.inputs):
+                if v.type.element_type != expected.element_type:  # type: ignore[attr-defined]
+                    raise ShapeOrTypeError(
+                        f"operand #{i} has type {v.type}, expected element type {expected.element_type}"
+                    )
+            _expect_type(self, "result", self.result.type, expected)
+
+        _verify(self, check)
+
+
+@irdl_op_definition
+class StackOp(IRDLOperation):
+    """Joins tensors of one shape along a new axis (`np.stack`).
+
+    ```mlir
+    %r = msir.stack %a, %b axis 0 : tensor<4xf32>, tensor<4xf32> to tensor<2x4xf32>
+    ```
+    """
+
+    name = "msir.stack"
+    inputs = var_operand_def(_TensorT)
+    axis = prop_def(IntegerAttr[I64])
+    result = result_def(_TensorT)
+    traits = traits_def(Pure())
+    assembly_format = "$inputs `axis` $axis attr-dict `:` type($inputs) `to` type($result)"
+
+    def __init__(self, inputs: Sequence[SSAValue], axis: int):
+        t = inputs[0].type
+        shape = infer_stack([shape_of(v.type) for v in inputs], axis)
+        super().__init__(
+            operands=[inputs],
+            properties={"axis": IntegerAttr(axis, i64)},
+            result_types=[TensorType(t.element_type, list(shape))],
+        )
+
+    def verify_(self) -> None:
+        def check():
+            shape = infer_stack([shape_of(v.type) for v in self.inputs], self.axis.value.data)
+            expected = TensorType(self.inputs[0].type.element_type, list(shape))  # type: ignore[attr-defined]
+            for i, v in enumerate(self.inputs):
+                if v.type != self.inputs[0].type:
+                    raise ShapeOrTypeError(
+                        f"operand #{i} has type {v.type}, expected {self.inputs[0].type}"
+                    )
+            _expect_type(self, "result", self.result.type, expected)
+
+        _verify(self, check)
+
+
+# ---------------------------------------------------------------------------
+# Reductions and contractions
+# ---------------------------------------------------------------------------
+
+
+class ReduceOp(IRDLOperation):
+    """Base of the reductions over `axes`; keepdims is read off the result rank."""
+
+    input = operand_def(_TensorT)
+    axes = prop_def(AnyAttr())
+    result = result_def(_TensorT)
+    traits = traits_def(Pure())
+    assembly_format = "$input `axes` $axes attr-dict `:` type($input) `to` type($result)"
+    ALLOWED: ClassVar[Sequence[str]] = NUMERIC
+
+    def __init__(self, input, axes: Sequence[int], keepdims: bool = False):
+        t = SSAValue.get(input).type
+        shape = infer_reduce(shape_of(t), axes, keepdims)
+        super().__init__(
+            operands=[input],
+            properties={"axes": _i64_array(axes)},
+            result_types=[TensorType(t.element_type, list(shape))],
+        )
+
+    @property
+    def axes_list(self) -> tuple[int, ...]:
+        return _ints(self.axes)
+
+    @property
+    def keepdims(self) -> bool:
+        return len(shape_of(self.result.type)) == len(shape_of(self.input.type)) and bool(self.axes_list)
+
+    def verify_(self) -> None:
+        _expect_dtype(self, "input", self.input.type, self.ALLOWED)
+        in_shape, out_shape = shape_of(self.input.type), shape_of(self.result.type)
+        keep = len(out_shape) == len(in_shape)
+
+        def check():
+            shape = infer_reduce(in_shape, self.axes_list, keep)
+            expected = TensorType(self.input.type.element_type, list(shape))  # type: ignore[attr-defined]
+            _expect_type(self, "result", self.result.type, expected)
+
+        _verify(self, check)
+
+
+def _reduce(op_name: str, doc: str, dtypes: Sequence[str] = NUMERIC) -> type[ReduceOp]:
+    cls = type(
+        "Reduce" + op_name.split("_")[1].title() + "Op",
+        (ReduceOp,),
+        {"name": op_name, "__doc__": doc, "ALLOWED": dtypes, "__annotations__": {"ALLOWED": "ClassVar[Sequence[str]]"}},
+    )
+    return irdl_op_definition(cls)
+
+
+_REDUCE_EXAMPLE = "\n\n    %r = msir.{} %a axes array<i64: 1> : tensor<4x5xf32> to tensor<4xf32>"
+ReduceSumOp = _reduce("msir.reduce_sum", "Sum over axes." + _REDUCE_EXAMPLE.format("reduce_sum"))
+ReduceProdOp = _reduce("msir.reduce_prod", "Product over axes." + _REDUCE_EXAMPLE.format("reduce_prod"))
+ReduceMaxOp = _reduce(
+    "msir.reduce_max", "Maximum over axes; NaN propagates." + _REDUCE_EXAMPLE.format("reduce_max"), ALL
+)
+ReduceMinOp = _reduce(
+    "msir.reduce_min", "Minimum over axes; NaN propagates." + _REDUCE_EXAMPLE.format("reduce_min"), ALL
+)
+ReduceMeanOp = _reduce(
+    "msir.reduce_mean", "Arithmetic mean over axes (floats)." + _REDUCE_EXAMPLE.format("reduce_mean"), FLOATS
+)
+
+
+class ArgReduceOp(IRDLOperation):
+    """Base of argmax/argmin: the index (i64) of the first extreme element along
+    `axis`, or over the flattened tensor when `axis` is absent. A NaN counts as
+    the extreme, as in NumPy."""
+
+    input = operand_def(_TensorT)
+    axis = opt_prop_def(IntegerAttr[I64])
+    result = result_def(_TensorT)
+    traits = traits_def(Pure())
+    assembly_format = "$input (`axis` $axis^)? attr-dict `:` type($input) `to` type($result)"
+
+    def __init__(self, input, axis: int | None, keepdims: bool = False):
+        t = SSAValue.get(input).type
+        shape = self.infer(shape_of(t), axis, keepdims)
+        props = {"axis": IntegerAttr(axis, i64)} if axis is not None else {}
+        super().__init__(
+            operands=[input], properties=props, result_types=[TensorType(i64, list(shape))]
+        )
+
+    @staticmethod
+    def infer(shape: Sequence[int], axis: int | None, keepdims: bool) -> tuple[int, ...]:
+        if 0 in shape:
+            raise ShapeOrTypeError("attempt to get argmax/argmin of an empty sequence")
+        if axis is None:
+            return (1,) * len(shape) if keepdims else ()
+        return infer_reduce(shape, [axis], keepdims)
+
+    @property
+    def axis_value(self) -> int | None:
+        return None if self.axis is None else self.axis.value.data
+
+    def verify_(self) -> None:
+        _expect_dtype(self, "input", self.input.type, ALL)
+        in_shape, out_shape = shape_of(self.input.type), shape_of(self.result.type)
+        keep = len(out_shape) == len(in_shape) and len(in_shape) > 0
+
+        def check():
+            shape = self.infer(in_shape, self.axis_value, keep)
+            _expect_type(self, "result", self.result.type, TensorType(i64, list(shape)))
+
+        _verify(self, check)
+
+
+@irdl_op_definition
+class ArgmaxOp(ArgReduceOp):
+    """Index of the maximum (`np.argmax`).
+
+    ```mlir
+    %r = msir.argmax %a axis 1 : tensor<4x5xf32> to tensor<4xi64>
+    ```
+    """
+
+    name = "msir.argmax"
+
+
+@irdl_op_definition
+class ArgminOp(ArgReduceOp):
+    """Index of the minimum (`np.argmin`).
+
+    ```mlir
+    %r = msir.argmin %a : tensor<4x5xf32> to tensor<i64>
+    ```
+    """
+
+    name = "msir.argmin"
+
+
+@irdl_op_definition
+class MatmulOp(IRDLOperation):
+    """Matrix product with `np.matmul` semantics: 1-D operands are promoted to a
+    row/column and the added axis removed; leading batch axes broadcast.
+
+    ```mlir
+    %r = msir.matmul %a, %b : tensor<2x3xf32>, tensor<3x4xf32> to tensor<2x4xf32>
+    ```
+    """
+
+    name = "msir.matmul"
+    lhs = operand_def(_TensorT)
+    rhs = operand_def(_TensorT)
+    result = result_def(_TensorT)
+    traits = traits_def(Pure())
+    assembly_format = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `to` type($result)"
+
+    def __init__(self, lhs, rhs):
+        lt, rt = SSAValue.get(lhs).type, SSAValue.get(rhs).type
+        shape = infer_matmul(shape_of(lt), shape_of(rt))
+        super().__init__(operands=[lhs, rhs], result_types=[TensorType(lt.element_type, list(shape))])
+
+    def verify_(self) -> None:
+        _expect_dtype(self, "lhs", self.lhs.type, NUMERIC)
+        if self.lhs.type.element_type != self.rhs.type.element_type:  # type: ignore[attr-defined]
+            raise VerifyException(
+                f"'{self.name}' lhs type {self.lhs.type} and rhs type {self.rhs.type} differ in element type"
+            )
+
+        def check():
+            shape = infer_matmul(shape_of(self.lhs.type), shape_of(self.rhs.type))
+            expected = TensorType(self.lhs.type.element_type, list(shape))  # type: ignore[attr-defined]
+            _expect_type(self, "result", self.result.type, expected)
+
+        _verify(self, check)
+
+
+# ---------------------------------------------------------------------------
+# Tuples
+# ---------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class MakeTupleOp(IRDLOperation):
+    """Packs values into a tuple.
+
+    ```mlir
+    %t = msir.make_tuple %a, %b : tensor<f32>, tensor<4xf32>
+    ```
+    """
+
+    name = "msir.make_tuple"
+    elements = var_operand_def(AnyAttr())
+    result = result_def(TupleType)
+    traits = traits_def(Pure())
+
+    def __init__(self, elements: Sequence[SSAValue]):
+        super().__init__(operands=[elements], result_types=[TupleType(tuple(e.type for e in elements))])
+
+    def verify_(self) -> None:
+        _expect_type(self, "result", self.result.type, TupleType(tuple(e.type for e in self.elements)))
+
+    @classmethod
+    def parse(cls, parser: Parser) -> MakeTupleOp:
+        names = parser.parse_optional_undelimited_comma_separated_list(
+            parser.parse_optional_unresolved_operand, parser.parse_unresolved_operand
+        ) or []
+        attrs = parser.parse_optional_attr_dict()
+        types = []
+        if names:
+            parser.parse_punctuation(":")
+            types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
+        op = cls(parser.resolve_operands(names, types, parser.pos))
+        op.attributes.update(attrs)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        if self.elements:
+            printer.print_string(" ")
+            printer.print_list(self.elements, printer.print_operand)
+        printer.print_op_attributes(self.attributes)
+        if self.elements:
+            printer.print_string(" : ")
+            printer.print_list([e.type for e in self.elements], printer.print_attribute)
+
+
+@irdl_op_definition
+class GetTupleOp(IRDLOperation):
+    """Reads element `index` of a tuple.
+
+    ```mlir
+    %a = msir.get_tuple %t[0] : tuple<tensor<f32>, tensor<4xf32>> to tensor<f32>
+    ```
+    """
+
+    name = "msir.get_tuple"
+    tuple = operand_def(TupleType)
+    index = prop_def(IntegerAttr[I64])
+    result = result_def(AnyAttr())
+    traits = traits_def(Pure())
+    assembly_format = "$tuple `[` $index `]` attr-dict `:` type($tuple) `to` type($result)"
+
+    def __init__(self, tup: SSAValue | Operation, index: int):
+        t = SSAValue.get(tup).type
+        assert isinstance(t, TupleType)
+        super().__init__(
+            operands=[tup],
+            properties={"index": IntegerAttr(index, i64)},
+            result_types=[t.types.data[index]],
+        )
+
+    def verify_(self) -> None:
+        types = self.tuple.type.types.data  # type: ignore[attr-defined]
+        i = self.index.value.data
+        if not 0 <= i < len(types):
+            raise VerifyException(
+                f"'{self.name}' index {i} is out of range for {self.tuple.type} ({len(types)} elements)"
+            )
+        _expect_type(self, "result", self.result.type, types[i])
+
+
+Msir = Dialect(
+    "msir",
+    [
+        ConstantOp,
+        IotaOp,
+        AddOp,
+        SubOp,
+        MulOp,
+        DivOp,
+        FloorDivOp,
+        RemOp,
+        PowOp,
+        MaximumOp,
+        MinimumOp,
+        AndOp,
+        OrOp,
+        XorOp,
+        NegOp,
+        AbsOp,
+        SignOp,
+        NotOp,
+        ExpOp,
+        LogOp,
+        Log1pOp,
+        Expm1Op,
+        SinOp,
+        CosOp,
+        TanhOp,
+        SqrtOp,
+        FloorOp,
+        CeilOp,
+        CompareOp,
+        SelectOp,
+        CastOp,
+        BroadcastToOp,
+        ReshapeOp,
+        TransposeOp,
+        SliceOp,
+        TakeOp,
+        ConcatenateOp,
+        StackOp,
+        ReduceSumOp,
+        ReduceProdOp,
+        ReduceMaxOp,
+        ReduceMinOp,
+        ReduceMeanOp,
+        ArgmaxOp,
+        ArgminOp,
+        MatmulOp,
+        MakeTupleOp,
+        GetTupleOp,
+    ],
+    [],
+)
+

@@ -1,0 +1,34 @@
+"""msir: NumPy-style Python compiled through an xDSL functional IR to native code.
+
+The public API (`jit`, `set_context`, modes, errors) is loaded lazily, so that
+importing a dialect (`import msir.dialects.msir`, what every lit RUN line pays)
+does not load llvmlite or the frontend.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "jit": "msir.api",
+    "set_context": "msir.api",
+    "get_context": "msir.api",
+    "GRAPH_MODE": "msir.api",
+    "PYNATIVE_MODE": "msir.api",
+    "errors": "msir.errors",
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        module = importlib.import_module(_LAZY[name])
+        value = module if name == "errors" else getattr(module, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'msir' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(list(globals()) + list(_LAZY))
