@@ -1,0 +1,463 @@
+"""The llvmlite JIT: `llvm`-dialect modules to callable native functions.
+
+`compile_llvm_module` takes the output of `msir-lower-to-llvm`, exports it with
+xDSL's `convert_module`, optimises it at O3 for the host CPU (loop and SLP
+vectorisation on) and loads it into an MCJIT engine. `NativeModule.function`
+wraps the entry wrapper `@<name>__entry` of a public function (ABI in
+`msir.lowering.to_llvm`) as a `NativeFunction`, which checks NumPy inputs,
+allocates the DPS outputs, calls native code once through ctypes (the GIL is
+released during the call) and turns the error status into msir exceptions.
+
+Compilation is serialised by a process-wide lock. Calls are thread-safe except
+for error attribution: `@__msir_status`/`@__msir_site` are per-module globals,
+so two threads failing in the same module at once may see each other's error.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+import threading
+from collections.abc import Sequence
+from functools import cached_property
+
+import llvmlite.binding as llvm
+import numpy as np
+from xdsl.backend.llvm.convert import convert_module
+from xdsl.dialects import llvm as llvm_dialect
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    Float32Type,
+    Float64Type,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    ModuleOp,
+)
+from xdsl.ir import Attribute
+
+from msir.errors import (
+    CompileError,
+    DTypeError,
+    MsirError,
+    MsirIndexError,
+    MsirMemoryError,
+    MsirZeroDivisionError,
+    ShapeError,
+    SourceLoc,
+)
+from msir.lowering.to_llvm import ENTRY_SUFFIX, SITE
+
+_LOCK = threading.Lock()
+_initialised = False
+
+_libc = ctypes.CDLL(None)
+_free = _libc.free
+_free.argtypes = [ctypes.c_void_p]
+_free.restype = None
+
+_ENTRY_TYPE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+
+
+def _initialise() -> None:
+    """Once per process, under `_LOCK`: native target, libm and libmvec."""
+    global _initialised
+    if _initialised:
+        return
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    for lib in ("libm.so.6", "libmvec.so.1"):
+        try:
+            llvm.load_library_permanently(lib)
+        except RuntimeError:
+            pass  # libmvec is optional; libm symbols are in the process anyway
+    _initialised = True
+
+
+def _target_machine() -> llvm.TargetMachine:
+    target = llvm.Target.from_default_triple()
+    return target.create_target_machine(
+        cpu=llvm.get_host_cpu_name(),
+        features=llvm.get_host_cpu_features().flatten(),
+        opt=3,
+        codemodel="jitdefault",
+    )
+
+
+def _optimise(mod: llvm.ModuleRef, tm: llvm.TargetMachine) -> None:
+    pto = llvm.create_pipeline_tuning_options(speed_level=3)
+    pto.loop_vectorization = True
+    pto.slp_vectorization = True
+    pto.loop_unrolling = True
+    pb = llvm.create_pass_builder(tm, pto)
+    pb.getModulePassManager().run(mod, pb)
+
+
+def _entry_metadata(module: ModuleOp) -> dict[str, tuple[list, list, int]]:
+    """Per public function: (arg types, result types, num_outputs), as recorded
+    by msir-lower-to-llvm on the entry wrappers."""
+    found = {}
+    for op in module.ops:
+        if not isinstance(op, llvm_dialect.FuncOp):
+            continue
+        name = op.sym_name.data
+        args = op.attributes.get("msir.arg_types")
+        if not name.endswith(ENTRY_SUFFIX) or not isinstance(args, ArrayAttr):
+            continue
+        results = op.attributes["msir.result_types"]
+        n_out = op.attributes.get("msir.num_outputs")
+        found[name[: -len(ENTRY_SUFFIX)]] = (
+            list(args.data),
+            list(results.data),
+            n_out.value.data if isinstance(n_out, IntegerAttr) else 0,
+        )
+    return found
+
+
+def compile_llvm_module(
+    module: ModuleOp, sites: Sequence[SourceLoc] | None = None
+) -> NativeModule:
+    """Compile a module of the `llvm` dialect to native code for this machine.
+
+    `sites` maps the site numbers passed to `@__msir_error` to source
+    locations; it is the default for every function of the module.
+    """
+    metadata = _entry_metadata(module)
+    with _LOCK:
+        _initialise()
+        tm = _target_machine()
+        try:
+            ir_module = convert_module(module, fallback_target_triple=llvm.get_process_triple())
+            ir_module.data_layout = str(tm.target_data)
+            mod = llvm.parse_assembly(str(ir_module))
+            mod.verify()
+        except (NotImplementedError, RuntimeError, KeyError) as e:
+            raise CompileError(f"LLVM export failed: {e}") from e
+        _optimise(mod, tm)
+        optimised = str(mod)
+        engine = llvm.create_mcjit_compiler(mod, tm)
+        engine.finalize_object()
+        engine.run_static_constructors()
+    return NativeModule(engine, optimised, metadata, list(sites or []))
+
+
+class NativeModule:
+    """A compiled module; keeps its execution engine (and code) alive."""
+
+    def __init__(self, engine, llvm_ir: str, metadata, sites: list[SourceLoc]):
+        self._engine = engine
+        self._llvm_ir = llvm_ir
+        self._metadata = metadata
+        self._sites = sites
+        site_address = engine.get_global_value_address(SITE)
+        self._site = ctypes.c_int64.from_address(site_address) if site_address else None
+
+    @property
+    def llvm_ir(self) -> str:
+        """The optimised LLVM IR."""
+        return self._llvm_ir
+
+    @cached_property
+    def asm(self) -> str:
+        """The host assembly of the optimised module."""
+        with _LOCK:
+            return _target_machine().emit_assembly(llvm.parse_assembly(self._llvm_ir))
+
+    def function(
+        self,
+        name: str,
+        arg_types: Sequence[Attribute] | None = None,
+        result_types: Sequence[Attribute] | None = None,
+        num_outputs: int | None = None,
+        sites: Sequence[SourceLoc] | None = None,
+    ) -> NativeFunction:
+        """The public function `name`, callable on NumPy arrays.
+
+        `arg_types` are the loops-level argument types (inputs, then the
+        `num_outputs` DPS output buffers), `result_types` the types it returns.
+        Omitted ones are taken from what msir-lower-to-llvm recorded.
+        """
+        recorded = self._metadata.get(name)
+        if recorded is None and (arg_types is None or result_types is None):
+            raise CompileError(f"no public function '{name}' in the compiled module")
+        if recorded is not None:
+            arg_types = recorded[0] if arg_types is None else arg_types
+            result_types = recorded[1] if result_types is None else result_types
+            num_outputs = recorded[2] if num_outputs is None else num_outputs
+        address = self._engine.get_function_address(name + ENTRY_SUFFIX)
+        if not address:
+            raise CompileError(f"no entry wrapper '{name}{ENTRY_SUFFIX}' in the compiled module")
+        return NativeFunction(
+            self,
+            name,
+            _ENTRY_TYPE(address),
+            list(arg_types),
+            list(result_types),
+            num_outputs or 0,
+            list(self._sites if sites is None else sites),
+        )
+
+    def _read_site(self) -> int:
+        return self._site.value if self._site is not None else -1
+
+
+# ---------------------------------------------------------------------------
+# Argument conversion
+# ---------------------------------------------------------------------------
+
+
+def _dtype(t: Attribute) -> np.dtype:
+    if isinstance(t, Float32Type):
+        return np.dtype(np.float32)
+    if isinstance(t, Float64Type):
+        return np.dtype(np.float64)
+    if isinstance(t, IndexType):
+        return np.dtype(np.int64)
+    if isinstance(t, IntegerType):
+        width = t.width.data
+        if width == 1:
+            return np.dtype(np.bool_)
+        if width in (8, 16, 32, 64):
+            return np.dtype(f"int{width}")
+    raise CompileError(f"no NumPy dtype for element type {t}")
+
+
+# struct formats of a scalar in its 8-byte slot (low bytes, little endian)
+_SLOT_FORMAT = {
+    np.dtype(np.float32): "<f",
+    np.dtype(np.float64): "<d",
+    np.dtype(np.bool_): "<?",
+    np.dtype(np.int8): "<b",
+    np.dtype(np.int16): "<h",
+    np.dtype(np.int32): "<i",
+    np.dtype(np.int64): "<q",
+}
+
+_from_buffer = ctypes.c_char.from_buffer
+_addressof = ctypes.addressof
+
+
+def _data_pointer(a: np.ndarray) -> int:
+    try:
+        return _addressof(_from_buffer(a))
+    except (TypeError, ValueError):  # read-only or empty arrays
+        return a.__array_interface__["data"][0]
+
+
+class _MemrefArg:
+    """How one memref argument is checked and passed."""
+
+    def __init__(self, position: int, t: MemRefType):
+        self.position = position
+        self.dtype = _dtype(t.element_type)
+        self.shape = tuple(t.get_shape())
+        self.rank = len(self.shape)
+        self.dynamic = [k for k, d in enumerate(self.shape) if d < 0]
+
+    def prepare(self, x) -> np.ndarray:
+        if type(x) is not np.ndarray:
+            x = np.asarray(x)
+        if x.dtype != self.dtype:
+            if x.dtype.newbyteorder("=") != self.dtype:
+                raise DTypeError(
+                    f"argument {self.position} has dtype {x.dtype}, expected {self.dtype}"
+                )
+            x = x.astype(self.dtype)
+        if x.ndim != self.rank or any(
+            d >= 0 and d != s for d, s in zip(self.shape, x.shape)
+        ):
+            expected = "x".join("?" if d < 0 else str(d) for d in self.shape)
+            raise ShapeError(
+                f"argument {self.position} has shape {x.shape}, expected ({expected})"
+            )
+        flags = x.flags
+        if not (flags.c_contiguous and flags.aligned):
+            x = np.ascontiguousarray(x)
+            if not x.flags.aligned:
+                x = x.copy()
+        return x
+
+
+    def fresh(self) -> np.ndarray:
+        if self.dynamic:
+            raise ShapeError(
+                f"argument {self.position} is an output with a dynamic shape: "
+                "pass its buffer with out="
+            )
+        return np.empty(self.shape, self.dtype)
+
+    def check_output(self, x) -> np.ndarray:
+        """A caller's output buffer: written in place, so never copied."""
+        if not isinstance(x, np.ndarray):
+            raise DTypeError(f"output argument {self.position} must be a NumPy array")
+        prepared = self.prepare(x)
+        if prepared is not x or not x.flags.writeable:
+            raise ShapeError(
+                f"output argument {self.position} must be a writeable, aligned, "
+                f"C-contiguous {self.dtype} array"
+            )
+        return x
+
+
+class _ScalarArg:
+    def __init__(self, position: int, t: Attribute):
+        self.position = position
+        self.dtype = _dtype(t)
+        self.format = _SLOT_FORMAT[self.dtype]
+
+    def pack(self, buf, x) -> None:
+        try:
+            value = self.dtype.type(x).item()
+            struct.pack_into(self.format, buf, 8 * self.position, value)
+        except (TypeError, ValueError, OverflowError, struct.error) as e:
+            raise DTypeError(
+                f"argument {self.position}: cannot pass {x!r} as {self.dtype}"
+            ) from e
+
+
+class _NativeBuffer:
+    """Owns a buffer malloc'ed by native code; NumPy arrays keep it as base."""
+
+    __slots__ = ("__array_interface__", "_ptr")
+
+    def __init__(self, ptr: int, shape: tuple[int, ...], dtype: np.dtype):
+        self._ptr = ptr
+        self.__array_interface__ = {
+            "shape": shape,
+            "typestr": dtype.str,
+            "data": (ptr, False),
+            "version": 3,
+        }
+
+    def __del__(self):
+        _free(self._ptr)
+
+
+_ERRORS = {
+    1: (MsirIndexError, "index out of range"),
+    2: (MsirZeroDivisionError, "integer division or modulo by zero"),
+    3: (MsirMemoryError, "out of memory: an allocation in compiled code failed"),
+}
+
+
+class NativeFunction:
+    """A compiled public function: `f(*inputs) -> list[np.ndarray]`.
+
+    Returns the DPS output buffers (allocated here) followed by the values the
+    function returns (memrefs it allocated, adopted without a copy, and
+    scalars as 0-d arrays).
+    """
+
+    def __init__(
+        self,
+        module: NativeModule,
+        name: str,
+        entry,
+        arg_types: list[Attribute],
+        result_types: list[Attribute],
+        num_outputs: int,
+        sites: list[SourceLoc],
+    ):
+        self.module = module
+        self.name = name
+        self._entry = entry
+        self._sites = sites
+        n_args = len(arg_types)
+        self.num_inputs = n_args - num_outputs
+        self._inputs: list[_MemrefArg | _ScalarArg] = []
+        self._outputs: list[_MemrefArg] = []
+        n_dims = 0
+        dim_slots: list[list[int]] = []
+        for i, t in enumerate(arg_types):
+            if isinstance(t, MemRefType):
+                spec = _MemrefArg(i, t)
+                dim_slots.append([n_args + n_dims + j for j in range(len(spec.dynamic))])
+                n_dims += len(spec.dynamic)
+                if i >= self.num_inputs:
+                    self._outputs.append(spec)
+                    continue
+            elif i >= self.num_inputs:
+                raise CompileError(f"output {i - self.num_inputs} of '{name}' is not a memref")
+            else:
+                spec = _ScalarArg(i, t)
+                dim_slots.append([])
+            self._inputs.append(spec)
+        self._dim_slots = dim_slots
+        self._n_args = n_args
+        self._results_offset = n_args + n_dims
+        self._results: list[tuple[int, int, np.dtype, tuple[int, ...] | None]] = []
+        slot = 0
+        for t in result_types:
+            if isinstance(t, MemRefType):
+                shape = tuple(t.get_shape())
+                n_dyn = sum(1 for d in shape if d < 0)
+                self._results.append((slot, n_dyn, _dtype(t.element_type), shape))
+                slot += 1 + n_dyn
+            else:
+                self._results.append((slot, 0, _dtype(t), None))
+                slot += 1
+        self._buffer_type = ctypes.c_int64 * max(1, self._results_offset + slot)
+
+    def __call__(self, *inputs, out: Sequence[np.ndarray] | None = None) -> list[np.ndarray]:
+        """Run on `inputs`; `out` optionally gives the DPS output buffers
+        (required for outputs with dynamic dims), which are filled in place."""
+        if len(inputs) != self.num_inputs:
+            raise TypeError(
+                f"{self.name}() takes {self.num_inputs} arguments, got {len(inputs)}"
+            )
+        if out is not None and len(out) != len(self._outputs):
+            raise TypeError(f"{self.name}() has {len(self._outputs)} outputs, got {len(out)}")
+        buf = self._buffer_type()
+        keep_alive = []
+        for spec, x in zip(self._inputs, inputs):
+            if type(spec) is _MemrefArg:
+                a = spec.prepare(x)
+                keep_alive.append(a)
+                buf[spec.position] = _data_pointer(a)
+                for slot, k in zip(self._dim_slots[spec.position], spec.dynamic):
+                    buf[slot] = a.shape[k]
+            else:
+                spec.pack(buf, x)
+        outputs = []
+        for k, spec in enumerate(self._outputs):
+            a = spec.fresh() if out is None else spec.check_output(out[k])
+            outputs.append(a)
+            buf[spec.position] = _data_pointer(a)
+            for slot, d in zip(self._dim_slots[spec.position], spec.dynamic):
+                buf[slot] = a.shape[d]
+        base = _addressof(buf)
+        status = self._entry(
+            base, base + 8 * self._n_args, base + 8 * self._results_offset
+        )
+        if status:
+            self._free_results(buf)
+            self._raise(status)
+        return outputs + self._collect_results(buf)
+
+    def _free_results(self, buf) -> None:
+        """After an error: release the buffers the function still returned."""
+        for slot, _, _, shape in self._results:
+            if shape is not None and buf[self._results_offset + slot]:
+                _free(buf[self._results_offset + slot])
+
+    def _collect_results(self, buf) -> list[np.ndarray]:
+        values = []
+        offset = self._results_offset
+        for slot, n_dyn, dtype, shape in self._results:
+            if shape is None:
+                fmt = _SLOT_FORMAT[dtype]
+                value = struct.unpack_from(fmt, buf, 8 * (offset + slot))[0]
+                values.append(np.array(value, dtype))
+                continue
+            ptr = buf[offset + slot]
+            dims = iter(buf[offset + slot + 1 : offset + slot + 1 + n_dyn])
+            full = tuple(next(dims) if d < 0 else d for d in shape)
+            values.append(np.asarray(_NativeBuffer(ptr, full, dtype)))
+        return values
+
+    def _raise(self, status: int):
+        site = self.module._read_site()
+        loc = self._sites[site] if 0 <= site < len(self._sites) else None
+        error, message = _ERRORS.get(status, (MsirError, f"native error code {status}"))
+        raise error(message, loc)

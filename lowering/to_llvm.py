@@ -1,0 +1,1188 @@
+"""Pass `msir-lower-to-llvm`: loops-level IR to the `llvm` dialect in one walk.
+
+Contract
+--------
+Input: a `builtin.module` of `func.func` ops (as produced by
+`convert-msir-to-loops`) whose bodies use only `func` (return, call), `scf`
+(for, if, while, condition, yield), `arith` (scalar ops), `math` and `memref`
+(alloc, alloca, dealloc, load, store, dim, cast) on identity-layout memrefs of
+f32, f64, i1, i32, i64 or index, of any rank (0 included), with static or
+dynamic dims. Errors are reported by calls to the private declaration
+`@__msir_error(i32 code, i64 site)`.
+
+Output: a module of `llvm.mlir.global`, `llvm.func` and nothing else, ready for
+`xdsl.backend.llvm.convert.convert_module`:
+
+* `index` becomes `i64`; an i1 memref element is one byte (i8, 0 or 1).
+* A memref value is *flattened* wherever it crosses a boundary (function
+  argument or result, block argument): into its data pointer followed by one
+  i64 per dynamic dim, in dim order. A fully static memref is one `!llvm.ptr`.
+  A function whose flattened results number more than one returns them packed
+  in a literal `!llvm.struct<(...)>`.
+* Addresses are `llvm.getelementptr inbounds` on a row-major linearised index
+  (never ptrtoint/inttoptr), so LLVM's loop vectoriser sees affine accesses.
+* Math ops become `llvm.call_intrinsic` with fully type-suffixed names
+  (`llvm.exp.f32`); functions without an intrinsic call libm (`tanhf`, `tanh`).
+* `@__msir_status : i32` and `@__msir_site : i64` are module globals (weak
+  linkage, so the JIT can look them up); `@__msir_error` is defined to keep the
+  first error only. `memref.alloc` calls `aligned_alloc(64, max(64,
+  round_up(bytes, 64)))`; a null result (or a byte count that overflows)
+  records error 3 at the op's `msir.site` (-1 without one) and returns from the
+  function at once with zero results. After a call to a function that can do
+  that, the caller checks the status and returns too, so no code runs on a null
+  buffer.
+* Public functions are external; their pointer parameters are `noalias` unless
+  the module also calls them. Private functions with a body are internal.
+* Each public function `@f` gets an entry wrapper for the JIT::
+
+      i32 @f__entry(ptr %args, ptr %dims, ptr %results)
+
+  `args` holds one 8-byte slot per argument of `@f`, in order: the data pointer
+  of a memref, or the value of a scalar stored in the slot's low bytes with its
+  own type (i1 as one byte 0/1, index as i64). `dims` holds the dynamic dims of
+  all memref arguments, in argument order then dim order. `results` receives,
+  per result of `@f`, one slot for a scalar or a memref's data pointer followed
+  by one slot per dynamic dim. The wrapper sets `@__msir_status` to 0, calls
+  `@f` and returns the status. The wrapper carries `msir.num_outputs` and the
+  original `msir.arg_types`/`msir.result_types` for the JIT.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from xdsl.context import Context
+from xdsl.dialects import arith, func, llvm, math, memref, scf
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseArrayBase,
+    DictionaryAttr,
+    FileLineColLoc,
+    Float32Type,
+    Float64Type,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    ModuleOp,
+    UnitAttr,
+    i64,
+)
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+
+from msir.errors import CompileError, SourceLoc
+
+I1 = IntegerType(1)
+I8 = IntegerType(8)
+I32 = IntegerType(32)
+I64 = IntegerType(64)
+PTR = llvm.LLVMPointerType()
+
+STATUS = "__msir_status"
+SITE = "__msir_site"
+ERROR_FN = "__msir_error"
+ENTRY_SUFFIX = "__entry"
+
+ALLOC_ALIGN = 64
+# Byte counts above this are treated as failed allocations; it also keeps the
+# round-up to 64 bytes from overflowing.
+MAX_ALLOC_BYTES = 1 << 48
+IMPOSSIBLE_ALLOC = 1 << 62
+
+ERR_MEMORY = 3
+
+# ---------------------------------------------------------------------------
+# Types
+# ---------------------------------------------------------------------------
+
+
+def scalar_type(t: Attribute) -> Attribute:
+    """The LLVM type of a scalar value of builtin type `t`."""
+    if isinstance(t, IndexType):
+        return I64
+    if isinstance(t, (IntegerType, Float32Type, Float64Type)):
+        return t
+    raise CompileError(f"msir-lower-to-llvm: unsupported type {t}")
+
+
+def memory_type(t: Attribute) -> Attribute:
+    """The LLVM type of a memref element in memory (i1 is stored as i8)."""
+    return I8 if t == I1 else scalar_type(t)
+
+
+def flat_types(t: Attribute) -> list[Attribute]:
+    """The LLVM values a value of type `t` is flattened into at boundaries."""
+    if isinstance(t, MemRefType):
+        return [PTR] + [I64] * sum(1 for d in t.get_shape() if d < 0)
+    return [scalar_type(t)]
+
+
+def packed_type(types: Sequence[Attribute]) -> Attribute:
+    """The LLVM return type carrying the flattened values `types`."""
+    if not types:
+        return llvm.LLVMVoidType()
+    if len(types) == 1:
+        return types[0]
+    return llvm.LLVMStructType.from_type_list(types)
+
+
+def _suffix(t: Attribute) -> str:
+    if isinstance(t, Float32Type):
+        return "f32"
+    if isinstance(t, Float64Type):
+        return "f64"
+    if isinstance(t, IntegerType):
+        return f"i{t.width.data}"
+    if isinstance(t, IndexType):
+        return "i64"
+    raise CompileError(f"msir-lower-to-llvm: no intrinsic suffix for type {t}")
+
+
+def _byte_size(t: Attribute) -> int:
+    if isinstance(t, Float64Type) or t in (I64,):
+        return 8
+    if isinstance(t, Float32Type) or t == I32:
+        return 4
+    if t == I8:
+        return 1
+    assert isinstance(t, IntegerType)
+    return (t.width.data + 7) // 8
+
+
+class Mem(NamedTuple):
+    """A lowered memref: data pointer and sizes (int if static, else i64 SSA)."""
+
+    ptr: SSAValue
+    sizes: tuple[int | SSAValue, ...]
+
+
+Value = SSAValue | Mem
+
+
+def _loc_of(op: Operation) -> SourceLoc | None:
+    loc = op.location
+    if isinstance(loc, FileLineColLoc):
+        return SourceLoc(loc.filename.data, loc.line.data, loc.column.data)
+    return None
+
+
+# ---------------------------------------------------------------------------
+# Function signatures and the module-level lowering
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class Signature:
+    arg_types: list[Attribute]  # original builtin types
+    result_types: list[Attribute]
+    flat_args: list[Attribute]
+    ret_type: Attribute  # packed LLVM return type
+    flat_results: list[Attribute]
+
+
+def _signature(f: func.FuncOp) -> Signature:
+    ins = list(f.function_type.inputs.data)
+    outs = list(f.function_type.outputs.data)
+    flat_args = [t for a in ins for t in flat_types(a)]
+    flat_res = [t for r in outs for t in flat_types(r)]
+    return Signature(ins, outs, flat_args, packed_type(flat_res), flat_res)
+
+
+def _is_public(f: func.FuncOp) -> bool:
+    vis = f.sym_visibility
+    return vis is None or vis.data == "public"
+
+
+class ModuleLowering:
+    """State shared by the functions of one module: signatures, declarations."""
+
+    def __init__(self, module: ModuleOp):
+        self.module = module
+        self.funcs = [op for op in module.ops if isinstance(op, func.FuncOp)]
+        self.sigs = {f.sym_name.data: _signature(f) for f in self.funcs}
+        self.callees = {
+            op.callee.string_value()
+            for f in self.funcs
+            for op in f.walk()
+            if isinstance(op, func.CallOp)
+        }
+        self.may_fail = self._functions_that_may_fail()
+        self.externals: dict[str, llvm.LLVMFunctionType] = {}
+
+    def _functions_that_may_fail(self) -> set[str]:
+        """Functions that can return early because an allocation failed."""
+        direct: dict[str, set[str]] = {}
+        failing: set[str] = set()
+        for f in self.funcs:
+            name = f.sym_name.data
+            direct[name] = set()
+            for op in f.walk():
+                if isinstance(op, memref.AllocOp):
+                    failing.add(name)
+                elif isinstance(op, func.CallOp):
+                    direct[name].add(op.callee.string_value())
+        changed = True
+        while changed:
+            changed = False
+            for name, called in direct.items():
+                if name not in failing and called & failing:
+                    failing.add(name)
+                    changed = True
+        return failing
+
+    def declare(self, name: str, args: Sequence[Attribute], ret: Attribute) -> None:
+        self.externals.setdefault(name, llvm.LLVMFunctionType(args, ret))
+
+    def run(self) -> None:
+        new_ops: list[Operation] = [
+            llvm.GlobalOp(I32, STATUS, "weak", value=IntegerAttr(0, I32)),
+            llvm.GlobalOp(I64, SITE, "weak", value=IntegerAttr(0, I64)),
+            _error_function(),
+        ]
+        for f in self.funcs:
+            name = f.sym_name.data
+            if name == ERROR_FN:
+                continue
+            sig = self.sigs[name]
+            if not f.body.blocks:
+                self.declare(name, sig.flat_args, sig.ret_type)
+                continue
+            new_ops.append(FunctionLowering(self, f, sig).run())
+            if _is_public(f):
+                new_ops.append(_entry_wrapper(f, sig))
+        for name, ftype in self.externals.items():
+            new_ops.append(llvm.FuncOp(name, ftype, linkage=llvm.LinkageAttr("external")))
+        # The old ops are only detached: no new op refers to their values, and
+        # erasing would walk every op again to drop uses.
+        for op in list(self.module.ops):
+            op.detach()
+        self.module.body.block.add_ops(new_ops)
+
+
+def _error_function() -> llvm.FuncOp:
+    """`@__msir_error(code, site)`: record the first error only."""
+    entry = Block(arg_types=[I32, I64])
+    record, done = Block(), Block()
+    code, site = entry.args
+    status_ptr = llvm.AddressOfOp(STATUS, PTR)
+    status = llvm.LoadOp(status_ptr, I32)
+    zero = llvm.ConstantOp(IntegerAttr(0, I32), I32)
+    is_first = _icmp("eq", status.results[0], zero.results[0])
+    entry.add_ops(
+        [
+            status_ptr,
+            status,
+            zero,
+            is_first,
+            llvm.CondBrOp(is_first, record, [], done, []),
+        ]
+    )
+    site_ptr = llvm.AddressOfOp(SITE, PTR)
+    record.add_ops(
+        [
+            llvm.StoreOp(code, status_ptr),
+            site_ptr,
+            llvm.StoreOp(site, site_ptr),
+            llvm.BrOp(done),
+        ]
+    )
+    done.add_op(llvm.ReturnOp())
+    return llvm.FuncOp(
+        ERROR_FN,
+        llvm.LLVMFunctionType([I32, I64]),
+        linkage=llvm.LinkageAttr("internal"),
+        body=Region([entry, record, done]),
+    )
+
+
+def _icmp(pred: str, a: SSAValue, b: SSAValue) -> llvm.ICmpOp:
+    flag = llvm.ICmpPredicateFlag(pred).to_int()
+    return llvm.ICmpOp(a, b, IntegerAttr(flag, i64))
+
+
+def _entry_wrapper(f: func.FuncOp, sig: Signature) -> llvm.FuncOp:
+    """`i32 @f__entry(ptr args, ptr dims, ptr results)`; see the module docstring."""
+    block = Block(arg_types=[PTR, PTR, PTR])
+    args_ptr, dims_ptr, out_ptr = block.args
+    ops: list[Operation] = []
+
+    def add(op: Operation) -> SSAValue:
+        ops.append(op)
+        return op.results[0]
+
+    def slot(base: SSAValue, index: int) -> SSAValue:
+        if index == 0:
+            return base
+        return add(llvm.GEPOp(base, [index], I64, inbounds=True))
+
+    def load(ptr: SSAValue, t: Attribute) -> SSAValue:
+        if t == I1:
+            return add(llvm.TruncOp(add(llvm.LoadOp(ptr, I8)), I1))
+        return add(llvm.LoadOp(ptr, t))
+
+    call_args: list[SSAValue] = []
+    n_dims = 0
+    for i, t in enumerate(sig.arg_types):
+        if isinstance(t, MemRefType):
+            call_args.append(add(llvm.LoadOp(slot(args_ptr, i), PTR)))
+            for d in t.get_shape():
+                if d < 0:
+                    call_args.append(add(llvm.LoadOp(slot(dims_ptr, n_dims), I64)))
+                    n_dims += 1
+        else:
+            call_args.append(load(slot(args_ptr, i), scalar_type(t)))
+
+    status_ptr = add(llvm.AddressOfOp(STATUS, PTR))
+    ops.append(llvm.StoreOp(add(llvm.ConstantOp(IntegerAttr(0, I32), I32)), status_ptr))
+    name = f.sym_name.data
+    ret = None if not sig.flat_results else sig.ret_type
+    call = llvm.CallOp(name, *call_args, return_type=ret)
+    ops.append(call)
+    flat = sig.flat_results
+    for k, t in enumerate(flat):
+        if len(flat) == 1:
+            value = call.results[0]
+        else:
+            pos = DenseArrayBase.from_list(i64, [k])
+            value = add(llvm.ExtractValueOp(pos, call.results[0], t))
+        if t == I1:
+            value = add(llvm.ZExtOp(value, I8))
+        ops.append(llvm.StoreOp(value, slot(out_ptr, k)))
+    ops.append(llvm.ReturnOp(add(llvm.LoadOp(status_ptr, I32))))
+    block.add_ops(ops)
+    num_outputs = f.attributes.get("msir.num_outputs", IntegerAttr(0, i64))
+    return llvm.FuncOp(
+        name + ENTRY_SUFFIX,
+        llvm.LLVMFunctionType([PTR, PTR, PTR], I32),
+        linkage=llvm.LinkageAttr("external"),
+        body=Region([block]),
+        extra_attrs={
+            "msir.num_outputs": num_outputs,
+            "msir.arg_types": ArrayAttr(sig.arg_types),
+            "msir.result_types": ArrayAttr(sig.result_types),
+        },
+    )
+
+
+# ---------------------------------------------------------------------------
+# One function
+# ---------------------------------------------------------------------------
+
+
+class FunctionLowering:
+    """Builds the body of one `llvm.func` from one `func.func`.
+
+    The entry block is a prologue holding constants and static allocas (so they
+    dominate every use and allocas do not grow the stack in loops); it branches
+    to the block where the function body starts.
+    """
+
+    def __init__(self, m: ModuleLowering, f: func.FuncOp, sig: Signature):
+        self.m = m
+        self.f = f
+        self.sig = sig
+        self.vals: dict[SSAValue, Value] = {}
+        self.ints: dict[SSAValue, int] = {}
+        self.consts: dict[tuple, SSAValue] = {}
+        self.prologue = Block(arg_types=sig.flat_args)
+        self.region = Region([self.prologue])
+        self.block = Block()
+        self.bail_block: Block | None = None
+
+    # -- building ----------------------------------------------------------
+
+    def run(self) -> llvm.FuncOp:
+        f = self.f
+        start = self.block
+        self.region.add_block(start)
+        args = iter(self.prologue.args)
+        entry = f.body.blocks.first
+        assert entry is not None
+        for arg, t in zip(entry.args, self.sig.arg_types):
+            self.vals[arg] = self.unflatten(t, args)
+        self.lower_ops(entry)
+        self.prologue.add_op(llvm.BrOp(start))
+        name = f.sym_name.data
+        public = _is_public(f)
+        props: dict[str, Attribute | None] = {}
+        if public and name not in self.m.callees:
+            no_alias = DictionaryAttr({"llvm.noalias": UnitAttr()})
+            props["arg_attrs"] = ArrayAttr(
+                [no_alias if t == PTR else DictionaryAttr({}) for t in self.sig.flat_args]
+            )
+        return llvm.FuncOp(
+            name,
+            llvm.LLVMFunctionType(self.sig.flat_args, self.sig.ret_type),
+            linkage=llvm.LinkageAttr("external" if public else "internal"),
+            body=self.region,
+            other_props=props,
+        )
+
+    def add(self, op: Operation) -> SSAValue:
+        self.block.add_op(op)
+        return op.results[0]
+
+    def emit(self, op: Operation) -> None:
+        self.block.add_op(op)
+
+    def start_block(self, block: Block) -> None:
+        self.region.add_block(block)
+        self.block = block
+
+    def const(self, value: int | float, t: Attribute) -> SSAValue:
+        """A constant of LLVM type `t`, created once in the prologue."""
+        if isinstance(t, IntegerType):
+            width = t.width.data
+            value = int(value) & ((1 << width) - 1)
+            if width > 1 and value >> (width - 1):
+                value -= 1 << width
+            key = (t, value)
+        else:
+            key = (t, float(value).hex())
+        found = self.consts.get(key)
+        if found is not None:
+            return found
+        attr = IntegerAttr(value, t) if isinstance(t, IntegerType) else FloatAttr(value, t)
+        op = llvm.ConstantOp(attr, t)
+        self.prologue.add_op(op)
+        result = op.results[0]
+        self.consts[key] = result
+        if isinstance(t, IntegerType):
+            self.ints[result] = value
+        return result
+
+    def index(self, v: int | SSAValue) -> SSAValue:
+        return self.const(v, I64) if isinstance(v, int) else v
+
+    def known(self, v: int | SSAValue) -> int | None:
+        return v if isinstance(v, int) else self.ints.get(v)
+
+    def intrinsic(self, name: str, args: Sequence[SSAValue], ret: Attribute) -> SSAValue:
+        return self.add(llvm.CallIntrinsicOp(name, args, [ret]))
+
+    def call_external(self, name: str, args: Sequence[SSAValue], ret: Attribute | None):
+        self.m.declare(name, [a.type for a in args], ret or llvm.LLVMVoidType())
+        return self.add_call(llvm.CallOp(name, *args, return_type=ret))
+
+    def add_call(self, op: llvm.CallOp) -> SSAValue | None:
+        self.block.add_op(op)
+        return op.results[0] if op.results else None
+
+    # -- values ------------------------------------------------------------
+
+    def get(self, v: SSAValue) -> SSAValue:
+        value = self.vals[v]
+        assert isinstance(value, SSAValue)
+        return value
+
+    def mem(self, v: SSAValue) -> Mem:
+        value = self.vals[v]
+        assert isinstance(value, Mem)
+        return value
+
+    def flatten(self, value: Value, t: Attribute) -> list[SSAValue]:
+        if isinstance(t, MemRefType):
+            assert isinstance(value, Mem)
+            dyn = [self.index(s) for s, d in zip(value.sizes, t.get_shape()) if d < 0]
+            return [value.ptr, *dyn]
+        assert isinstance(value, SSAValue)
+        return [value]
+
+    def flatten_all(self, values: Sequence[SSAValue]) -> list[SSAValue]:
+        return [x for v in values for x in self.flatten(self.vals[v], v.type)]
+
+    @staticmethod
+    def unflatten(t: Attribute, it) -> Value:
+        if isinstance(t, MemRefType):
+            ptr = next(it)
+            sizes = tuple(next(it) if d < 0 else d for d in t.get_shape())
+            return Mem(ptr, sizes)
+        return next(it)
+
+    def bind(self, results: Sequence[SSAValue], flat: Sequence[SSAValue]) -> None:
+        it = iter(flat)
+        for r in results:
+            self.vals[r] = self.unflatten(r.type, it)
+
+    def flat_block(self, types: Sequence[Attribute]) -> Block:
+        return Block(arg_types=[x for t in types for x in flat_types(t)])
+
+    # -- walking -----------------------------------------------------------
+
+    def lower_ops(self, block: Block) -> Operation | None:
+        """Lower `block`'s ops into the current block; return an scf terminator."""
+        for op in block.ops:
+            if isinstance(op, (scf.YieldOp, scf.ConditionOp)):
+                return op
+            lower = LOWERINGS.get(type(op))
+            if lower is None:
+                raise CompileError(
+                    f"msir-lower-to-llvm: unsupported op '{op.name}'", _loc_of(op)
+                )
+            try:
+                lower(self, op)
+            except CompileError:
+                raise
+            except Exception as e:
+                raise CompileError(
+                    f"msir-lower-to-llvm: failed to lower '{op.name}': {e}", _loc_of(op)
+                ) from e
+        return None
+
+    def bail(self) -> Block:
+        """A block returning zero values at once (after an allocation failure)."""
+        if self.bail_block is None:
+            block = Block()
+            ret_t = self.sig.ret_type
+            if isinstance(ret_t, llvm.LLVMVoidType):
+                block.add_op(llvm.ReturnOp())
+            elif isinstance(ret_t, (llvm.LLVMStructType, llvm.LLVMPointerType)):
+                zero = llvm.ZeroOp.create(result_types=[ret_t])
+                block.add_ops([zero, llvm.ReturnOp(zero.results[0])])
+            else:
+                zero = llvm.ConstantOp(_zero_attr(ret_t), ret_t)
+                block.add_ops([zero, llvm.ReturnOp(zero.results[0])])
+            self.region.add_block(block)
+            self.bail_block = block
+        return self.bail_block
+
+    def branch_unless(self, failed: SSAValue, target: Block) -> None:
+        cont = Block()
+        self.emit(llvm.CondBrOp(failed, target, [], cont, []))
+        self.start_block(cont)
+
+    # -- addresses ---------------------------------------------------------
+
+    def imul(self, a: int | SSAValue, b: int | SSAValue) -> int | SSAValue:
+        ka, kb = self.known(a), self.known(b)
+        if ka is not None and kb is not None:
+            return ka * kb
+        if ka == 0 or kb == 0:
+            return 0
+        if ka == 1:
+            return b
+        if kb == 1:
+            return a
+        return self.add(llvm.MulOp(self.index(a), self.index(b), overflow=_NSW))
+
+    def iadd(self, a: int | SSAValue, b: int | SSAValue) -> int | SSAValue:
+        ka, kb = self.known(a), self.known(b)
+        if ka is not None and kb is not None:
+            return ka + kb
+        if ka == 0:
+            return b
+        if kb == 0:
+            return a
+        return self.add(llvm.AddOp(self.index(a), self.index(b), overflow=_NSW))
+
+    def address(self, m: Mem, indices: Sequence[SSAValue], elem: Attribute) -> SSAValue:
+        linear: int | SSAValue = 0
+        for size, i in zip(m.sizes, indices):
+            linear = self.iadd(self.imul(linear, size), self.get(i))
+        if self.known(linear) == 0:
+            return m.ptr
+        return self.add(
+            llvm.GEPOp(
+                m.ptr, [llvm.GEP_USE_SSA_VAL], elem, [self.index(linear)], inbounds=True
+            )
+        )
+
+    def element_count(self, sizes: Sequence[int | SSAValue]) -> int | SSAValue:
+        n: int | SSAValue = 1
+        for s in sizes:
+            n = self.imul(n, s)
+        return n
+
+
+_NSW = llvm.OverflowAttr((llvm.OverflowFlag.NO_SIGNED_WRAP,))
+
+
+def _zero_attr(t: Attribute) -> Attribute:
+    return IntegerAttr(0, t) if isinstance(t, IntegerType) else FloatAttr(0.0, t)
+
+
+# ---------------------------------------------------------------------------
+# Op lowerings: one function per op kind, registered in LOWERINGS below.
+# ---------------------------------------------------------------------------
+
+Lowering = Callable[[FunctionLowering, Operation], None]
+LOWERINGS: dict[type[Operation], Lowering] = {}
+
+
+def lowers(*op_types: type[Operation]):
+    def register(fn: Lowering) -> Lowering:
+        for t in op_types:
+            LOWERINGS[t] = fn
+        return fn
+
+    return register
+
+
+def _same_type_binary(llvm_op: type[Operation]) -> Lowering:
+    def lower(fl: FunctionLowering, op: Operation) -> None:
+        lhs, rhs = (fl.get(v) for v in op.operands)
+        fl.vals[op.results[0]] = fl.add(llvm_op(lhs, rhs))
+
+    return lower
+
+
+for _arith, _llvm in [
+    (arith.AddfOp, llvm.FAddOp),
+    (arith.SubfOp, llvm.FSubOp),
+    (arith.MulfOp, llvm.FMulOp),
+    (arith.DivfOp, llvm.FDivOp),
+    (arith.AddiOp, llvm.AddOp),
+    (arith.SubiOp, llvm.SubOp),
+    (arith.MuliOp, llvm.MulOp),
+    (arith.DivUIOp, llvm.UDivOp),
+    (arith.RemUIOp, llvm.URemOp),
+    (arith.AndIOp, llvm.AndOp),
+    (arith.OrIOp, llvm.OrOp),
+    (arith.XOrIOp, llvm.XOrOp),
+    (arith.ShLIOp, llvm.ShlOp),
+    (arith.ShRSIOp, llvm.AShrOp),
+    (arith.ShRUIOp, llvm.LShrOp),
+]:
+    LOWERINGS[_arith] = _same_type_binary(_llvm)
+if hasattr(arith, "RemFOp"):
+    LOWERINGS[arith.RemFOp] = _same_type_binary(llvm.FRemOp)
+
+
+def _intrinsic_op(base: str, n_args: int | None = None) -> Lowering:
+    """An op that is the intrinsic `base.<suffix of the result type>`."""
+
+    def lower(fl: FunctionLowering, op: Operation) -> None:
+        t = scalar_type(op.results[0].type)
+        args = [fl.get(v) for v in op.operands]
+        fl.vals[op.results[0]] = fl.intrinsic(f"{base}.{_suffix(t)}", args, t)
+
+    return lower
+
+
+for _op, _name in [
+    (arith.MaximumfOp, "llvm.maximum"),
+    (arith.MinimumfOp, "llvm.minimum"),
+    (arith.MaxnumfOp, "llvm.maxnum"),
+    (arith.MinnumfOp, "llvm.minnum"),
+    (arith.MaxSIOp, "llvm.smax"),
+    (arith.MinSIOp, "llvm.smin"),
+    (arith.MaxUIOp, "llvm.umax"),
+    (arith.MinUIOp, "llvm.umin"),
+    (math.ExpOp, "llvm.exp"),
+    (math.Exp2Op, "llvm.exp2"),
+    (math.LogOp, "llvm.log"),
+    (math.Log2Op, "llvm.log2"),
+    (math.Log10Op, "llvm.log10"),
+    (math.SinOp, "llvm.sin"),
+    (math.CosOp, "llvm.cos"),
+    (math.SqrtOp, "llvm.sqrt"),
+    (math.AbsFOp, "llvm.fabs"),
+    (math.FloorOp, "llvm.floor"),
+    (math.CeilOp, "llvm.ceil"),
+    (math.RoundOp, "llvm.round"),
+    (math.RoundEvenOp, "llvm.roundeven"),
+    (math.TruncOp, "llvm.trunc"),
+    (math.PowFOp, "llvm.pow"),
+    (math.CopySignOp, "llvm.copysign"),
+    (math.FmaOp, "llvm.fma"),
+]:
+    LOWERINGS[_op] = _intrinsic_op(_name)
+
+
+def _libm_op(name: str) -> Lowering:
+    """An op that is a libm call: `name` for f64, `name`+'f' for f32."""
+
+    def lower(fl: FunctionLowering, op: Operation) -> None:
+        t = op.results[0].type
+        symbol = name + "f" if isinstance(t, Float32Type) else name
+        args = [fl.get(v) for v in op.operands]
+        fl.vals[op.results[0]] = fl.call_external(symbol, args, t)
+
+    return lower
+
+
+for _op, _name in [
+    (math.TanhOp, "tanh"),
+    (math.Log1pOp, "log1p"),
+    (math.ExpM1Op, "expm1"),
+    (math.ErfOp, "erf"),
+    (math.AtanOp, "atan"),
+    (math.TanOp, "tan"),
+    (math.SinhOp, "sinh"),
+    (math.CoshOp, "cosh"),
+    (math.AsinOp, "asin"),
+    (math.AcosOp, "acos"),
+    (math.AsinhOp, "asinh"),
+    (math.AcoshOp, "acosh"),
+    (math.AtanhOp, "atanh"),
+    (math.CbrtOp, "cbrt"),
+    (math.Atan2Op, "atan2"),
+]:
+    LOWERINGS[_op] = _libm_op(_name)
+
+
+@lowers(arith.ConstantOp)
+def _constant(fl: FunctionLowering, op: arith.ConstantOp) -> None:
+    value = op.value
+    t = scalar_type(op.result.type)
+    if isinstance(value, IntegerAttr):
+        fl.vals[op.result] = fl.const(value.value.data, t)
+    elif isinstance(value, FloatAttr):
+        fl.vals[op.result] = fl.const(value.value.data, t)
+    else:
+        raise CompileError(f"msir-lower-to-llvm: unsupported constant {value}")
+
+
+@lowers(arith.NegfOp)
+def _negf(fl: FunctionLowering, op: arith.NegfOp) -> None:
+    fl.vals[op.result] = fl.add(llvm.FNegOp(fl.get(op.operand)))
+
+
+def _safe_divisor(fl: FunctionLowering, rhs: SSAValue) -> tuple[SSAValue, SSAValue]:
+    """(rhs == -1, divisor with -1 replaced by 1): INT_MIN / -1 traps on x86."""
+    t = rhs.type
+    minus_one = fl.add(_icmp("eq", rhs, fl.const(-1, t)))
+    return minus_one, fl.add(llvm.SelectOp(minus_one, fl.const(1, t), rhs))
+
+
+def _sdiv(fl: FunctionLowering, lhs: SSAValue, rhs: SSAValue) -> SSAValue:
+    minus_one, divisor = _safe_divisor(fl, rhs)
+    quotient = fl.add(llvm.SDivOp(lhs, divisor))
+    negated = fl.add(llvm.SubOp(fl.const(0, lhs.type), lhs))
+    return fl.add(llvm.SelectOp(minus_one, negated, quotient))
+
+
+@lowers(arith.DivSIOp)
+def _divsi(fl: FunctionLowering, op: Operation) -> None:
+    fl.vals[op.results[0]] = _sdiv(fl, fl.get(op.operands[0]), fl.get(op.operands[1]))
+
+
+@lowers(arith.RemSIOp)
+def _remsi(fl: FunctionLowering, op: Operation) -> None:
+    lhs, rhs = fl.get(op.operands[0]), fl.get(op.operands[1])
+    minus_one, divisor = _safe_divisor(fl, rhs)
+    rem = fl.add(llvm.SRemOp(lhs, divisor))
+    fl.vals[op.results[0]] = fl.add(llvm.SelectOp(minus_one, fl.const(0, lhs.type), rem))
+
+
+def _rounded_division(toward_floor: bool) -> Lowering:
+    """floordivsi / ceildivsi: adjust the truncated quotient when the remainder
+    is non-zero and its sign differs from (floor) or equals (ceil) the divisor's."""
+
+    def lower(fl: FunctionLowering, op: Operation) -> None:
+        lhs, rhs = fl.get(op.operands[0]), fl.get(op.operands[1])
+        t = lhs.type
+        q = _sdiv(fl, lhs, rhs)
+        r = fl.add(llvm.SubOp(lhs, fl.add(llvm.MulOp(q, rhs))))
+        inexact = fl.add(_icmp("ne", r, fl.const(0, t)))
+        sign = fl.add(llvm.XOrOp(r, rhs))
+        differ = fl.add(_icmp("slt" if toward_floor else "sge", sign, fl.const(0, t)))
+        adjust = fl.add(llvm.AndOp(inexact, differ))
+        if t != I1:
+            adjust = fl.add(llvm.ZExtOp(adjust, t))
+        combine = llvm.SubOp if toward_floor else llvm.AddOp
+        fl.vals[op.results[0]] = fl.add(combine(q, adjust))
+
+    return lower
+
+
+LOWERINGS[arith.FloorDivSIOp] = _rounded_division(True)
+LOWERINGS[arith.CeilDivSIOp] = _rounded_division(False)
+
+
+@lowers(arith.CmpiOp)
+def _cmpi(fl: FunctionLowering, op: arith.CmpiOp) -> None:
+    # arith and llvm list the integer predicates in the same order.
+    pred = IntegerAttr(op.predicate.value.data, i64)
+    fl.vals[op.result] = fl.add(llvm.ICmpOp(fl.get(op.lhs), fl.get(op.rhs), pred))
+
+
+@lowers(arith.CmpfOp)
+def _cmpf(fl: FunctionLowering, op: arith.CmpfOp) -> None:
+    # arith and llvm list the float predicates in the same order; the
+    # constant ones are folded because the llvmlite export cannot print them.
+    index = op.predicate.value.data
+    name = arith.CMPF_COMPARISON_OPERATIONS[index]
+    if name in ("false", "true"):
+        fl.vals[op.result] = fl.const(int(name == "true"), I1)
+        return
+    fl.vals[op.result] = fl.add(
+        llvm.FCmpOp(fl.get(op.lhs), fl.get(op.rhs), IntegerAttr(index, i64))
+    )
+
+
+@lowers(arith.SelectOp)
+def _select(fl: FunctionLowering, op: arith.SelectOp) -> None:
+    cond = fl.get(op.cond)
+    t = op.result.type
+    lhs = fl.flatten(fl.vals[op.lhs], t)
+    rhs = fl.flatten(fl.vals[op.rhs], t)
+    chosen = [fl.add(llvm.SelectOp(cond, a, b)) for a, b in zip(lhs, rhs)]
+    fl.bind([op.result], chosen)
+
+
+def _cast(llvm_op: type[Operation]) -> Lowering:
+    def lower(fl: FunctionLowering, op: Operation) -> None:
+        t = scalar_type(op.results[0].type)
+        fl.vals[op.results[0]] = fl.add(llvm_op(fl.get(op.operands[0]), t))
+
+    return lower
+
+
+for _op, _llvm in [
+    (arith.SIToFPOp, llvm.SIToFPOp),
+    (arith.ExtFOp, llvm.FPExtOp),
+    (arith.TruncFOp, llvm.FPTruncOp),
+    (arith.ExtSIOp, llvm.SExtOp),
+    (arith.ExtUIOp, llvm.ZExtOp),
+    (arith.TruncIOp, llvm.TruncOp),
+]:
+    LOWERINGS[_op] = _cast(_llvm)
+
+
+def _float_to_int(base: str) -> Lowering:
+    """fptosi/fptoui as the saturating intrinsics: the llvm dialect export has
+    no plain fptosi, and saturation refines arith's poison on overflow."""
+
+    def lower(fl: FunctionLowering, op: Operation) -> None:
+        src = fl.get(op.operands[0])
+        t = scalar_type(op.results[0].type)
+        name = f"{base}.{_suffix(t)}.{_suffix(src.type)}"
+        fl.vals[op.results[0]] = fl.intrinsic(name, [src], t)
+
+    return lower
+
+
+LOWERINGS[arith.FPToSIOp] = _float_to_int("llvm.fptosi.sat")
+LOWERINGS[arith.FPToUIOp] = _float_to_int("llvm.fptoui.sat")
+
+
+@lowers(arith.UIToFPOp)
+def _uitofp(fl: FunctionLowering, op: arith.UIToFPOp) -> None:
+    # The export has no uitofp: widen narrower ints with zext; for i64 halve
+    # negative (huge) values keeping the low bit for rounding, then double.
+    src = fl.get(op.input)
+    t = scalar_type(op.result.type)
+    if src.type != I64:
+        fl.vals[op.result] = fl.add(llvm.SIToFPOp(fl.add(llvm.ZExtOp(src, I64)), t))
+        return
+    direct = fl.add(llvm.SIToFPOp(src, t))
+    halved = fl.add(
+        llvm.OrOp(
+            fl.add(llvm.LShrOp(src, fl.const(1, I64))),
+            fl.add(llvm.AndOp(src, fl.const(1, I64))),
+        )
+    )
+    doubled = fl.add(llvm.FMulOp(fl.add(llvm.SIToFPOp(halved, t)), fl.const(2.0, t)))
+    negative = fl.add(_icmp("slt", src, fl.const(0, I64)))
+    fl.vals[op.result] = fl.add(llvm.SelectOp(negative, doubled, direct))
+
+
+@lowers(arith.IndexCastOp)
+def _index_cast(fl: FunctionLowering, op: arith.IndexCastOp) -> None:
+    src = fl.get(op.input)
+    t = scalar_type(op.result.type)
+    from_w, to_w = src.type.width.data, t.width.data
+    if from_w == to_w:
+        fl.vals[op.result] = src
+    elif from_w < to_w:
+        fl.vals[op.result] = fl.add(llvm.SExtOp(src, t))
+    else:
+        fl.vals[op.result] = fl.add(llvm.TruncOp(src, t))
+
+
+@lowers(arith.BitcastOp)
+def _bitcast(fl: FunctionLowering, op: arith.BitcastOp) -> None:
+    src = fl.get(op.input)
+    t = scalar_type(op.result.type)
+    fl.vals[op.result] = src if src.type == t else fl.add(llvm.BitcastOp(src, t))
+
+
+@lowers(math.RsqrtOp)
+def _rsqrt(fl: FunctionLowering, op: math.RsqrtOp) -> None:
+    t = op.result.type
+    root = fl.intrinsic(f"llvm.sqrt.{_suffix(t)}", [fl.get(op.operand)], t)
+    fl.vals[op.result] = fl.add(llvm.FDivOp(fl.const(1.0, t), root))
+
+
+@lowers(math.AbsIOp)
+def _absi(fl: FunctionLowering, op: math.AbsIOp) -> None:
+    t = scalar_type(op.result.type)
+    args = [fl.get(op.operand), fl.const(0, I1)]
+    fl.vals[op.result] = fl.intrinsic(f"llvm.abs.{_suffix(t)}", args, t)
+
+
+@lowers(math.FPowIOp)
+def _fpowi(fl: FunctionLowering, op: math.FPowIOp) -> None:
+    t = op.result.type
+    base, exponent = fl.get(op.lhs), fl.get(op.rhs)
+    if exponent.type != I32:
+        exponent = fl.add(llvm.TruncOp(exponent, I32))
+    name = f"llvm.powi.{_suffix(t)}.i32"
+    fl.vals[op.result] = fl.intrinsic(name, [base, exponent], t)
+
+
+# -- memref ------------------------------------------------------------------
+
+
+def _site(op: Operation) -> int:
+    site = op.attributes.get("msir.site")
+    return site.value.data if isinstance(site, IntegerAttr) else -1
+
+
+@lowers(memref.AllocOp)
+def _alloc(fl: FunctionLowering, op: memref.AllocOp) -> None:
+    t = op.memref.type
+    dynamic = iter(op.dynamic_sizes)
+    sizes = tuple(fl.get(next(dynamic)) if d < 0 else d for d in t.get_shape())
+    elem_bytes = _byte_size(memory_type(t.element_type))
+    static_bytes = elem_bytes
+    for s in sizes:
+        if isinstance(s, int):
+            static_bytes *= s
+    dyn_sizes = [s for s in sizes if not isinstance(s, int)]
+    if not dyn_sizes:
+        rounded = max(ALLOC_ALIGN, -(-static_bytes // ALLOC_ALIGN) * ALLOC_ALIGN)
+        nbytes = fl.const(rounded if static_bytes <= MAX_ALLOC_BYTES else IMPOSSIBLE_ALLOC, I64)
+    else:
+        nbytes = _checked_byte_count(fl, static_bytes, dyn_sizes)
+    ptr = fl.call_external("aligned_alloc", [fl.const(ALLOC_ALIGN, I64), nbytes], PTR)
+    # The xDSL llvm dialect has no icmp on pointers; the address as an integer
+    # is only compared, never used to address memory.
+    address = fl.add(llvm.PtrToIntOp(ptr, I64))
+    failed = fl.add(_icmp("eq", address, fl.const(0, I64)))
+    report = Block()
+    fl.branch_unless(failed, report)
+    code, site = fl.const(ERR_MEMORY, I32), fl.const(_site(op), I64)
+    report.add_ops([llvm.CallOp(ERROR_FN, code, site), llvm.BrOp(fl.bail())])
+    fl.region.add_block(report)
+    fl.vals[op.memref] = Mem(ptr, sizes)
+
+
+def _checked_byte_count(
+    fl: FunctionLowering, static_bytes: int, dyn_sizes: Sequence[SSAValue]
+) -> SSAValue:
+    """max(64, round_up(bytes, 64)), or an impossible size if the product of
+    the (unsigned) dims overflows or exceeds MAX_ALLOC_BYTES."""
+    pair = llvm.LLVMStructType.from_type_list([I64, I1])
+    total = fl.const(static_bytes, I64)
+    overflow: SSAValue | None = None
+    first = DenseArrayBase.from_list(i64, [0])
+    second = DenseArrayBase.from_list(i64, [1])
+    for s in dyn_sizes:
+        r = fl.intrinsic("llvm.umul.with.overflow.i64", [total, s], pair)
+        total = fl.add(llvm.ExtractValueOp(first, r, I64))
+        bit = fl.add(llvm.ExtractValueOp(second, r, I1))
+        overflow = bit if overflow is None else fl.add(llvm.OrOp(overflow, bit))
+    assert overflow is not None
+    too_big = fl.add(_icmp("ugt", total, fl.const(MAX_ALLOC_BYTES, I64)))
+    bad = fl.add(llvm.OrOp(overflow, too_big))
+    rounded = fl.add(
+        llvm.AndOp(
+            fl.add(llvm.AddOp(total, fl.const(ALLOC_ALIGN - 1, I64))),
+            fl.const(-ALLOC_ALIGN, I64),
+        )
+    )
+    at_least = fl.intrinsic("llvm.umax.i64", [rounded, fl.const(ALLOC_ALIGN, I64)], I64)
+    return fl.add(llvm.SelectOp(bad, fl.const(IMPOSSIBLE_ALLOC, I64), at_least))
+
+
+@lowers(memref.AllocaOp)
+def _alloca(fl: FunctionLowering, op: memref.AllocaOp) -> None:
+    t = op.memref.type
+    dynamic = iter(op.dynamic_sizes)
+    sizes = tuple(fl.get(next(dynamic)) if d < 0 else d for d in t.get_shape())
+    elem = memory_type(t.element_type)
+    count = fl.element_count(sizes)
+    alloca = llvm.AllocaOp(fl.index(count), elem, alignment=ALLOC_ALIGN)
+    if isinstance(count, int):
+        fl.prologue.add_op(alloca)
+    else:
+        fl.emit(alloca)
+    fl.vals[op.memref] = Mem(alloca.results[0], sizes)
+
+
+@lowers(memref.DeallocOp)
+def _dealloc(fl: FunctionLowering, op: memref.DeallocOp) -> None:
+    fl.call_external("free", [fl.mem(op.memref).ptr], None)
+
+
+@lowers(memref.LoadOp)
+def _load(fl: FunctionLowering, op: memref.LoadOp) -> None:
+    elem_t = op.memref.type.element_type
+    elem = memory_type(elem_t)
+    ptr = fl.address(fl.mem(op.memref), op.indices, elem)
+    value = fl.add(llvm.LoadOp(ptr, elem))
+    if elem_t == I1:
+        value = fl.add(llvm.TruncOp(value, I1))
+    fl.vals[op.res] = value
+
+
+@lowers(memref.StoreOp)
+def _store(fl: FunctionLowering, op: memref.StoreOp) -> None:
+    elem_t = op.memref.type.element_type
+    elem = memory_type(elem_t)
+    ptr = fl.address(fl.mem(op.memref), op.indices, elem)
+    value = fl.get(op.value)
+    if elem_t == I1:
+        value = fl.add(llvm.ZExtOp(value, I8))
+    fl.emit(llvm.StoreOp(value, ptr))
+
+
+@lowers(memref.DimOp)
+def _dim(fl: FunctionLowering, op: memref.DimOp) -> None:
+    sizes = fl.mem(op.source).sizes
+    index = fl.get(op.index)
+    k = fl.known(index)
+    if k is not None:
+        fl.vals[op.result] = fl.index(sizes[k])
+        return
+    result = fl.index(sizes[0])
+    for j in range(1, len(sizes)):
+        is_j = fl.add(_icmp("eq", index, fl.const(j, I64)))
+        result = fl.add(llvm.SelectOp(is_j, fl.index(sizes[j]), result))
+    fl.vals[op.result] = result
+
+
+@lowers(memref.CastOp)
+def _memref_cast(fl: FunctionLowering, op: memref.CastOp) -> None:
+    m = fl.mem(op.source)
+    shape = op.dest.type.get_shape()
+    sizes = tuple(s if d < 0 else d for s, d in zip(m.sizes, shape))
+    fl.vals[op.dest] = Mem(m.ptr, sizes)
+
+
+# -- func --------------------------------------------------------------------
+
+
+@lowers(func.CallOp)
+def _call(fl: FunctionLowering, op: func.CallOp) -> None:
+    name = op.callee.string_value()
+    args = fl.flatten_all(op.arguments)
+    if name == ERROR_FN:
+        fl.add_call(llvm.CallOp(ERROR_FN, *args))
+        return
+    sig = fl.m.sigs[name]
+    ret = None if not sig.flat_results else sig.ret_type
+    result = fl.add_call(llvm.CallOp(name, *args, return_type=ret))
+    if len(sig.flat_results) == 1:
+        flat = [result]
+    else:
+        flat = [
+            fl.add(
+                llvm.ExtractValueOp(DenseArrayBase.from_list(i64, [k]), result, t)
+            )
+            for k, t in enumerate(sig.flat_results)
+        ]
+    fl.bind(op.res, flat)
+    if name in fl.m.may_fail:
+        status = fl.add(llvm.LoadOp(fl.add(llvm.AddressOfOp(STATUS, PTR)), I32))
+        failed = fl.add(_icmp("ne", status, fl.const(0, I32)))
+        fl.branch_unless(failed, fl.bail())
+
+
+@lowers(func.ReturnOp)
+def _return(fl: FunctionLowering, op: func.ReturnOp) -> None:
+    flat = fl.flatten_all(op.arguments)
+    if not flat:
+        fl.emit(llvm.ReturnOp())
+        return
+    if len(flat) == 1:
+        fl.emit(llvm.ReturnOp(flat[0]))
+        return
+    packed = fl.add(llvm.UndefOp(fl.sig.ret_type))
+    for k, v in enumerate(flat):
+        pos = DenseArrayBase.from_list(i64, [k])
+        packed = fl.add(llvm.InsertValueOp(pos, packed, v))
+    fl.emit(llvm.ReturnOp(packed))
+
+
+# -- scf ---------------------------------------------------------------------
+
+
+@lowers(scf.ForOp)
+def _for(fl: FunctionLowering, op: scf.ForOp) -> None:
+    lb, ub, step = fl.get(op.lb), fl.get(op.ub), fl.get(op.step)
+    inits = fl.flatten_all(op.iter_args)
+    header = Block(arg_types=[I64, *(v.type for v in inits)])
+    body, exit_block = Block(), Block()
+    fl.emit(llvm.BrOp(header, lb, *inits))
+    fl.start_block(header)
+    iv, *carried = header.args
+    fl.emit(llvm.CondBrOp(fl.add(_icmp("slt", iv, ub)), body, [], exit_block, []))
+    fl.start_block(body)
+    region_block = op.body.block
+    fl.vals[region_block.args[0]] = iv
+    fl.bind(region_block.args[1:], carried)
+    yield_op = fl.lower_ops(region_block)
+    assert yield_op is not None
+    next_iv = fl.add(llvm.AddOp(iv, step))
+    fl.emit(llvm.BrOp(header, next_iv, *fl.flatten_all(yield_op.operands)))
+    fl.start_block(exit_block)
+    fl.bind(op.results, carried)
+
+
+@lowers(scf.IfOp)
+def _if(fl: FunctionLowering, op: scf.IfOp) -> None:
+    merge = fl.flat_block([r.type for r in op.results])
+    then_block, else_block = Block(), Block()
+    has_else = bool(op.false_region.blocks)
+    fl.emit(
+        llvm.CondBrOp(
+            fl.get(op.cond), then_block, [], else_block if has_else else merge, []
+        )
+    )
+    branches = [(then_block, op.true_region)]
+    if has_else:
+        branches.append((else_block, op.false_region))
+    for block, region in branches:
+        fl.start_block(block)
+        yield_op = fl.lower_ops(region.block)
+        values = fl.flatten_all(yield_op.operands) if yield_op is not None else []
+        fl.emit(llvm.BrOp(merge, *values))
+    fl.start_block(merge)
+    fl.bind(op.results, merge.args)
+
+
+@lowers(scf.WhileOp)
+def _while(fl: FunctionLowering, op: scf.WhileOp) -> None:
+    before_region = op.before_region.block
+    after_region = op.after_region.block
+    before = fl.flat_block([a.type for a in before_region.args])
+    after = fl.flat_block([a.type for a in after_region.args])
+    exit_block = fl.flat_block([r.type for r in op.results])
+    fl.emit(llvm.BrOp(before, *fl.flatten_all(op.arguments)))
+    fl.start_block(before)
+    fl.bind(before_region.args, before.args)
+    condition = fl.lower_ops(before_region)
+    assert isinstance(condition, scf.ConditionOp)
+    forwarded = fl.flatten_all(condition.arguments)
+    fl.emit(
+        llvm.CondBrOp(fl.get(condition.condition), after, forwarded, exit_block, forwarded)
+    )
+    fl.start_block(after)
+    fl.bind(after_region.args, after.args)
+    yield_op = fl.lower_ops(after_region)
+    assert yield_op is not None
+    fl.emit(llvm.BrOp(before, *fl.flatten_all(yield_op.operands)))
+    fl.start_block(exit_block)
+    fl.bind(op.results, exit_block.args)
+
+
+# ---------------------------------------------------------------------------
+# The pass
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MsirLowerToLLVMPass(ModulePass):
+    """Lower a loops-level module to the `llvm` dialect (see the module docstring)."""
+
+    name = "msir-lower-to-llvm"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        ModuleLowering(op).run()
