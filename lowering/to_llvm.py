@@ -1160,7 +1160,7 @@ def _while(fl: FunctionLowering, op: scf.WhileOp) -> None:
     fl.bind(before_region.args, before.args)
     condition = fl.lower_ops(before_region)
     assert isinstance(condition, scf.ConditionOp)
-    forwarded = fl.flatten_all(condition.arguments)
+    forwarded = fl.flatten_all(condition.args)
     fl.emit(
         llvm.CondBrOp(fl.get(condition.condition), after, forwarded, exit_block, forwarded)
     )
@@ -1179,7 +1179,7 @@ def _while(fl: FunctionLowering, op: scf.WhileOp) -> None:
 
 
 @dataclass(frozen=True)
-class MsirLowerToLLVMPass(ModulePass):
+class MsirLowerToLlvm(ModulePass):
     """Lower a loops-level module to the `llvm` dialect (see the module docstring)."""
 
     name = "msir-lower-to-llvm"
