@@ -1,0 +1,226 @@
+"""Tracing entry points: a Python function and abstract arguments to an msir module.
+
+Argument semantics (they decide the cache key):
+
+* NumPy arrays and NumPy scalars are runtime values of their dtype and shape;
+* Python floats are runtime, weakly-typed (NEP 50) float64 scalars;
+* Python ints and bools are runtime int64/bool scalars, unless they reach a
+  static position (a shape, an axis, a slice bound): then the function is
+  specialised on their value, recorded in `Traced.static_positions`;
+* tuples and lists are flattened into their leaves;
+* arrays captured from enclosing scopes are hidden runtime arguments appended
+  after the user's (`Traced.captures`), read again at every call.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import re
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.ir import Block
+
+from msir.dialects import msir as M
+from msir.errors import DTypeError, UnsupportedSyntaxError
+from msir.frontend.source import get_source
+from msir.frontend.translate import Capture, TraceContext, _closure_env, build_function
+from msir.frontend.values import KnownInt, Tensor
+
+# An abstract argument: ("array", dtype, shape) | ("float",) | ("int", value) |
+# ("bool", value) | ("tuple"|"list", [specs]) | ("const", value)
+Spec = tuple
+
+
+@dataclass
+class Traced:
+    """A traced function: its module and how to call it."""
+
+    module: ModuleOp
+    entry: str
+    arg_specs: list[Spec]
+    static_positions: frozenset[int]
+    captures: list[Capture]
+    out_structure: Any
+    out_weak: list[bool]
+    out_types: list[TensorType]
+
+
+def spec_of(value: Any) -> Spec:
+    """The abstract argument a Python value is traced as."""
+    if isinstance(value, np.ndarray):
+        return ("array", value.dtype.name, value.shape)
+    if isinstance(value, bool):
+        return ("bool", value)
+    if isinstance(value, int):
+        return ("int", value)
+    if isinstance(value, float):
+        return ("float",)
+    if isinstance(value, np.generic):
+        return ("array", value.dtype.name, ())
+    if isinstance(value, tuple):
+        return ("tuple", [spec_of(v) for v in value])
+    if isinstance(value, list):
+        return ("list", [spec_of(v) for v in value])
+    if value is None or isinstance(value, str):
+        return ("const", value)
+    raise DTypeError(
+        f"msir cannot pass an argument of type {type(value).__name__} to compiled code "
+        "(use NumPy arrays, Python numbers, or tuples/lists of them)"
+    )
+
+
+def _leaf_type(spec: Spec) -> TensorType:
+    match spec[0]:
+        case "array":
+            if spec[1] not in M.DTYPES:
+                raise DTypeError(f"arrays of dtype {spec[1]} are not supported (use one of {', '.join(M.DTYPES)})")
+            return M.tensor_type(spec[2], spec[1])
+        case "float":
+            return M.tensor_type((), "float64")
+        case "int":
+            return M.tensor_type((), "int64")
+        case "bool":
+            return M.tensor_type((), "bool")
+    raise AssertionError(spec)
+
+
+def _bind(spec: Spec, block: Block, counter: list[int]) -> Any:
+    """The frontend value of one argument, creating block arguments for its leaves."""
+    kind = spec[0]
+    if kind in ("tuple", "list"):
+        items = [_bind(s, block, counter) for s in spec[1]]
+        return tuple(items) if kind == "tuple" else items
+    if kind == "const":
+        return spec[1]
+    pos = counter[0]
+    counter[0] += 1
+    arg = block.insert_arg(_leaf_type(spec), len(block.args))
+    t = Tensor(arg, M.dtype_of(arg.type), M.shape_of(arg.type), weak=kind in ("float", "int", "bool"))
+    if kind in ("int", "bool") and spec[1] is not None:
+        return KnownInt(spec[1], frozenset([pos]), t)
+    return t
+
+
+def trace(fn, specs: list[Spec], kwargs_specs: dict[str, Spec] | None = None) -> Traced:
+    """Translate `fn` specialised to abstract arguments `specs`."""
+    src = get_source(fn)
+    node = src.node
+    if isinstance(node, ast.FunctionDef) and (node.args.vararg or node.args.kwarg or node.args.kwonlyargs):
+        raise UnsupportedSyntaxError(
+            "*args, **kwargs and keyword-only parameters of a compiled function are not supported",
+            src.loc(node),
+        )
+    names = [a.arg for a in node.args.args]
+    defaults = list(fn.__defaults__ or ())
+    specs = list(specs)
+    if len(specs) > len(names):
+        raise TypeError(f"{fn.__name__}() takes {len(names)} arguments but {len(specs)} were given")
+    kwargs_specs = dict(kwargs_specs or {})
+    for name in names[len(specs) :]:
+        if name in kwargs_specs:
+            specs.append(kwargs_specs.pop(name))
+        else:
+            i = names.index(name) - (len(names) - len(defaults))
+            if i < 0:
+                raise TypeError(f"{fn.__name__}() missing required argument '{name}'")
+            specs.append(spec_of(defaults[i]))
+    if kwargs_specs:
+        raise TypeError(f"{fn.__name__}() got an unexpected keyword argument '{next(iter(kwargs_specs))}'")
+
+    tc = TraceContext()
+    block = Block()
+    tc.entry_block = block
+    counter = [0]
+    params = {name: _bind(s, block, counter) for name, s in zip(names, specs)}
+    for arg, name in zip(block.args, _leaf_names(names, specs)):
+        arg.name_hint = name
+    entry_name = re.sub(r"\W", "_", fn.__name__) or "fn"
+    name, (structure, weak), ftype = build_function(
+        tc, entry_name, src, fn.__globals__, _closure_env(fn), params, public=True, block=block
+    )
+    entry_op = tc.module_ops.pop()
+    module = ModuleOp([entry_op, *tc.module_ops])
+    return Traced(
+        module,
+        name,
+        specs,
+        frozenset(tc.static_positions),
+        tc.captures,
+        structure,
+        weak,
+        list(ftype.outputs.data),
+    )
+
+
+def _leaf_names(names: list[str], specs: list[Spec]) -> list[str]:
+    out: list[str] = []
+
+    def walk(name: str, spec: Spec):
+        if spec[0] in ("tuple", "list"):
+            for i, s in enumerate(spec[1]):
+                walk(f"{name}_{i}", s)
+        elif spec[0] != "const":
+            out.append(name)
+
+    for n, s in zip(names, specs):
+        walk(n, s)
+    return out
+
+
+# ---------------------------------------------------------------------------
+# msir-opt's Python input
+# ---------------------------------------------------------------------------
+
+
+def parse_arg_types(text: str) -> list[Spec]:
+    """`'tensor<4x8xf32>, f64, i64=3'` to abstract arguments (i64 without a value is runtime)."""
+    from xdsl.context import Context
+    from xdsl.dialects.builtin import Builtin
+    from xdsl.parser import Parser
+
+    specs: list[Spec] = []
+    depth, cur, parts = 0, "", []
+    for ch in text:
+        depth += ch == "<"
+        depth -= ch == ">"
+        if ch == "," and depth == 0:
+            parts.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        parts.append(cur.strip())
+    ctx = Context()
+    ctx.load_dialect(Builtin)
+    for p in parts:
+        if p == "f64":
+            specs.append(("float",))
+        elif p.startswith("i64"):
+            specs.append(("int", int(p.split("=")[1]) if "=" in p else None))
+        elif p.startswith("i1"):
+            specs.append(("bool", {"true": True, "false": False}[p.split("=")[1]] if "=" in p else None))
+        else:
+            t = Parser(ctx, p).parse_type()
+            if not isinstance(t, TensorType):
+                raise ValueError(f"--args: expected tensor<...>, f64, i64[=v] or i1[=v], got {p}")
+            specs.append(("array", M.dtype_of(t), tuple(t.get_shape())))
+    return specs
+
+
+def module_from_file(path: str, entry: str, arg_types: str) -> ModuleOp:
+    """Import the Python file `path` and trace its function `entry`."""
+    spec = importlib.util.spec_from_file_location("_msir_input_module", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    fn = getattr(mod, entry, None)
+    if fn is None:
+        raise SystemExit(f"msir-opt: {path} has no function '{entry}'")
+    fn = getattr(fn, "__wrapped__", fn)
+    return trace(fn, parse_arg_types(arg_types)).module

@@ -1,0 +1,1710 @@
+"""Python AST to the `msir` dialect.
+
+`Translator` walks one function's AST and builds the body of a `func.func`,
+keeping every value in SSA form. Shapes and dtypes are known while tracing
+(the function is specialised to its argument types), so NumPy broadcasting and
+type promotion become explicit `msir.broadcast_to` and `msir.cast` ops here, and
+every shape or dtype mistake is reported at the user's source line.
+
+Calls to other user functions whose arguments are all arrays become `func.call`
+of a separate function (one per callee and argument types); other calls (with
+Python values, functions or tuples as arguments, or callees that capture arrays)
+are inlined. Nested `def`s and lambdas are compile-time closures, inlined where
+called.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import math
+import operator
+import types
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from xdsl.dialects import func
+from xdsl.dialects.builtin import (
+    DenseIntOrFPElementsAttr,
+    FileLineColLoc,
+    FunctionType,
+    IntAttr,
+    StringAttr,
+    TensorType,
+)
+from xdsl.ir import Block, Operation, Region, SSAValue
+
+from msir.dialects import msir as M
+from msir.errors import (
+    DTypeError,
+    MsirError,
+    MsirIndexError,
+    ShapeError,
+    SourceLoc,
+    UnsupportedSyntaxError,
+)
+from msir.frontend.source import FunctionSource, get_source
+from msir.frontend.values import KnownInt, Tensor, kind, promote, weak_dtype_of
+
+# ---------------------------------------------------------------------------
+# Module-wide state of one trace
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class Capture:
+    """An array read from an enclosing scope: a hidden runtime argument."""
+
+    get: Callable[[], Any]
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+
+
+@dataclass
+class TraceContext:
+    module_ops: list[Operation] = field(default_factory=list)
+    static_positions: set[int] = field(default_factory=set)
+    captures: list[Capture] = field(default_factory=list)
+    capture_values: dict[int, Tensor] = field(default_factory=dict)
+    callees: dict[tuple, tuple[str, Any]] = field(default_factory=dict)
+    names: set[str] = field(default_factory=set)
+    entry_block: Block | None = None
+    active: list[tuple] = field(default_factory=list)
+
+    def unique_name(self, base: str) -> str:
+        name, i = base, 0
+        while name in self.names:
+            i += 1
+            name = f"{base}_{i}"
+        self.names.add(name)
+        return name
+
+
+class _CannotOutline(Exception):
+    """Raised while building a callee as its own function when it must be inlined."""
+
+
+_RETURN = object()
+
+
+@dataclass
+class Closure:
+    """A nested `def` or lambda: its AST and the scope it was defined in."""
+
+    node: ast.FunctionDef | ast.Lambda
+    env: dict[str, Any]
+    source: FunctionSource
+    defaults: list[Any]
+
+
+def dtype_name(obj: Any, loc: SourceLoc | None = None) -> str:
+    """A dtype argument (np.float32, 'float32', np.dtype, float, int, bool) as a name."""
+    if obj is float:
+        return "float64"
+    if obj is int:
+        return "int64"
+    if obj is bool:
+        return "bool"
+    try:
+        name = np.dtype(obj).name
+    except TypeError:
+        raise DTypeError(f"{obj!r} is not a dtype", loc) from None
+    if name not in M.DTYPES:
+        raise DTypeError(f"dtype {name} is not supported (use one of {', '.join(M.DTYPES)})", loc)
+    return name
+
+
+def _loc_attr(loc: SourceLoc) -> FileLineColLoc:
+    return FileLineColLoc(StringAttr(loc.file), IntAttr(loc.line), IntAttr(loc.col))
+
+
+# ---------------------------------------------------------------------------
+# The translator
+# ---------------------------------------------------------------------------
+
+_BINOPS: dict[type, str] = {
+    ast.Add: "add",
+    ast.Sub: "sub",
+    ast.Mult: "mul",
+    ast.Div: "truediv",
+    ast.FloorDiv: "floordiv",
+    ast.Mod: "rem",
+    ast.Pow: "pow",
+    ast.MatMult: "matmul",
+    ast.BitAnd: "and",
+    ast.BitOr: "or",
+    ast.BitXor: "xor",
+}
+_PY_BINOPS = {
+    "add": operator.add,
+    "sub": operator.sub,
+    "mul": operator.mul,
+    "truediv": operator.truediv,
+    "floordiv": operator.floordiv,
+    "rem": operator.mod,
+    "pow": operator.pow,
+    "and": operator.and_,
+    "or": operator.or_,
+    "xor": operator.xor,
+}
+_CMPOPS = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq", ast.NotEq: "ne"}
+_PY_CMP = {
+    "lt": operator.lt,
+    "le": operator.le,
+    "gt": operator.gt,
+    "ge": operator.ge,
+    "eq": operator.eq,
+    "ne": operator.ne,
+}
+_ELEMENTWISE_OPS: dict[str, type[Operation]] = {
+    "add": M.AddOp,
+    "sub": M.SubOp,
+    "mul": M.MulOp,
+    "truediv": M.DivOp,
+    "floordiv": M.FloorDivOp,
+    "rem": M.RemOp,
+    "pow": M.PowOp,
+    "maximum": M.MaximumOp,
+    "minimum": M.MinimumOp,
+    "and": M.AndOp,
+    "or": M.OrOp,
+    "xor": M.XorOp,
+}
+_BOOL_EQUIVALENT: dict[str, type[Operation]] = {
+    "add": M.OrOp,
+    "mul": M.AndOp,
+    "maximum": M.OrOp,
+    "minimum": M.AndOp,
+}
+_UNARY_FLOAT_OPS: dict[str, type[Operation]] = {
+    "exp": M.ExpOp,
+    "log": M.LogOp,
+    "log1p": M.Log1pOp,
+    "expm1": M.Expm1Op,
+    "sin": M.SinOp,
+    "cos": M.CosOp,
+    "tanh": M.TanhOp,
+    "sqrt": M.SqrtOp,
+}
+_UNSUPPORTED_STMTS = {
+    ast.Try: "try/except",
+    ast.With: "with",
+    ast.AsyncWith: "async with",
+    ast.Global: "global declarations",
+    ast.Nonlocal: "nonlocal declarations",
+    ast.While: "while loops",
+    ast.For: "for loops",
+    ast.AsyncFor: "async for",
+    ast.Delete: "del",
+    ast.Raise: "raise",
+    ast.Import: "import",
+    ast.ImportFrom: "import",
+    ast.ClassDef: "class definitions",
+    ast.AsyncFunctionDef: "async functions",
+    ast.Assert: "assert",
+}
+_UNSUPPORTED_EXPRS = {
+    ast.Yield: "yield (generators)",
+    ast.YieldFrom: "yield from (generators)",
+    ast.Await: "await",
+    ast.JoinedStr: "f-strings",
+    ast.Dict: "dict literals",
+    ast.Set: "set literals",
+    ast.DictComp: "dict comprehensions",
+    ast.SetComp: "set comprehensions",
+    ast.GeneratorExp: "generator expressions",
+    ast.ListComp: "list comprehensions",
+    ast.NamedExpr: "assignment expressions (:=)",
+    ast.Starred: "starred expressions",
+}
+
+
+class Translator:
+    """Translates one Python function body into ops appended to `block`."""
+
+    def __init__(self, tc: TraceContext, block: Block, source: FunctionSource, globals_: dict, closure: dict):
+        self.tc = tc
+        self.block = block
+        self.source = source
+        self.globals = globals_
+        self.closure = closure
+        self.scope: dict[str, Any] = {}
+        self.params: set[int] = set()
+        self.loc = source.loc(source.node)
+        self.outlining = False
+
+    # -- errors and emission ------------------------------------------------
+
+    def error(self, cls, message: str, node: ast.AST | None = None) -> MsirError:
+        return cls(message, self.source.loc(node) if node is not None else self.loc)
+
+    def unsupported(self, what: str, node: ast.AST) -> UnsupportedSyntaxError:
+        return self.error(UnsupportedSyntaxError, f"{what} is not supported in compiled functions", node)
+
+    def emit(self, op: Operation) -> Operation:
+        op.location = _loc_attr(self.loc)
+        self.block.add_op(op)
+        return op
+
+    def tensor(self, op: Operation, weak: bool = False) -> Tensor:
+        self.emit(op)
+        r = op.results[0]
+        return Tensor(r, M.dtype_of(r.type), M.shape_of(r.type), weak)
+
+    # -- statements ---------------------------------------------------------
+
+    def run_body(self, stmts: Sequence[ast.stmt]) -> Any:
+        """Translate statements; returns the returned value or None (fell off the end)."""
+        for stmt in stmts:
+            result = self.stmt(stmt)
+            if result is not None:
+                return result
+        return None
+
+    def stmt(self, node: ast.stmt) -> Any:
+        self.loc = self.source.loc(node)
+        for cls, what in _UNSUPPORTED_STMTS.items():
+            if isinstance(node, cls):
+                raise self.unsupported(what, node)
+        match node:
+            case ast.Return(value=value):
+                return (_RETURN, None if value is None else self.expr(value))
+            case ast.Assign(targets=targets, value=value):
+                v = self.expr(value)
+                for t in targets:
+                    self.assign(t, v)
+            case ast.AnnAssign(target=target, value=value) if value is not None:
+                self.assign(target, self.expr(value))
+            case ast.AugAssign(target=target, op=op, value=value):
+                self.aug_assign(node, target, op, value)
+            case ast.Expr(value=ast.Constant()):
+                pass  # docstrings
+            case ast.Expr(value=value):
+                raise self.unsupported(
+                    "an expression statement (a call for its side effect, e.g. print)", value
+                )
+            case ast.Pass():
+                pass
+            case ast.If(test=test, body=body, orelse=orelse):
+                cond = self.static_bool(self.expr(test), test, "an if condition")
+                return self.run_body(body if cond else orelse)
+            case ast.FunctionDef():
+                if node.decorator_list:
+                    raise self.unsupported("decorators on nested functions", node.decorator_list[0])
+                defaults = [self.expr(d) for d in node.args.defaults]
+                self.scope[node.name] = Closure(node, self.scope, self.source, defaults)
+            case _:
+                raise self.unsupported(f"the statement '{type(node).__name__}'", node)
+        return None
+
+    def assign(self, target: ast.expr, value: Any) -> None:
+        match target:
+            case ast.Name(id=name):
+                self.scope[name] = value
+            case ast.Tuple(elts=elts) | ast.List(elts=elts):
+                items = self.unpack(value, len(elts), target)
+                for t, v in zip(elts, items):
+                    self.assign(t, v)
+            case ast.Subscript():
+                raise self.error(
+                    UnsupportedSyntaxError,
+                    "in-place array writes (x[...] = v) are not supported in compiled functions; "
+                    "arrays are values: build a new one (np.where, np.concatenate)",
+                    target,
+                )
+            case ast.Attribute():
+                raise self.unsupported("assigning to an attribute", target)
+            case _:
+                raise self.unsupported(f"assigning to '{type(target).__name__}'", target)
+
+    def unpack(self, value: Any, n: int, node: ast.AST) -> list[Any]:
+        if isinstance(value, (tuple, list)):
+            items = list(value)
+        elif isinstance(value, Tensor) and value.ndim > 0:
+            items = [self.index(value, i, node) for i in range(value.shape[0])]
+        else:
+            raise self.error(UnsupportedSyntaxError, f"cannot unpack {self.describe(value)}", node)
+        if len(items) != n:
+            raise self.error(
+                ShapeError, f"cannot unpack {len(items)} values into {n} targets", node
+            )
+        return items
+
+    def aug_assign(self, node: ast.AugAssign, target: ast.expr, op: ast.operator, value: ast.expr) -> None:
+        if not isinstance(target, ast.Name):
+            if isinstance(target, ast.Subscript):
+                self.assign(target, None)
+            raise self.unsupported("augmented assignment to this target", target)
+        old = self.lookup(target.id, target)
+        if isinstance(old, Tensor):
+            aliases = [k for k, v in self.scope.items() if v is old and k != target.id]
+            if aliases or old in self.tc.capture_values.values() or id(old) in self.params:
+                other = f"'{aliases[0]}'" if aliases else "the caller"
+                raise self.error(
+                    UnsupportedSyntaxError,
+                    f"in-place update of array '{target.id}' that {other} also sees; NumPy would "
+                    f"change it there too. Write '{target.id} = {target.id} {_op_symbol(op)} ...'",
+                    node,
+                )
+        self.scope[target.id] = self.binary(_BINOPS[type(op)], old, self.expr(value), node)
+
+    # -- names --------------------------------------------------------------
+
+    def lookup(self, name: str, node: ast.AST) -> Any:
+        if name in self.scope:
+            return self.scope[name]
+        if name in self.closure:
+            return self.external(self.closure[name], name, node)
+        if name in self.globals:
+            return self.external(self.globals[name], name, node, lambda: self.globals[name])
+        if hasattr(builtins, name):
+            return getattr(builtins, name)
+        raise self.error(UnsupportedSyntaxError, f"name '{name}' is not defined", node)
+
+    def external(self, value: Any, name: str, node: ast.AST, getter=None) -> Any:
+        """A value from an enclosing scope: arrays become hidden runtime arguments."""
+        if isinstance(value, Closure):
+            return value
+        if isinstance(value, types.CellType):
+            cell = value
+            value = cell.cell_contents
+            getter = lambda: cell.cell_contents  # noqa: E731
+        if isinstance(value, np.ndarray):
+            if self.outlining:
+                raise _CannotOutline
+            return self.capture(value, name, getter or (lambda: value), node)
+        if isinstance(value, np.generic):
+            return self.constant(value.item(), dtype_name(value.dtype), weak=False)
+        return value
+
+    def capture(self, value: np.ndarray, name: str, getter, node) -> Tensor:
+        key = (name, id(value))
+        for i, c in enumerate(self.tc.captures):
+            if (c.name, id(c.get())) == key:
+                return self.tc.capture_values[i]
+        dtype = dtype_name(value.dtype, self.source.loc(node))
+        assert self.tc.entry_block is not None
+        arg = self.tc.entry_block.insert_arg(M.tensor_type(value.shape, dtype), len(self.tc.entry_block.args))
+        arg.name_hint = name
+        t = Tensor(arg, dtype, tuple(value.shape))
+        self.tc.capture_values[len(self.tc.captures)] = t
+        self.tc.captures.append(Capture(getter, name, dtype, tuple(value.shape)))
+        return t
+
+    # -- expressions --------------------------------------------------------
+
+    def expr(self, node: ast.expr) -> Any:
+        saved = self.loc
+        self.loc = self.source.loc(node)
+        try:
+            return self._expr(node)
+        except M.ShapeOrTypeError as e:
+            cls = {"shape": ShapeError, "dtype": DTypeError, "index": MsirIndexError}[e.kind]
+            raise cls(str(e), self.loc) from None
+        finally:
+            self.loc = saved
+
+    def _expr(self, node: ast.expr) -> Any:
+        for cls, what in _UNSUPPORTED_EXPRS.items():
+            if isinstance(node, cls):
+                raise self.unsupported(what, node)
+        match node:
+            case ast.Constant(value=value):
+                return value
+            case ast.Name(id=name):
+                return self.lookup(name, node)
+            case ast.Tuple(elts=elts):
+                return tuple(self.expr(e) for e in elts)
+            case ast.List(elts=elts):
+                return [self.expr(e) for e in elts]
+            case ast.BinOp(left=left, op=op, right=right):
+                if type(op) not in _BINOPS:
+                    raise self.unsupported(f"the operator {_op_symbol(op)}", node)
+                return self.binary(_BINOPS[type(op)], self.expr(left), self.expr(right), node)
+            case ast.UnaryOp(op=op, operand=operand):
+                return self.unary_op(op, self.expr(operand), node)
+            case ast.BoolOp(op=op, values=values):
+                return self.bool_op(op, values, node)
+            case ast.Compare(left=left, ops=ops, comparators=comps):
+                return self.compare_chain(left, ops, comps, node)
+            case ast.IfExp(test=test, body=body, orelse=orelse):
+                cond = self.static_bool(self.expr(test), test, "a conditional expression")
+                return self.expr(body if cond else orelse)
+            case ast.Attribute(value=value, attr=attr):
+                return self.attribute(self.expr(value), attr, node)
+            case ast.Subscript(value=value, slice=idx):
+                return self.subscript(self.expr(value), idx, node)
+            case ast.Call():
+                return self.call(node)
+            case ast.Lambda():
+                return Closure(node, self.scope, self.source, [self.expr(d) for d in node.args.defaults])
+            case ast.Slice():
+                return slice(
+                    *(None if p is None else self.expr(p) for p in (node.lower, node.upper, node.step))
+                )
+        raise self.unsupported(f"the expression '{type(node).__name__}'", node)
+
+    def describe(self, value: Any) -> str:
+        if isinstance(value, Tensor):
+            return f"an array of shape {M.fmt_shape(value.shape)} and dtype {value.dtype}"
+        if isinstance(value, KnownInt):
+            return "an int"
+        return f"a value of type {type(value).__name__}"
+
+    # -- conversions --------------------------------------------------------
+
+    def constant(self, value: Any, dtype: str, weak: bool = False, shape: tuple[int, ...] = ()) -> Tensor:
+        attr = DenseIntOrFPElementsAttr.from_list(
+            M.tensor_type(shape, dtype), [float(value) if M.is_float(dtype) else int(value)]
+        ) if not shape else DenseIntOrFPElementsAttr.from_list(
+            M.tensor_type(shape, dtype), np.asarray(value, dtype=dtype).ravel().tolist()
+        )
+        return self.tensor(M.ConstantOp(attr), weak)
+
+    def as_tensor(self, value: Any, node: ast.AST | None = None) -> Tensor:
+        if isinstance(value, Tensor):
+            return value
+        if isinstance(value, KnownInt):
+            return value.tensor
+        if isinstance(value, (bool, int, float)):
+            return self.constant(value, weak_dtype_of(value), weak=True)
+        if isinstance(value, (list, tuple)) and value:
+            items = [self.as_tensor(v, node) for v in value]
+            dtype, weak = items[0].dtype, items[0].weak
+            for it in items[1:]:
+                dtype, weak = promote(dtype, weak, it.dtype, it.weak)
+            items = [self.cast(it, dtype) for it in items]
+            if all(it.ndim == 0 for it in items) and all(
+                isinstance(v, (bool, int, float)) for v in value
+            ):
+                return self.constant(value, dtype, weak=False, shape=(len(value),))
+            return self.tensor(M.StackOp([it.ssa for it in items], 0))
+        raise self.error(
+            DTypeError, f"expected an array or a number, got {self.describe(value)}", node
+        )
+
+    def cast(self, t: Tensor, dtype: str, weak: bool | None = None) -> Tensor:
+        weak = t.weak if weak is None else weak
+        if t.dtype == dtype:
+            return t if t.weak == weak else Tensor(t.ssa, t.dtype, t.shape, weak)
+        if isinstance(t.ssa.owner, M.ConstantOp) and t.ndim == 0:
+            # Fold: a Python scalar meeting an array becomes a constant of its dtype.
+            value = np.asarray(_constant_scalar(t)).astype(dtype).item()
+            return self.constant(value, dtype, weak)
+        return self.tensor(M.CastOp(t.ssa, dtype), weak)
+
+    def broadcast(self, t: Tensor, shape: tuple[int, ...]) -> Tensor:
+        if t.shape == shape:
+            return t
+        return self.tensor(M.BroadcastToOp(t.ssa, shape), t.weak)
+
+    def static_int(self, value: Any, what: str, node: ast.AST | None = None) -> int:
+        """A value in a static position: it specialises the function."""
+        if isinstance(value, KnownInt):
+            self.tc.static_positions.update(value.deps)
+            return int(value.value)
+        if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+            return int(value)
+        raise self.error(
+            UnsupportedSyntaxError,
+            f"{what} must be an integer known at compile time, got {self.describe(value)}",
+            node,
+        )
+
+    def static_bool(self, value: Any, node: ast.AST, what: str) -> bool:
+        if isinstance(value, KnownInt):
+            self.tc.static_positions.update(value.deps)
+            return bool(value.value)
+        if isinstance(value, Tensor):
+            raise self.error(
+                UnsupportedSyntaxError,
+                f"{what} on a runtime array value is not supported yet (needs msir.if); "
+                "use np.where for elementwise choice",
+                node,
+            )
+        return bool(value)
+
+    def static_ints(self, value: Any, what: str, node: ast.AST | None = None) -> tuple[int, ...]:
+        if isinstance(value, (tuple, list)):
+            return tuple(self.static_int(v, what, node) for v in value)
+        return (self.static_int(value, what, node),)
+
+    def axes(self, axis: Any, ndim: int, node: ast.AST) -> tuple[int, ...]:
+        if axis is None:
+            return tuple(range(ndim))
+        out = tuple(M.normalize_axis(a, ndim) for a in self.static_ints(axis, "an axis", node))
+        return out
+
+    # -- arithmetic ---------------------------------------------------------
+
+    def binary(self, name: str, a: Any, b: Any, node: ast.AST) -> Any:
+        if name == "matmul":
+            return self.matmul(a, b, node)
+        known = self._known_binary(name, a, b, node)
+        if known is not None:
+            return known
+        ta, tb = self.as_tensor(a, node), self.as_tensor(b, node)
+        return self.elementwise(name, ta, tb, node)
+
+    def _known_binary(self, name: str, a: Any, b: Any, node: ast.AST) -> Any:
+        """Python values (and known ints) compute in Python, as NumPy would."""
+        pa = isinstance(a, (bool, int, float)) and not isinstance(a, Tensor)
+        pb = isinstance(b, (bool, int, float)) and not isinstance(b, Tensor)
+        ka, kb = isinstance(a, KnownInt), isinstance(b, KnownInt)
+        if pa and pb:
+            try:
+                return _PY_BINOPS[name](a, b)
+            except ZeroDivisionError as e:
+                raise self.error(ZeroDivisionError_, str(e), node) from None
+        if (ka or pa) and (kb or pb) and (ka or kb) and name in ("add", "sub", "mul", "floordiv", "rem"):
+            va = a.value if ka else a
+            vb = b.value if kb else b
+            if isinstance(va, float) or isinstance(vb, float) or (name in ("floordiv", "rem") and vb == 0):
+                return None
+            deps = (a.deps if ka else frozenset()) | (b.deps if kb else frozenset())
+            t = self.elementwise(name, self.as_tensor(a), self.as_tensor(b), node)
+            return KnownInt(_PY_BINOPS[name](va, vb), deps, t)
+        return None
+
+    def elementwise(self, name: str, a: Tensor, b: Tensor, node: ast.AST) -> Tensor:
+        dtype, weak = promote(a.dtype, a.weak, b.dtype, b.weak)
+        if name == "truediv" and kind(dtype) < 2:
+            dtype = "float64"
+        if dtype == "bool" and name in _BOOL_EQUIVALENT:
+            return self._apply_binary(_BOOL_EQUIVALENT[name], a, b, "bool", weak)
+        if dtype == "bool" and name == "sub":
+            raise self.error(
+                DTypeError,
+                "numpy boolean subtract, the `-` operator, is not supported, use the "
+                "bitwise_xor, the `^` operator, or the logical_xor function instead",
+                node,
+            )
+        if dtype == "bool" and name in ("floordiv", "rem", "pow"):
+            dtype = "int64"  # NumPy computes these in int8, which msir does not have
+        if name in ("and", "or", "xor") and kind(dtype) == 2:
+            raise self.error(
+                DTypeError,
+                f"the operator {_NAME_SYMBOL[name]} is not supported for {a.dtype} and {b.dtype} "
+                "(bitwise operations need bool or integer arrays)",
+                node,
+            )
+        if name == "pow" and isinstance(b.ssa.owner, M.ConstantOp) and b.ndim == 0:
+            value = _constant_scalar(b)
+            if value == 2:
+                a2 = self.cast(a, dtype, weak)
+                return self.elementwise("mul", a2, a2, node)
+        return self._apply_binary(_ELEMENTWISE_OPS[name], a, b, dtype, weak)
+
+    def _apply_binary(self, op: type[Operation], a: Tensor, b: Tensor, dtype: str, weak: bool) -> Tensor:
+        shape = M.infer_broadcast(a.shape, b.shape)
+        a2 = self.broadcast(self.cast(a, dtype), shape)
+        b2 = self.broadcast(self.cast(b, dtype), shape)
+        return self.tensor(op(a2.ssa, b2.ssa), weak)
+
+    def unary_op(self, op: ast.unaryop, v: Any, node: ast.AST) -> Any:
+        if isinstance(op, ast.Not):
+            if isinstance(v, Tensor):
+                raise self.error(
+                    UnsupportedSyntaxError,
+                    "'not' on an array is not supported; use np.logical_not or ~ for elementwise not",
+                    node,
+                )
+            return not self.static_bool(v, node, "'not'")
+        if isinstance(v, (bool, int, float)) and not isinstance(v, Tensor):
+            return {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Invert: operator.invert}[type(op)](v)
+        if isinstance(v, KnownInt) and isinstance(op, ast.USub):
+            return KnownInt(-v.value, v.deps, self.unary("neg", v.tensor, node))
+        t = self.as_tensor(v, node)
+        if isinstance(op, ast.USub):
+            return self.unary("neg", t, node)
+        if isinstance(op, ast.UAdd):
+            return t
+        if t.dtype == "bool":
+            return self.tensor(M.NotOp(t.ssa), t.weak)
+        if kind(t.dtype) == 1:
+            return self.elementwise("xor", t, self.constant(-1, t.dtype, shape=()), node)
+        raise self.error(DTypeError, f"the operator ~ is not supported for {t.dtype}", node)
+
+    def unary(self, name: str, t: Tensor, node: ast.AST) -> Tensor:
+        if name in _UNARY_FLOAT_OPS or name in ("floor", "ceil"):
+            if kind(t.dtype) < 2:
+                if name in ("floor", "ceil"):
+                    return self.cast(t, "float64", False) if t.dtype == "bool" else t
+                t = self.cast(t, "float64", False)
+            op = _UNARY_FLOAT_OPS.get(name) or {"floor": M.FloorOp, "ceil": M.CeilOp}[name]
+            return self.tensor(op(t.ssa), False)
+        if name == "neg":
+            if t.dtype == "bool":
+                raise self.error(
+                    DTypeError,
+                    "the numpy boolean negative, the `-` operator, is not supported, use the "
+                    "`~` operator or the logical_not function instead",
+                    node,
+                )
+            return self.tensor(M.NegOp(t.ssa), t.weak)
+        if name == "abs":
+            return t if t.dtype == "bool" else self.tensor(M.AbsOp(t.ssa), t.weak)
+        if name == "sign":
+            if t.dtype == "bool":
+                raise self.error(DTypeError, "np.sign is not supported for bool arrays", node)
+            return self.tensor(M.SignOp(t.ssa), t.weak)
+        raise AssertionError(name)
+
+    def compare(self, pred: str, a: Any, b: Any, node: ast.AST) -> Any:
+        pa = isinstance(a, (bool, int, float, str, type(None))) and not isinstance(a, Tensor)
+        pb = isinstance(b, (bool, int, float, str, type(None))) and not isinstance(b, Tensor)
+        if pa and pb:
+            return _PY_CMP[pred](a, b)
+        if isinstance(a, (KnownInt, int)) and isinstance(b, (KnownInt, int)):
+            va = a.value if isinstance(a, KnownInt) else a
+            vb = b.value if isinstance(b, KnownInt) else b
+            deps = frozenset().union(*[x.deps for x in (a, b) if isinstance(x, KnownInt)])
+            t = self.compare(pred, self.as_tensor(a), self.as_tensor(b), node)
+            return KnownInt(_PY_CMP[pred](va, vb), deps, t)
+        if isinstance(a, tuple) and isinstance(b, tuple) and pred in ("eq", "ne"):
+            return _PY_CMP[pred](a, b)
+        ta, tb = self.as_tensor(a, node), self.as_tensor(b, node)
+        dtype, _ = promote(ta.dtype, ta.weak, tb.dtype, tb.weak)
+        shape = M.infer_broadcast(ta.shape, tb.shape)
+        a2 = self.broadcast(self.cast(ta, dtype), shape)
+        b2 = self.broadcast(self.cast(tb, dtype), shape)
+        return self.tensor(M.CompareOp(pred, a2.ssa, b2.ssa), False)
+
+    def compare_chain(self, left, ops, comps, node) -> Any:
+        lhs = self.expr(left)
+        result = None
+        for op, comp in zip(ops, comps):
+            rhs = self.expr(comp)
+            if isinstance(op, (ast.Is, ast.IsNot)):
+                if not (rhs is None or lhs is None or isinstance(rhs, type) or callable(rhs)):
+                    raise self.unsupported("'is' on runtime values", node)
+                r = (lhs is rhs) == isinstance(op, ast.Is)
+            elif isinstance(op, (ast.In, ast.NotIn)):
+                raise self.unsupported("'in'", node)
+            else:
+                r = self.compare(_CMPOPS[type(op)], lhs, rhs, node)
+            result = r if result is None else self.logical("and", result, r, node)
+            lhs = rhs
+        return result
+
+    def logical(self, name: str, a: Any, b: Any, node: ast.AST) -> Any:
+        if isinstance(a, Tensor) or isinstance(b, Tensor):
+            ta, tb = self.as_tensor(a), self.as_tensor(b)
+            if ta.ndim or tb.ndim:
+                raise self.error(
+                    ValueError_,
+                    "The truth value of an array with more than one element is ambiguous; "
+                    "use np.logical_and / np.logical_or",
+                    node,
+                )
+            raise self.error(
+                UnsupportedSyntaxError,
+                f"'{name}' on runtime values is not supported yet; use np.logical_{name}",
+                node,
+            )
+        va = self.static_bool(a, node, f"'{name}'")
+        return (va and b) if name == "and" else (va or b)
+
+    def bool_op(self, op: ast.boolop, values: list[ast.expr], node: ast.AST) -> Any:
+        name = "and" if isinstance(op, ast.And) else "or"
+        result = self.expr(values[0])
+        for v in values[1:]:
+            decided = self.static_bool(result, node, f"'{name}'") if not isinstance(result, Tensor) else None
+            if decided is None:
+                return self.logical(name, result, self.expr(v), node)
+            if (name == "and" and not decided) or (name == "or" and decided):
+                return result
+            result = self.expr(v)
+        return result
+
+    def matmul(self, a: Any, b: Any, node: ast.AST) -> Tensor:
+        ta, tb = self.as_tensor(a, node), self.as_tensor(b, node)
+        if ta.ndim == 0 or tb.ndim == 0:
+            raise self.error(
+                ShapeError,
+                "matmul: Input operand does not have enough dimensions (a scalar given; use * to scale)",
+                node,
+            )
+        dtype, weak = promote(ta.dtype, ta.weak, tb.dtype, tb.weak)
+        if dtype == "bool":
+            raise self.error(DTypeError, "matmul of boolean arrays is not supported", node)
+        return self.tensor(M.MatmulOp(self.cast(ta, dtype).ssa, self.cast(tb, dtype).ssa), weak)
+
+    # -- reductions ---------------------------------------------------------
+
+    def reduce(self, name: str, x: Any, axis: Any, keepdims: Any, node: ast.AST, dtype: Any = None) -> Tensor:
+        t = self.as_tensor(x, node)
+        axes = self.axes(axis, t.ndim, node)
+        keep = bool(keepdims)
+        if dtype is not None:
+            t = self.cast(t, dtype_name(dtype, self.loc))
+        elif name in ("sum", "prod") and kind(t.dtype) < 2:
+            t = self.cast(t, "int64")
+        elif name == "mean" and kind(t.dtype) < 2:
+            t = self.cast(t, "float64")
+        if name in ("max", "min") and any(t.shape[a] == 0 for a in axes):
+            raise self.error(
+                ValueError_,
+                f"zero-size array to reduction operation {'maximum' if name == 'max' else 'minimum'} "
+                "which has no identity",
+                node,
+            )
+        op = {
+            "sum": M.ReduceSumOp,
+            "prod": M.ReduceProdOp,
+            "max": M.ReduceMaxOp,
+            "min": M.ReduceMinOp,
+            "mean": M.ReduceMeanOp,
+        }[name]
+        return self.tensor(op(t.ssa, axes, keep), False)
+
+    def arg_reduce(self, name: str, x: Any, axis: Any, keepdims: Any, node: ast.AST) -> Tensor:
+        t = self.as_tensor(x, node)
+        ax = None if axis is None else M.normalize_axis(self.static_int(axis, "axis", node), t.ndim)
+        op = M.ArgmaxOp if name == "argmax" else M.ArgminOp
+        return self.tensor(op(t.ssa, ax, bool(keepdims)), False)
+
+    # -- shapes -------------------------------------------------------------
+
+    def reshape(self, t: Tensor, shape: Any, node: ast.AST) -> Tensor:
+        dims = list(self.static_ints(shape, "a reshape dimension", node))
+        if dims.count(-1) > 1:
+            raise self.error(ShapeError, "can only specify one unknown dimension", node)
+        if -1 in dims:
+            known = math.prod(d for d in dims if d != -1)
+            size = math.prod(t.shape)
+            if known == 0 or size % known:
+                raise self.error(
+                    ShapeError,
+                    f"cannot reshape array of size {size} into shape {tuple(dims)}",
+                    node,
+                )
+            dims[dims.index(-1)] = size // known
+        M.check_reshape(t.shape, dims)
+        if tuple(dims) == t.shape:
+            return t
+        return self.tensor(M.ReshapeOp(t.ssa, dims), t.weak)
+
+    def transpose(self, t: Tensor, axes: Any, node: ast.AST) -> Tensor:
+        perm = tuple(reversed(range(t.ndim))) if axes is None else tuple(
+            M.normalize_axis(a, t.ndim) for a in self.static_ints(axes, "an axis", node)
+        )
+        if perm == tuple(range(t.ndim)):
+            return t
+        return self.tensor(M.TransposeOp(t.ssa, perm), t.weak)
+
+    def full(self, shape: Any, value: Any, dtype: Any, node: ast.AST) -> Tensor:
+        dims = self.static_ints(shape, "a shape", node)
+        if any(d < 0 for d in dims):
+            raise self.error(ValueError_, "negative dimensions are not allowed", node)
+        v = self.as_tensor(value, node)
+        dt = dtype_name(dtype, self.loc) if dtype is not None else (
+            "float64" if v.weak and kind(v.dtype) == 2 else ("int64" if v.weak and kind(v.dtype) == 1 else v.dtype)
+        )
+        if v.ndim != 0:
+            return self.broadcast(self.cast(v, dt, False), tuple(dims))
+        if isinstance(value, (bool, int, float)):
+            attr = DenseIntOrFPElementsAttr.from_list(
+                M.tensor_type(dims, dt), [float(value) if M.is_float(dt) else int(value)]
+            )
+            return self.tensor(M.ConstantOp(attr), False)
+        return self.broadcast(self.cast(v, dt, False), tuple(dims))
+
+    def arange(self, args: list[Any], dtype: Any, node: ast.AST) -> Tensor:
+        if not 1 <= len(args) <= 3:
+            raise self.error(UnsupportedSyntaxError, "np.arange takes 1 to 3 positional arguments", node)
+        if any(isinstance(a, Tensor) for a in args):
+            raise self.error(
+                UnsupportedSyntaxError,
+                "np.arange bounds must be known at compile time (the length is a shape)",
+                node,
+            )
+        vals = [a.value if isinstance(a, KnownInt) else a for a in args]
+        for a in args:
+            if isinstance(a, KnownInt):
+                self.static_int(a, "an arange bound", node)
+        start, stop, step = (0, vals[0], 1) if len(vals) == 1 else (vals[0], vals[1], vals[2] if len(vals) == 3 else 1)
+        if step == 0:
+            raise self.error(ZeroDivisionError_, "np.arange step cannot be zero", node)
+        n = max(0, math.ceil((stop - start) / step))
+        is_float = any(isinstance(v, float) for v in (start, stop, step))
+        dt = dtype_name(dtype, self.loc) if dtype is not None else ("float64" if is_float else "int64")
+        idx = self.tensor(M.IotaOp(0, M.tensor_type((n,), "int64" if not M.is_float(dt) else dt)))
+        idx = self.cast(idx, dt)
+        if step != 1:
+            idx = self.elementwise("mul", idx, self.constant(step, dt), node)
+        if start != 0:
+            idx = self.elementwise("add", idx, self.constant(start, dt), node)
+        return self.cast(idx, dt, False)
+
+    def concatenate(self, arrays: Any, axis: Any, node: ast.AST, stack: bool = False) -> Tensor:
+        if not isinstance(arrays, (tuple, list)):
+            raise self.error(UnsupportedSyntaxError, "expected a tuple or list of arrays", node)
+        ts = [self.as_tensor(a, node) for a in arrays]
+        if not ts:
+            raise self.error(ValueError_, "need at least one array to concatenate", node)
+        dtype, weak = ts[0].dtype, ts[0].weak
+        for t in ts[1:]:
+            dtype, weak = promote(dtype, weak, t.dtype, t.weak)
+        ts = [self.cast(t, dtype, False) for t in ts]
+        ndim = ts[0].ndim + (1 if stack else 0)
+        ax = M.normalize_axis(self.static_int(axis, "axis", node), ndim)
+        op = M.StackOp if stack else M.ConcatenateOp
+        return self.tensor(op([t.ssa for t in ts], ax), False)
+
+    # -- indexing -----------------------------------------------------------
+
+    def index(self, t: Tensor, i: int, node: ast.AST) -> Tensor:
+        return self.subscript_value(t, i, node)
+
+    def subscript(self, value: Any, idx_node: ast.expr, node: ast.AST) -> Any:
+        idx = self.expr(idx_node)
+        if isinstance(value, (tuple, list)):
+            if isinstance(idx, slice):
+                s = slice(*(None if p is None else self.static_int(p, "a slice bound", node) for p in (idx.start, idx.stop, idx.step)))
+                return value[s]
+            i = self.static_int(idx, "a tuple index", node)
+            if not -len(value) <= i < len(value):
+                raise self.error(MsirIndexError, f"tuple index {i} out of range (length {len(value)})", node)
+            return value[i]
+        if isinstance(value, Tensor):
+            return self.subscript_value(value, idx, node)
+        raise self.error(UnsupportedSyntaxError, f"cannot index {self.describe(value)}", node)
+
+    def subscript_value(self, t: Tensor, idx: Any, node: ast.AST) -> Tensor:
+        items = list(idx) if isinstance(idx, tuple) else [idx]
+        n_ellipsis = sum(1 for it in items if it is Ellipsis)
+        if n_ellipsis > 1:
+            raise self.error(MsirIndexError, "an index can only have a single ellipsis ('...')", node)
+        consumed = sum(1 for it in items if it is not None and it is not Ellipsis)
+        if consumed > t.ndim:
+            raise self.error(
+                MsirIndexError,
+                f"too many indices for array: array is {t.ndim}-dimensional, but {consumed} were indexed",
+                node,
+            )
+        if n_ellipsis:
+            k = items.index(Ellipsis)
+            items[k : k + 1] = [slice(None)] * (t.ndim - consumed)
+        items += [slice(None)] * (t.ndim - consumed)
+        starts, sizes, steps, takes, out_shape = [], [], [], [], []
+        axis = 0
+        for it in items:
+            if it is None:
+                out_shape.append(("new", 1))
+                continue
+            dim = t.shape[axis]
+            if isinstance(it, slice):
+                bounds = [
+                    None if p is None else self.static_int(p, "a slice bound", node)
+                    for p in (it.start, it.stop, it.step)
+                ]
+                if bounds[2] == 0:
+                    raise self.error(ValueError_, "slice step cannot be zero", node)
+                r = range(*slice(*bounds).indices(dim))
+                starts.append(r.start if len(r) else 0)
+                sizes.append(len(r))
+                steps.append(r.step)
+                out_shape.append(("keep", len(r)))
+            elif isinstance(it, (int, np.integer)) and not isinstance(it, bool):
+                k = int(it)
+                if not -dim <= k < dim:
+                    raise self.error(
+                        MsirIndexError,
+                        f"index {k} is out of bounds for axis {axis} with size {dim}",
+                        node,
+                    )
+                starts.append(k % dim)
+                sizes.append(1)
+                steps.append(1)
+                out_shape.append(("drop", 0))
+            else:
+                if isinstance(it, bool) or (isinstance(it, Tensor) and it.dtype == "bool"):
+                    raise self.error(
+                        UnsupportedSyntaxError,
+                        "boolean mask indexing gives a data-dependent shape and is not supported; "
+                        "use np.where(mask, x, 0) instead",
+                        node,
+                    )
+                it_t = self.as_tensor(it, node)
+                if kind(it_t.dtype) != 1:
+                    raise self.error(
+                        MsirIndexError,
+                        "only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and "
+                        f"integer or boolean arrays are valid indices (got {it_t.dtype})",
+                        node,
+                    )
+                starts.append(0)
+                sizes.append(dim)
+                steps.append(1)
+                takes.append((axis, it_t))
+                out_shape.append(("take", it_t.shape))
+            axis += 1
+        if sum(1 for _, ix in takes if ix.ndim > 0) > 1:
+            raise self.error(
+                UnsupportedSyntaxError,
+                "indexing with more than one integer array is not supported yet",
+                node,
+            )
+        r = t
+        if (starts, steps, sizes) != ([0] * t.ndim, [1] * t.ndim, list(t.shape)):
+            r = self.tensor(M.SliceOp(t.ssa, starts, sizes, steps), t.weak)
+        for ax, ix in sorted(takes, key=lambda p: -p[0]):
+            r = self.tensor(M.TakeOp(r.ssa, ix.ssa, ax), t.weak)
+            # The take replaced axis `ax` by the index's axes (none for a scalar).
+        final: list[int] = []
+        for what, v in out_shape:
+            if what in ("new", "keep"):
+                final.append(v)
+            elif what == "take":
+                final.extend(v)
+        if tuple(final) != r.shape:
+            r = self.tensor(M.ReshapeOp(r.ssa, final), t.weak)
+        return r
+
+    # -- attributes ---------------------------------------------------------
+
+    def attribute(self, value: Any, attr: str, node: ast.AST) -> Any:
+        if isinstance(value, KnownInt):
+            value = value.tensor
+        if isinstance(value, Tensor):
+            match attr:
+                case "shape":
+                    return tuple(value.shape)
+                case "ndim":
+                    return value.ndim
+                case "size":
+                    return math.prod(value.shape)
+                case "dtype":
+                    return np.dtype(value.dtype)
+                case "T":
+                    return self.transpose(value, None, node)
+            if attr in _ARRAY_METHODS:
+                return _BoundMethod(value, attr)
+            raise self.error(UnsupportedSyntaxError, f"array attribute '.{attr}' is not supported in compiled functions", node)
+        if isinstance(value, types.ModuleType):
+            if not hasattr(value, attr):
+                raise self.error(UnsupportedSyntaxError, f"module '{value.__name__}' has no attribute '{attr}'", node)
+            return self.external(getattr(value, attr), f"{value.__name__}.{attr}", node)
+        if isinstance(value, np.dtype) and attr in ("name", "type"):
+            return getattr(value, attr)
+        raise self.error(UnsupportedSyntaxError, f"attribute '.{attr}' of {self.describe(value)} is not supported", node)
+
+    # -- calls --------------------------------------------------------------
+
+    def call(self, node: ast.Call) -> Any:
+        fn = self.expr(node.func)
+        args: list[Any] = []
+        for a in node.args:
+            if isinstance(a, ast.Starred):
+                v = self.expr(a.value)
+                if not isinstance(v, (tuple, list)):
+                    raise self.unsupported("*args of a runtime value", a)
+                args.extend(v)
+            else:
+                args.append(self.expr(a))
+        kwargs: dict[str, Any] = {}
+        for kw in node.keywords:
+            if kw.arg is None:
+                raise self.unsupported("**kwargs", kw.value)
+            kwargs[kw.arg] = self.expr(kw.value)
+        self.loc = self.source.loc(node)
+        if isinstance(fn, _BoundMethod):
+            return _call_method(self, fn, args, kwargs, node)
+        if isinstance(fn, Closure):
+            return self.call_closure(fn, args, kwargs, node)
+        handler = _handler_for(fn)
+        if handler is not None:
+            return handler(self, args, kwargs, node)
+        if _is_msir_jit(fn):
+            fn = fn.__wrapped__
+        if isinstance(fn, types.FunctionType):
+            return self.call_user(fn, args, kwargs, node)
+        name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
+        module = getattr(fn, "__module__", None) or ""
+        if module.startswith("numpy") or isinstance(fn, np.ufunc):
+            raise self.error(
+                UnsupportedSyntaxError,
+                f"the NumPy function np.{getattr(fn, '__name__', name)} is not supported in compiled functions",
+                node,
+            )
+        raise self.error(
+            UnsupportedSyntaxError,
+            f"calling '{name}' is not supported in compiled functions (only NumPy functions msir "
+            "knows and Python functions defined in source files)",
+            node,
+        )
+
+    def bind(self, node: ast.FunctionDef | ast.Lambda, defaults: list[Any], args, kwargs, call_node) -> dict[str, Any]:
+        a = node.args
+        if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs:
+            raise self.unsupported("*args, **kwargs and keyword-only parameters", node)
+        names = [p.arg for p in a.args]
+        if len(args) > len(names):
+            raise self.error(
+                TypeError_, f"the function takes {len(names)} arguments but {len(args)} were given", call_node
+            )
+        bound = dict(zip(names, args))
+        for k, v in kwargs.items():
+            if k not in names or k in bound:
+                raise self.error(TypeError_, f"unexpected or repeated argument '{k}'", call_node)
+            bound[k] = v
+        for name, d in zip(names[len(names) - len(defaults) :], defaults):
+            bound.setdefault(name, d)
+        missing = [n for n in names if n not in bound]
+        if missing:
+            raise self.error(TypeError_, f"missing argument '{missing[0]}'", call_node)
+        return bound
+
+    def call_closure(self, c: Closure, args, kwargs, node) -> Any:
+        bound = self.bind(c.node, c.defaults, args, kwargs, node)
+        sub = Translator(self.tc, self.block, c.source, self.globals, self.closure)
+        sub.scope = dict(c.env)
+        sub.scope.update(bound)
+        sub.outlining = self.outlining
+        if isinstance(c.node, ast.Lambda):
+            return sub.expr(c.node.body)
+        result = sub.run_body(c.node.body)
+        return None if result is None else result[1]
+
+    def call_user(self, fn: types.FunctionType, args, kwargs, node) -> Any:
+        src = get_source(fn)
+        if not isinstance(src.node, (ast.FunctionDef, ast.Lambda)):
+            raise self.unsupported("this callable", node)
+        defaults = list(fn.__defaults__ or ())
+        bound = self.bind(src.node, defaults, args, kwargs, node)
+        closure = _closure_env(fn)
+        values = list(bound.values())
+        if all(isinstance(v, Tensor) for v in values):
+            outlined = self.outline(fn, src, closure, bound, node)
+            if outlined is not None:
+                return outlined
+        sub = Translator(self.tc, self.block, src, fn.__globals__, closure)
+        sub.scope.update(bound)
+        sub.outlining = self.outlining
+        if isinstance(src.node, ast.Lambda):
+            return sub.expr(src.node.body)
+        result = sub.run_body(src.node.body)
+        return None if result is None else result[1]
+
+    def outline(self, fn, src: FunctionSource, closure, bound: dict[str, Tensor], node) -> Any:
+        """Build (once per argument types) a separate func.func for a call with array arguments."""
+        key = (fn.__code__, tuple((v.dtype, v.shape, v.weak) for v in bound.values()))
+        if key in self.tc.active:
+            raise self.error(UnsupportedSyntaxError, "recursion is not supported yet", node)
+        if key not in self.tc.callees:
+            self.tc.active.append(key)
+            try:
+                built = build_function(self.tc, fn.__name__, src, fn.__globals__, closure, bound, outlining=True)
+            except _CannotOutline:
+                built = None
+            finally:
+                self.tc.active.pop()
+            self.tc.callees[key] = built
+        built = self.tc.callees[key]
+        if built is None:
+            return None
+        name, structure, ftype = built
+        call = self.emit(func.CallOp(name, [v.ssa for v in bound.values()], list(ftype.outputs.data)))
+        results = [
+            Tensor(r, M.dtype_of(r.type), M.shape_of(r.type), weak) for r, weak in zip(call.results, structure[1])
+        ]
+        return _rebuild(structure[0], iter(results))
+
+
+# ---------------------------------------------------------------------------
+# Building functions
+# ---------------------------------------------------------------------------
+
+
+def flatten_result(value: Any, tr: Translator, node: ast.AST) -> tuple[Any, list[Tensor]]:
+    """Split a returned value into its structure and its runtime leaves."""
+    leaves: list[Tensor] = []
+
+    def walk(v):
+        if isinstance(v, tuple):
+            return ("tuple", [walk(x) for x in v])
+        if isinstance(v, list):
+            return ("list", [walk(x) for x in v])
+        if isinstance(v, KnownInt):
+            v = v.tensor
+        if isinstance(v, Tensor):
+            leaves.append(v)
+            return ("leaf", len(leaves) - 1)
+        if v is None or isinstance(v, (bool, int, float, str)):
+            return ("const", v)
+        if isinstance(v, np.dtype):
+            return ("const", v)
+        raise tr.error(UnsupportedSyntaxError, f"returning {tr.describe(v)} from a compiled function is not supported", node)
+
+    return walk(value), leaves
+
+
+def _rebuild(structure, leaves):
+    kind_, payload = structure
+    if kind_ == "tuple":
+        return tuple(_rebuild(s, leaves) for s in payload)
+    if kind_ == "list":
+        return [_rebuild(s, leaves) for s in payload]
+    if kind_ == "leaf":
+        return next(leaves)
+    return payload
+
+
+def build_function(
+    tc: TraceContext,
+    name: str,
+    src: FunctionSource,
+    globals_: dict,
+    closure: dict,
+    params: dict[str, Any],
+    outlining: bool = False,
+    public: bool = False,
+    block: Block | None = None,
+) -> tuple[str, tuple, FunctionType]:
+    """Translate a function whose runtime parameters are Tensors (block arguments).
+
+    For callees (`outlining`), `params` maps names to the caller's Tensors, whose
+    types become the new function's argument types. For the entry, the caller
+    has already created the block and the parameter values.
+    """
+    entry = block is not None
+    if block is None:
+        block = Block(arg_types=[M.tensor_type(v.shape, v.dtype) for v in params.values()])
+    tr = Translator(tc, block, src, globals_, closure)
+    tr.outlining = outlining
+    if entry:
+        tr.scope.update(params)
+        tr.params = {id(v) for v in _leaves(list(params.values()))}
+    else:
+        for (pname, v), arg in zip(params.items(), block.args):
+            arg.name_hint = pname
+            tr.scope[pname] = Tensor(arg, v.dtype, v.shape, v.weak)
+    node = src.node
+    if isinstance(node, ast.Lambda):
+        value = tr.expr(node.body)
+    else:
+        result = tr.run_body(node.body)
+        value = None if result is None else result[1]
+    structure, leaves = flatten_result(value, tr, node)
+    ret = func.ReturnOp(*[leaf.ssa for leaf in leaves])
+    ret.location = _loc_attr(tr.loc)
+    block.add_op(ret)
+    ftype = FunctionType.from_lists([a.type for a in block.args], [leaf.ssa.type for leaf in leaves])
+    fname = tc.unique_name(name if public else f"{name}")
+    f = func.FuncOp(fname, ftype, Region(block), visibility=None if public else "private")
+    f.location = _loc_attr(src.loc(node))
+    tc.module_ops.append(f)
+    return fname, (structure, [leaf.weak for leaf in leaves]), ftype
+
+
+def _leaves(values: list[Any]) -> list[Tensor]:
+    out: list[Tensor] = []
+    for v in values:
+        if isinstance(v, (tuple, list)):
+            out.extend(_leaves(list(v)))
+        elif isinstance(v, KnownInt):
+            out.append(v.tensor)
+        elif isinstance(v, Tensor):
+            out.append(v)
+    return out
+
+
+def _closure_env(fn: types.FunctionType) -> dict[str, Any]:
+    if not fn.__closure__:
+        return {}
+    return dict(zip(fn.__code__.co_freevars, fn.__closure__))
+
+
+def _constant_scalar(t: Tensor) -> float | int | None:
+    attr = t.ssa.owner.value  # type: ignore[union-attr]
+    vals = attr.get_values()
+    return vals[0] if len(vals) == 1 else None
+
+
+def _op_symbol(op: ast.operator) -> str:
+    return {
+        ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%",
+        ast.Pow: "**", ast.MatMult: "@", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^",
+        ast.LShift: "<<", ast.RShift: ">>",
+    }.get(type(op), type(op).__name__)
+
+
+_NAME_SYMBOL = {"and": "&", "or": "|", "xor": "^"}
+
+
+def _is_msir_jit(fn: Any) -> bool:
+    return getattr(fn, "__msir_jit__", False) and hasattr(fn, "__wrapped__")
+
+
+# The built-in exception types with msir locations, for errors NumPy raises as such.
+class ValueError_(MsirError, ValueError):
+    pass
+
+
+class TypeError_(MsirError, TypeError):
+    pass
+
+
+class ZeroDivisionError_(MsirError, ZeroDivisionError):
+    pass
+
+
+# ---------------------------------------------------------------------------
+# NumPy functions, builtins and array methods
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class _BoundMethod:
+    value: Tensor
+    name: str
+
+
+def _params(tr: Translator, args, kwargs, names: Sequence[str], defaults: dict[str, Any], node, fname: str) -> list[Any]:
+    """Bind positional and keyword arguments of a library call to `names`."""
+    if len(args) > len(names):
+        raise tr.error(TypeError_, f"{fname} takes at most {len(names)} positional arguments", node)
+    out = dict(zip(names, args))
+    for k, v in kwargs.items():
+        if k not in names:
+            raise tr.error(UnsupportedSyntaxError, f"{fname}: the keyword argument '{k}' is not supported", node)
+        out[k] = v
+    missing = [n for n in names if n not in out and n not in defaults]
+    if missing:
+        raise tr.error(TypeError_, f"{fname} is missing the argument '{missing[0]}'", node)
+    return [out.get(n, defaults.get(n)) for n in names]
+
+
+def _unary_np(name: str):
+    def handler(tr: Translator, args, kwargs, node):
+        (x,) = _params(tr, args, kwargs, ["x"], {}, node, f"np.{name}")
+        if isinstance(x, (int, float)) and not isinstance(x, bool) and name in _UNARY_FLOAT_OPS:
+            x = tr.as_tensor(x, node)
+        return tr.unary(name, tr.as_tensor(x, node), node)
+
+    return handler
+
+
+def _binary_np(name: str):
+    def handler(tr: Translator, args, kwargs, node):
+        a, b = _params(tr, args, kwargs, ["x1", "x2"], {}, node, f"np.{name}")
+        ta, tb = tr.as_tensor(a, node), tr.as_tensor(b, node)
+        return tr.elementwise(name, ta, tb, node)
+
+    return handler
+
+
+def _reduction(name: str):
+    def handler(tr: Translator, args, kwargs, node):
+        names = ["a", "axis", "dtype", "keepdims"] if name in ("sum", "prod", "mean") else ["a", "axis", "keepdims"]
+        vals = _params(tr, args, kwargs, names, {"axis": None, "dtype": None, "keepdims": False}, node, f"np.{name}")
+        if len(vals) == 4:
+            a, axis, dtype, keepdims = vals
+        else:
+            (a, axis, keepdims), dtype = vals, None
+        return tr.reduce(name, a, axis, keepdims, node, dtype)
+
+    return handler
+
+
+def _arg_reduction(name: str):
+    def handler(tr: Translator, args, kwargs, node):
+        a, axis, keepdims = _params(tr, args, kwargs, ["a", "axis", "keepdims"], {"axis": None, "keepdims": False}, node, f"np.{name}")
+        return tr.arg_reduce(name, a, axis, keepdims, node)
+
+    return handler
+
+
+def _np_where(tr, args, kwargs, node):
+    c, a, b = _params(tr, args, kwargs, ["condition", "x", "y"], {}, node, "np.where")
+    tc_ = tr.as_tensor(c, node)
+    if tc_.dtype != "bool":
+        tc_ = tr.compare("ne", tc_, 0, node)
+    ta, tb = tr.as_tensor(a, node), tr.as_tensor(b, node)
+    dtype, weak = promote(ta.dtype, ta.weak, tb.dtype, tb.weak)
+    shape = M.infer_broadcast(M.infer_broadcast(tc_.shape, ta.shape), tb.shape)
+    c2 = tr.broadcast(tc_, shape)
+    a2 = tr.broadcast(tr.cast(ta, dtype), shape)
+    b2 = tr.broadcast(tr.cast(tb, dtype), shape)
+    return tr.tensor(M.SelectOp(c2.ssa, a2.ssa, b2.ssa), False)
+
+
+def _np_dot(tr, args, kwargs, node):
+    a, b = _params(tr, args, kwargs, ["a", "b"], {}, node, "np.dot")
+    ta, tb = tr.as_tensor(a, node), tr.as_tensor(b, node)
+    if ta.ndim == 0 or tb.ndim == 0:
+        return tr.elementwise("mul", ta, tb, node)
+    if ta.ndim > 2 or tb.ndim > 2:
+        raise tr.error(
+            UnsupportedSyntaxError,
+            "np.dot of arrays with more than 2 dimensions is not supported; use np.matmul or @",
+            node,
+        )
+    return tr.matmul(ta, tb, node)
+
+
+def _np_matmul(tr, args, kwargs, node):
+    a, b = _params(tr, args, kwargs, ["x1", "x2"], {}, node, "np.matmul")
+    return tr.matmul(a, b, node)
+
+
+def _np_transpose(tr, args, kwargs, node):
+    a, axes = _params(tr, args, kwargs, ["a", "axes"], {"axes": None}, node, "np.transpose")
+    return tr.transpose(tr.as_tensor(a, node), axes, node)
+
+
+def _np_reshape(tr, args, kwargs, node):
+    a, shape = _params(tr, args, kwargs, ["a", "shape"], {}, node, "np.reshape")
+    return tr.reshape(tr.as_tensor(a, node), shape, node)
+
+
+def _np_concatenate(tr, args, kwargs, node):
+    arrays, axis = _params(tr, args, kwargs, ["arrays", "axis"], {"axis": 0}, node, "np.concatenate")
+    return tr.concatenate(arrays, axis, node)
+
+
+def _np_stack(tr, args, kwargs, node):
+    arrays, axis = _params(tr, args, kwargs, ["arrays", "axis"], {"axis": 0}, node, "np.stack")
+    return tr.concatenate(arrays, axis, node, stack=True)
+
+
+def _filler(value: Any):
+    def handler(tr, args, kwargs, node):
+        shape, dtype = _params(tr, args, kwargs, ["shape", "dtype"], {"dtype": None}, node, "np.zeros")
+        return tr.full(shape, value, dtype if dtype is not None else float, node)
+
+    return handler
+
+
+def _np_full(tr, args, kwargs, node):
+    shape, fill, dtype = _params(tr, args, kwargs, ["shape", "fill_value", "dtype"], {"dtype": None}, node, "np.full")
+    return tr.full(shape, fill, dtype, node)
+
+
+def _filler_like(value: Any):
+    def handler(tr, args, kwargs, node):
+        a, dtype = _params(tr, args, kwargs, ["a", "dtype"], {"dtype": None}, node, "np.*_like")
+        t = tr.as_tensor(a, node)
+        return tr.full(t.shape, value, dtype if dtype is not None else t.dtype, node)
+
+    return handler
+
+
+def _np_full_like(tr, args, kwargs, node):
+    a, fill, dtype = _params(tr, args, kwargs, ["a", "fill_value", "dtype"], {"dtype": None}, node, "np.full_like")
+    t = tr.as_tensor(a, node)
+    return tr.full(t.shape, fill, dtype if dtype is not None else t.dtype, node)
+
+
+def _np_arange(tr, args, kwargs, node):
+    dtype = kwargs.pop("dtype", None)
+    for k in ("start", "stop", "step"):
+        if k in kwargs:
+            raise tr.error(UnsupportedSyntaxError, "np.arange: pass start/stop/step positionally", node)
+    if kwargs:
+        raise tr.error(UnsupportedSyntaxError, f"np.arange: unsupported keyword {next(iter(kwargs))}", node)
+    return tr.arange(list(args), dtype, node)
+
+
+def _np_broadcast_to(tr, args, kwargs, node):
+    a, shape = _params(tr, args, kwargs, ["array", "shape"], {}, node, "np.broadcast_to")
+    t = tr.as_tensor(a, node)
+    dims = tr.static_ints(shape, "a shape", node)
+    M.check_broadcast_to(t.shape, dims)
+    return tr.broadcast(t, tuple(dims))
+
+
+def _np_expand_dims(tr, args, kwargs, node):
+    a, axis = _params(tr, args, kwargs, ["a", "axis"], {}, node, "np.expand_dims")
+    t = tr.as_tensor(a, node)
+    axes = tr.static_ints(axis, "an axis", node)
+    nd = t.ndim + len(axes)
+    axes = sorted(M.normalize_axis(x, nd) for x in axes)
+    shape = list(t.shape)
+    for x in axes:
+        shape.insert(x, 1)
+    return tr.reshape(t, tuple(shape), node)
+
+
+def _np_squeeze(tr, args, kwargs, node):
+    a, axis = _params(tr, args, kwargs, ["a", "axis"], {"axis": None}, node, "np.squeeze")
+    t = tr.as_tensor(a, node)
+    if axis is None:
+        axes = [i for i, d in enumerate(t.shape) if d == 1]
+    else:
+        axes = [M.normalize_axis(x, t.ndim) for x in tr.static_ints(axis, "an axis", node)]
+        for x in axes:
+            if t.shape[x] != 1:
+                raise tr.error(ValueError_, "cannot select an axis to squeeze out which has size not equal to one", node)
+    return tr.reshape(t, tuple(d for i, d in enumerate(t.shape) if i not in axes), node)
+
+
+def _np_clip(tr, args, kwargs, node):
+    a, lo, hi = _params(tr, args, kwargs, ["a", "a_min", "a_max"], {"a_min": None, "a_max": None}, node, "np.clip")
+    r = tr.as_tensor(a, node)
+    if lo is not None:
+        r = tr.elementwise("maximum", r, tr.as_tensor(lo, node), node)
+    if hi is not None:
+        r = tr.elementwise("minimum", r, tr.as_tensor(hi, node), node)
+    return r
+
+
+def _np_square(tr, args, kwargs, node):
+    (x,) = _params(tr, args, kwargs, ["x"], {}, node, "np.square")
+    t = tr.as_tensor(x, node)
+    return tr.elementwise("mul", t, t, node)
+
+
+def _np_var(std: bool):
+    def handler(tr, args, kwargs, node):
+        a, axis, keepdims = _params(tr, args, kwargs, ["a", "axis", "keepdims"], {"axis": None, "keepdims": False}, node, "np.var")
+        t = tr.as_tensor(a, node)
+        mean = tr.reduce("mean", t, axis, True, node)
+        d = tr.elementwise("sub", t if kind(t.dtype) == 2 else tr.cast(t, "float64"), mean, node)
+        v = tr.reduce("mean", tr.elementwise("mul", d, d, node), axis, keepdims, node)
+        return tr.unary("sqrt", v, node) if std else v
+
+    return handler
+
+
+def _np_logical(name: str):
+    def handler(tr, args, kwargs, node):
+        ts = [tr.as_tensor(a, node) for a in args]
+        ts = [t if t.dtype == "bool" else tr.compare("ne", t, 0, node) for t in ts]
+        if name == "not":
+            return tr.tensor(M.NotOp(ts[0].ssa), False)
+        return tr.elementwise(name, ts[0], ts[1], node)
+
+    return handler
+
+
+def _np_scalar_type(dtype: str):
+    def handler(tr, args, kwargs, node):
+        (x,) = _params(tr, args, kwargs, ["x"], {"x": 0}, node, f"np.{dtype}")
+        if isinstance(x, (bool, int, float)):
+            return tr.constant(x, dtype)
+        return tr.cast(tr.as_tensor(x, node), dtype, False)
+
+    return handler
+
+
+def _np_asarray(tr, args, kwargs, node):
+    a, dtype = _params(tr, args, kwargs, ["a", "dtype"], {"dtype": None}, node, "np.asarray")
+    t = tr.as_tensor(a, node)
+    if dtype is not None:
+        return tr.cast(t, dtype_name(dtype, tr.loc), False)
+    return tr.cast(t, t.dtype, False)
+
+
+def _log_base(base: float):
+    def handler(tr, args, kwargs, node):
+        (x,) = _params(tr, args, kwargs, ["x"], {}, node, "np.log")
+        lx = tr.unary("log", tr.as_tensor(x, node), node)
+        return tr.elementwise("truediv", lx, tr.constant(math.log(base), lx.dtype), node)
+
+    return handler
+
+
+def _py_abs(tr, args, kwargs, node):
+    (x,) = _params(tr, args, kwargs, ["x"], {}, node, "abs")
+    if isinstance(x, (int, float)) and not isinstance(x, KnownInt):
+        return abs(x)
+    return tr.unary("abs", tr.as_tensor(x, node), node)
+
+
+def _py_minmax(name: str):
+    def handler(tr, args, kwargs, node):
+        if kwargs:
+            raise tr.error(UnsupportedSyntaxError, f"{name}() with keyword arguments is not supported", node)
+        items = list(args[0]) if len(args) == 1 and isinstance(args[0], (tuple, list)) else list(args)
+        if len(args) == 1 and isinstance(args[0], Tensor):
+            items = [tr.index(args[0], i, node) for i in range(args[0].shape[0])]
+        if not items:
+            raise tr.error(ValueError_, f"{name}() arg is an empty sequence", node)
+        if all(isinstance(i, (int, float)) and not isinstance(i, Tensor) for i in items):
+            return getattr(builtins, name)(items)
+        best = items[0]
+        for it in items[1:]:
+            # Python's max(a, b) keeps a unless b > a (min: unless b < a).
+            pred = "gt" if name == "max" else "lt"
+            better = tr.compare(pred, it, best, node)
+            tb, tit = tr.as_tensor(best, node), tr.as_tensor(it, node)
+            dtype, weak = promote(tb.dtype, tb.weak, tit.dtype, tit.weak)
+            shape = M.infer_broadcast(better.shape, M.infer_broadcast(tb.shape, tit.shape))
+            best = tr.tensor(
+                M.SelectOp(
+                    tr.broadcast(better, shape).ssa,
+                    tr.broadcast(tr.cast(tit, dtype), shape).ssa,
+                    tr.broadcast(tr.cast(tb, dtype), shape).ssa,
+                ),
+                weak,
+            )
+        return best
+
+    return handler
+
+
+def _py_sum(tr, args, kwargs, node):
+    items, start = _params(tr, args, kwargs, ["iterable", "start"], {"start": 0}, node, "sum")
+    if isinstance(items, Tensor):
+        items = [tr.index(items, i, node) for i in range(items.shape[0])]
+    total = start
+    for it in items:
+        total = tr.binary("add", total, it, node)
+    return total
+
+
+def _py_len(tr, args, kwargs, node):
+    (x,) = _params(tr, args, kwargs, ["obj"], {}, node, "len")
+    if isinstance(x, (tuple, list)):
+        return len(x)
+    t = tr.as_tensor(x, node)
+    if t.ndim == 0:
+        raise tr.error(TypeError_, "len() of unsized object", node)
+    return t.shape[0]
+
+
+def _py_convert(name: str):
+    def handler(tr, args, kwargs, node):
+        (x,) = _params(tr, args, kwargs, ["x"], {"x": 0}, node, name)
+        if isinstance(x, (bool, int, float)):
+            return {"float": float, "int": int, "bool": bool}[name](x)
+        if isinstance(x, KnownInt) and name == "int":
+            return x
+        t = tr.as_tensor(x, node)
+        if t.ndim != 0:
+            raise tr.error(
+                TypeError_, f"only 0-dimensional arrays can be converted to Python scalars ({name}())", node
+            )
+        return tr.cast(t, {"float": "float64", "int": "int64", "bool": "bool"}[name], True)
+
+    return handler
+
+
+def _py_range(tr, args, kwargs, node):
+    raise tr.error(UnsupportedSyntaxError, "range() outside a for loop is not supported", node)
+
+
+_NUMPY_HANDLERS: dict[Any, Callable] = {
+    **{getattr(np, n): _unary_np(n) for n in ("exp", "log", "log1p", "expm1", "sin", "cos", "tanh", "sqrt", "sign", "floor", "ceil")},
+    np.abs: _unary_np("abs"),
+    np.negative: _unary_np("neg"),
+    np.log2: _log_base(2.0),
+    np.log10: _log_base(10.0),
+    np.add: _binary_np("add"),
+    np.subtract: _binary_np("sub"),
+    np.multiply: _binary_np("mul"),
+    np.divide: _binary_np("truediv"),
+    np.floor_divide: _binary_np("floordiv"),
+    np.mod: _binary_np("rem"),
+    np.power: _binary_np("pow"),
+    np.maximum: _binary_np("maximum"),
+    np.minimum: _binary_np("minimum"),
+    np.sum: _reduction("sum"),
+    np.prod: _reduction("prod"),
+    np.mean: _reduction("mean"),
+    np.max: _reduction("max"),
+    np.min: _reduction("min"),
+    np.amax: _reduction("max"),
+    np.amin: _reduction("min"),
+    np.argmax: _arg_reduction("argmax"),
+    np.argmin: _arg_reduction("argmin"),
+    np.where: _np_where,
+    np.dot: _np_dot,
+    np.matmul: _np_matmul,
+    np.transpose: _np_transpose,
+    np.reshape: _np_reshape,
+    np.concatenate: _np_concatenate,
+    np.stack: _np_stack,
+    np.zeros: _filler(0),
+    np.ones: _filler(1),
+    np.full: _np_full,
+    np.zeros_like: _filler_like(0),
+    np.ones_like: _filler_like(1),
+    np.full_like: _np_full_like,
+    np.arange: _np_arange,
+    np.broadcast_to: _np_broadcast_to,
+    np.expand_dims: _np_expand_dims,
+    np.squeeze: _np_squeeze,
+    np.clip: _np_clip,
+    np.square: _np_square,
+    np.var: _np_var(False),
+    np.std: _np_var(True),
+    np.logical_and: _np_logical("and"),
+    np.logical_or: _np_logical("or"),
+    np.logical_xor: _np_logical("xor"),
+    np.logical_not: _np_logical("not"),
+    np.asarray: _np_asarray,
+    np.array: _np_asarray,
+    np.float32: _np_scalar_type("float32"),
+    np.float64: _np_scalar_type("float64"),
+    np.int32: _np_scalar_type("int32"),
+    np.int64: _np_scalar_type("int64"),
+    np.bool_: _np_scalar_type("bool"),
+    abs: _py_abs,
+    max: _py_minmax("max"),
+    min: _py_minmax("min"),
+    sum: _py_sum,
+    len: _py_len,
+    float: _py_convert("float"),
+    int: _py_convert("int"),
+    bool: _py_convert("bool"),
+    range: _py_range,
+    math.exp: _unary_np("exp"),
+    math.log: _unary_np("log"),
+    math.sqrt: _unary_np("sqrt"),
+    math.tanh: _unary_np("tanh"),
+    math.sin: _unary_np("sin"),
+    math.cos: _unary_np("cos"),
+}
+_NUMPY_HANDLERS[np.absolute] = _NUMPY_HANDLERS[np.abs]
+_NUMPY_HANDLERS[np.true_divide] = _NUMPY_HANDLERS[np.divide]
+_NUMPY_HANDLERS[np.remainder] = _NUMPY_HANDLERS[np.mod]
+
+
+def _handler_for(fn: Any) -> Callable | None:
+    try:
+        return _NUMPY_HANDLERS.get(fn)
+    except TypeError:
+        return None
+
+
+_ARRAY_METHODS = {
+    "sum", "prod", "mean", "max", "min", "argmax", "argmin", "reshape", "astype", "transpose",
+    "flatten", "ravel", "squeeze", "clip", "dot", "var", "std", "item",
+}
+
+
+def _call_method(tr: Translator, m: _BoundMethod, args, kwargs, node) -> Any:
+    x = m.value
+    name = m.name
+    if name in ("sum", "prod", "mean", "max", "min", "var", "std", "argmax", "argmin", "clip", "dot", "squeeze"):
+        fn = {
+            "sum": np.sum, "prod": np.prod, "mean": np.mean, "max": np.max, "min": np.min, "var": np.var,
+            "std": np.std, "argmax": np.argmax, "argmin": np.argmin, "clip": np.clip, "dot": np.dot,
+            "squeeze": np.squeeze,
+        }[name]
+        return _NUMPY_HANDLERS[fn](tr, [x, *args], kwargs, node)
+    if name == "reshape":
+        shape = args[0] if len(args) == 1 else tuple(args)
+        if "shape" in kwargs:
+            shape = kwargs.pop("shape")
+        return tr.reshape(x, shape, node)
+    if name == "transpose":
+        axes = None if not args else (args[0] if len(args) == 1 else tuple(args))
+        return tr.transpose(x, axes, node)
+    if name in ("flatten", "ravel"):
+        return tr.reshape(x, (-1,), node)
+    if name == "astype":
+        (dtype,) = _params(tr, args, kwargs, ["dtype"], {}, node, "astype")
+        return tr.cast(x, dtype_name(dtype, tr.loc), False)
+    if name == "item":
+        if math.prod(x.shape) != 1:
+            raise tr.error(ValueError_, "can only convert an array of size 1 to a Python scalar", node)
+        t = tr.reshape(x, (), node)
+        return tr.cast(t, "float64" if kind(t.dtype) == 2 else ("bool" if t.dtype == "bool" else "int64"), True)
+    raise AssertionError(name)

@@ -1,0 +1,80 @@
+"""The values the frontend manipulates while it translates a function.
+
+* `Tensor`: a runtime value (an SSA value of tensor type) with its NumPy dtype,
+  shape and NEP 50 weakness (a Python scalar's value is *weak*: it does not
+  upcast an array, `float32_array * 2.0` stays float32).
+* `KnownInt`: a Python int or bool argument (or arithmetic on them) whose value
+  is known while tracing. It is a runtime value unless it reaches a static
+  position (a shape, an axis, a slice bound); then it specialises: the arguments
+  it depends on join the cache key.
+* Plain Python objects for everything else known at compile time: int, float,
+  bool, None, str, slices, dtypes, tuples and lists of values, functions and
+  modules.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from xdsl.ir import SSAValue
+
+_KIND = {"bool": 0, "int32": 1, "int64": 1, "float32": 2, "float64": 2}
+_WEAK_DTYPE = {0: "bool", 1: "int64", 2: "float64"}
+
+
+@dataclass(eq=False)
+class Tensor:
+    ssa: SSAValue
+    dtype: str
+    shape: tuple[int, ...]
+    weak: bool = False
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+
+@dataclass(eq=False)
+class KnownInt:
+    value: int | bool
+    deps: frozenset[int]
+    tensor: Tensor
+
+    @property
+    def dtype(self) -> str:
+        return self.tensor.dtype
+
+
+@dataclass
+class StaticUses:
+    """The argument positions whose Python int value the code used statically."""
+
+    positions: set[int] = field(default_factory=set)
+
+
+def kind(dtype: str) -> int:
+    return _KIND[dtype]
+
+
+def promote(a_dtype: str, a_weak: bool, b_dtype: str, b_weak: bool) -> tuple[str, bool]:
+    """NumPy >= 2 (NEP 50) promotion of two operands: (result dtype, result weak)."""
+    if a_weak and b_weak:
+        return _WEAK_DTYPE[max(kind(a_dtype), kind(b_dtype))], True
+    if not a_weak and not b_weak:
+        if a_dtype == b_dtype:
+            return a_dtype, False
+        import numpy as np
+
+        return np.result_type(a_dtype, b_dtype).name, False
+    strong, weak = (b_dtype, a_dtype) if a_weak else (a_dtype, b_dtype)
+    if kind(weak) <= kind(strong):
+        return strong, False
+    return ("float64" if kind(weak) == 2 else "int64"), False
+
+
+def weak_dtype_of(value: bool | int | float) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int64"
+    return "float64"

@@ -1,0 +1,88 @@
+"""`msir-opt`: the msir pass driver, in the manner of `mlir-opt`/`xdsl-opt`.
+
+It is xDSL's opt driver with the msir dialect and passes registered, plus a
+Python frontend: `msir-opt model.py --entry loss --args 'tensor<32x64xf32>,f64'`
+prints the `msir` IR of function `loss` specialised to those argument types.
+
+    msir-opt f.mlir -p convert-msir-to-loops,msir-lower-to-llvm -t llvm
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from typing import IO
+
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+from xdsl.xdsl_opt_main import xDSLOptMain
+
+
+def _lazy(module: str, cls: str) -> Callable[[], type[ModulePass]]:
+    def factory() -> type[ModulePass]:
+        import importlib
+
+        return getattr(importlib.import_module(module), cls)
+
+    return factory
+
+
+MSIR_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
+    "convert-msir-to-loops": _lazy("msir.lowering.to_loops", "ConvertMsirToLoops"),
+    "msir-lower-to-llvm": _lazy("msir.lowering.to_llvm", "MsirLowerToLlvm"),
+}
+"""Every msir pass by its command-line name (imported only when used)."""
+
+
+class MsirOptMain(xDSLOptMain):
+    def register_all_dialects(self):
+        super().register_all_dialects()
+        from msir.dialects.msir import Msir
+
+        self.ctx.register_dialect("msir", lambda: Msir)
+
+    def register_all_passes(self):
+        super().register_all_passes()
+        for name, factory in MSIR_PASSES.items():
+            self.register_pass(name, factory)
+
+    def register_all_frontends(self):
+        super().register_all_frontends()
+        self.available_frontends["py"] = lambda io: None  # handled in parse_chunk
+
+    def register_all_arguments(self, arg_parser: argparse.ArgumentParser):
+        super().register_all_arguments(arg_parser)
+        arg_parser.add_argument(
+            "--entry", type=str, default=None, help="Python input: the function to compile"
+        )
+        arg_parser.add_argument(
+            "--args",
+            type=str,
+            default="",
+            help="Python input: comma-separated argument types, e.g. "
+            "'tensor<4x8xf32>,f64,i64' (f64 = Python float, i64 = Python int)",
+        )
+
+    def parse_chunk(self, chunk: IO[bytes], file_extension: str, start_offset: int = 0) -> ModuleOp | None:
+        if (self.args.frontend or file_extension) != "py":
+            return super().parse_chunk(chunk, file_extension, start_offset)
+        from msir.frontend.driver import module_from_file
+
+        if self.args.entry is None:
+            raise SystemExit("msir-opt: a Python input needs --entry <function name>")
+        return module_from_file(self.args.input_file, self.args.entry, self.args.args)
+
+
+def main(argv: list[str] | None = None) -> None:
+    from msir.errors import MsirError
+
+    try:
+        MsirOptMain(description="msir modular optimizer driver", args=argv).run()
+    except MsirError as e:
+        print(str(e), file=sys.stderr)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
