@@ -25,6 +25,7 @@ from xdsl.dialects.builtin import (
     Float64Type,
     IntegerAttr,
     IntegerType,
+    StringAttr,
     TensorType,
     TupleType,
     I64,
@@ -290,24 +291,38 @@ def infer_stack(shapes: Sequence[Sequence[int]], axis: int) -> tuple[int, ...]:
 # ---------------------------------------------------------------------------
 
 
-def _verify(op: Operation, check) -> None:
-    """Run an inference check and report a failure as a VerifyException naming the op."""
+def _operand_types(op: IRDLOperation, results: bool = True) -> str:
+    """`input: tensor<2x3xf32>, result: tensor<6xf32>`: each operand (and result) by its field name."""
+    definition = op.get_irdl_definition()
+    parts = []
+    for name, _ in (*definition.operands, *(definition.results if results else ())):
+        value = getattr(op, name)
+        values = value if isinstance(value, Sequence) else (value,)
+        parts.append(f"{name}: {', '.join(str(v.type) for v in values) or '()'}")
+    return ", ".join(parts)
+
+
+def _verify(op: IRDLOperation, check) -> None:
+    """Run an inference check and report a failure as a VerifyException naming the
+    op, its operands and their types (the inference message alone names only shapes)."""
     try:
         check()
     except ShapeOrTypeError as e:
-        raise VerifyException(f"'{op.name}' {e}") from None
+        raise VerifyException(f"'{op.name}' {e} ({_operand_types(op)})") from None
 
 
-def _expect_type(op: Operation, what: str, actual: Attribute, expected: Attribute) -> None:
+def _expect_type(op: IRDLOperation, what: str, actual: Attribute, expected: Attribute) -> None:
     if actual != expected:
+        operands = _operand_types(op, results=False)
         raise VerifyException(
             f"'{op.name}' {what} has type {actual}, but the operands imply {expected}"
+            + (f" ({operands})" if operands else "")
         )
 
 
 def _expect_dtype(op: Operation, what: str, type_: Attribute, allowed: Sequence[str]) -> None:
-    dtype = dtype_of(type_) if type_ in _DTYPE_OF_XDSL or isinstance(type_, TensorType) else None
-    if dtype not in allowed:
+    element = type_.element_type if isinstance(type_, TensorType) else type_
+    if _DTYPE_OF_XDSL.get(element) not in allowed:
         raise VerifyException(
             f"'{op.name}' {what} has type {type_}, expected element type in {{{', '.join(allowed)}}}"
         )
@@ -319,6 +334,11 @@ def _ints(attr: Attribute) -> tuple[int, ...]:
     if not isinstance(attr, DenseArrayBase) or attr.elt_type != i64:
         raise VerifyException(f"expected an array<i64: ...> attribute, got {attr}")
     return tuple(attr.get_values())
+
+
+def _expect_i64_array(op: Operation, what: str, attr: Attribute) -> None:
+    if not isinstance(attr, DenseArrayBase) or attr.elt_type != i64:
+        raise VerifyException(f"'{op.name}' {what} must be an array<i64: ...> attribute, got {attr}")
 
 
 def _i64_array(values: Sequence[int]) -> DenseArrayBase:
@@ -536,6 +556,9 @@ class CompareOp(IRDLOperation):
         return self.predicate.data  # type: ignore[attr-defined]
 
     def verify_(self) -> None:
+        if not isinstance(self.predicate, StringAttr):
+            raise VerifyException(f"'{self.name}' predicate must be a string attribute, got {self.predicate}")
+        _expect_dtype(self, "operand", self.lhs.type, ALL)
         if self.predicate_name not in COMPARE_PREDICATES:
             raise VerifyException(
                 f"'{self.name}' unknown predicate '{self.predicate_name}', expected one of "
@@ -595,6 +618,7 @@ class SelectOp(IRDLOperation):
 
     def verify_(self) -> None:
         _expect_dtype(self, "condition", self.cond.type, ("bool",))
+        _expect_dtype(self, "value", self.result.type, ALL)
         if shape_of(self.cond.type) != shape_of(self.result.type):
             raise VerifyException(
                 f"'{self.name}' condition type {self.cond.type} and value type "
@@ -643,6 +667,7 @@ class _ShapeOp(IRDLOperation):
     traits = traits_def(Pure())
 
     def _same_dtype(self) -> None:
+        _expect_dtype(self, "input", self.input.type, ALL)
         if self.input.type.element_type != self.result.type.element_type:  # type: ignore[attr-defined]
             raise VerifyException(
                 f"'{self.name}' input type {self.input.type} and result type "
@@ -716,6 +741,7 @@ class TransposeOp(_ShapeOp):
 
     def verify_(self) -> None:
         self._same_dtype()
+        _expect_i64_array(self, "permutation", self.permutation)
         _verify(
             self,
             lambda: self._check(infer_transpose(shape_of(self.input.type), _ints(self.permutation))),
@@ -756,6 +782,8 @@ class SliceOp(_ShapeOp):
 
     def verify_(self) -> None:
         self._same_dtype()
+        _expect_i64_array(self, "starts", self.starts)
+        _expect_i64_array(self, "steps", self.steps)
         _verify(
             self,
             lambda: check_slice(
@@ -799,6 +827,7 @@ class TakeOp(IRDLOperation):
         )
 
     def verify_(self) -> None:
+        _expect_dtype(self, "input", self.input.type, ALL)
         _expect_dtype(self, "indices", self.indices.type, ("int32", "int64"))
 
         def check():
@@ -839,6 +868,7 @@ class ConcatenateOp(IRDLOperation):
     def verify_(self) -> None:
         def check():
             shape = infer_concatenate([shape_of(v.type) for v in self.inputs], self.axis.value.data)
+            _expect_dtype(self, "operand #0", self.inputs[0].type, ALL)
             expected = TensorType(self.inputs[0].type.element_type, list(shape))  # type: ignore[attr-defined]
             for i, v in enumerate(self.inputs):
                 if v.type.element_type != expected.element_type:  # type: ignore[attr-defined]
@@ -878,6 +908,7 @@ class StackOp(IRDLOperation):
     def verify_(self) -> None:
         def check():
             shape = infer_stack([shape_of(v.type) for v in self.inputs], self.axis.value.data)
+            _expect_dtype(self, "operand #0", self.inputs[0].type, ALL)
             expected = TensorType(self.inputs[0].type.element_type, list(shape))  # type: ignore[attr-defined]
             for i, v in enumerate(self.inputs):
                 if v.type != self.inputs[0].type:
@@ -923,6 +954,7 @@ class ReduceOp(IRDLOperation):
 
     def verify_(self) -> None:
         _expect_dtype(self, "input", self.input.type, self.ALLOWED)
+        _expect_i64_array(self, "axes", self.axes)
         in_shape, out_shape = shape_of(self.input.type), shape_of(self.result.type)
         keep = len(out_shape) == len(in_shape)
 
@@ -1068,10 +1100,12 @@ class MatmulOp(IRDLOperation):
 
 @irdl_op_definition
 class MakeTupleOp(IRDLOperation):
-    """Packs values into a tuple.
+    """Packs values into a tuple. The empty tuple is written with an empty type
+    list, so that the next op's result is not read as an operand.
 
     ```mlir
     %t = msir.make_tuple %a, %b : tensor<f32>, tensor<4xf32>
+    %e = msir.make_tuple : ()
     ```
     """
 
@@ -1092,10 +1126,13 @@ class MakeTupleOp(IRDLOperation):
             parser.parse_optional_unresolved_operand, parser.parse_unresolved_operand
         ) or []
         attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
         types = []
         if names:
-            parser.parse_punctuation(":")
             types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
+        else:
+            parser.parse_punctuation("(")
+            parser.parse_punctuation(")")
         op = cls(parser.resolve_operands(names, types, parser.pos))
         op.attributes.update(attrs)
         return op
@@ -1105,9 +1142,11 @@ class MakeTupleOp(IRDLOperation):
             printer.print_string(" ")
             printer.print_list(self.elements, printer.print_operand)
         printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
         if self.elements:
-            printer.print_string(" : ")
             printer.print_list([e.type for e in self.elements], printer.print_attribute)
+        else:
+            printer.print_string("()")
 
 
 @irdl_op_definition
