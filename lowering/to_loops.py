@@ -1,0 +1,1196 @@
+"""`convert-msir-to-loops`: bufferise `msir` tensor code into scf loops over memrefs.
+
+Contract
+========
+
+Expects
+    A `builtin.module` of `func.func` ops whose bodies hold `msir` ops on ranked
+    tensors (f32, f64, i1, i32, i64; static shapes, `?` dims only where they come
+    from function arguments), `func.call` between functions of the module and
+    `func.return` of any number of values. Tuples only as
+    `msir.get_tuple(msir.make_tuple(...))`, which folds to the element. Non-tensor
+    values (scalars) may be passed to calls and returned; msir ops take tensors.
+
+Guarantees
+    Only the dialects func, scf, arith, math and memref remain (plus builtin).
+
+    * Signature (destination-passing style). A tensor argument becomes a memref
+      argument of the same shape and element type (identity layout, rank 0
+      allowed). Every tensor result with a fully static shape becomes a trailing
+      memref *output argument* that the caller allocates; the function carries
+      `msir.num_outputs = N : i64`, N the number of those trailing arguments. The
+      remaining results are returned by `func.return` in their original order: a
+      tensor with a dynamic shape as a memref allocated inside the callee
+      (`memref.alloc`; ownership passes to the caller), a scalar as itself.
+      Output buffers must not alias input buffers. Calls inside the module follow
+      the same convention (the caller allocates the static outputs, passes them,
+      and deallocates them after their last use).
+    * Buffers. Every intermediate is a `memref.alloc` (one index operand per
+      dynamic dim) deallocated right after its last use; nothing leaks. A value
+      that is returned is written straight into its output buffer; a returned
+      argument, or a value returned twice, is copied. Input buffers are only read.
+    * Runtime errors. `func.func private @__msir_error(i32, i64)` is declared when
+      used and called as `func.call @__msir_error(%code, %site)`: code 1 = index
+      out of range (`msir.take`), code 2 = integer division or modulo by zero
+      (`msir.floordiv`, `msir.rem`). Execution then goes on safely (the index is
+      clamped to 0, or the divisor is 1), so memory is never accessed out of
+      bounds. `%site` indexes the module attribute `msir.sites`, an ArrayAttr of
+      StringAttr "file:line:col" ("unknown" when the op had no FileLineColLoc).
+    * Locations. Every op generated for an msir op carries that op's location.
+
+Semantics are NumPy's: floor division and remainder round toward -inf for ints
+and floats (floats follow NumPy's `npy_divmod`, built on an exact `fmod` computed
+by shift-and-subtract, since arith has no `remf` in xDSL); `maximum`/`minimum`,
+reduce_max/min and argmax/argmin propagate NaN (a NaN is the extreme, first one
+wins); `ne` is true for NaN; float to int truncates; anything to bool is `!= 0`.
+Integer `pow` uses repeated squaring; a negative exponent (an error in NumPy)
+yields the integer part of the real power: 1 for base 1, +-1 for base -1, else 0.
+
+The pass walks each function once and builds the output directly (a dispatch
+table keyed by op class, one short emitter per op, a shared loop-nest helper);
+ops are created with `Operation.create` and appended to their block, which is
+several times cheaper than `Builder` or the IRDL constructors.
+"""
+
+from __future__ import annotations
+
+import math as pymath
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith, func, math, memref, scf
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    FileLineColLoc,
+    Float32Type,
+    Float64Type,
+    FloatAttr,
+    FunctionType,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    ModuleOp,
+    StringAttr,
+    SymbolRefAttr,
+    TensorType,
+    TupleType,
+    i1,
+    i32,
+    i64,
+)
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+
+from msir.dialects import msir
+from msir.errors import CompileError, SourceLoc
+
+ERROR_FUNC = "__msir_error"
+ERR_INDEX = 1
+ERR_ZERO_DIVISION = 2
+SITES_ATTR = "msir.sites"
+NUM_OUTPUTS_ATTR = "msir.num_outputs"
+
+INDEX = IndexType()
+DYN = -1
+Dim = int | SSAValue
+"""A dimension size: a Python int when static, an `index` value when dynamic."""
+
+_CMPF = {n: IntegerAttr(i, 64) for i, n in enumerate(arith.CMPF_COMPARISON_OPERATIONS)}
+_CMPI = {n: IntegerAttr(i, 64) for i, n in enumerate(arith.CMPI_COMPARISON_OPERATIONS)}
+_FLOAT_PRED = {"lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge", "eq": "oeq", "ne": "une"}
+_SINT_PRED = {"lt": "slt", "le": "sle", "gt": "sgt", "ge": "sge", "eq": "eq", "ne": "ne"}
+_UINT_PRED = {"lt": "ult", "le": "ule", "gt": "ugt", "ge": "uge", "eq": "eq", "ne": "ne"}
+
+
+def _is_float(t: Attribute) -> bool:
+    return isinstance(t, Float32Type | Float64Type)
+
+
+def _memref_type(t: Attribute) -> Attribute:
+    if isinstance(t, TensorType):
+        return MemRefType(t.element_type, t.get_shape())
+    return t
+
+
+def _is_static_tensor(t: Attribute) -> bool:
+    return isinstance(t, TensorType) and DYN not in t.get_shape()
+
+
+def _source_loc(op: Operation) -> SourceLoc | None:
+    loc = op.location
+    if isinstance(loc, FileLineColLoc):
+        return SourceLoc(loc.filename.data, loc.line.data, loc.column.data)
+    return None
+
+
+def _fail(op: Operation, message: str) -> CompileError:
+    return CompileError(f"convert-msir-to-loops: '{op.name}' {message}", _source_loc(op))
+
+
+# ---------------------------------------------------------------------------
+# Function signatures in destination-passing style
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Signature:
+    inputs: tuple[Attribute, ...]
+    """Lowered argument types: inputs, then the static output buffers."""
+    results: tuple[Attribute, ...]
+    """Lowered result types (dynamic tensors as memrefs, scalars)."""
+    out_positions: tuple[int, ...]
+    """Original result positions passed as output buffers."""
+    ret_positions: tuple[int, ...]
+    """Original result positions returned by func.return."""
+
+
+def _signature(f: func.FuncOp) -> _Signature:
+    ft = f.function_type
+    for t in (*ft.inputs, *ft.outputs):
+        if isinstance(t, TupleType):
+            raise _fail(f, f"@{f.sym_name.data}: a tuple cannot cross a function boundary ({t})")
+    outs = tuple(i for i, t in enumerate(ft.outputs) if _is_static_tensor(t))
+    rets = tuple(i for i, t in enumerate(ft.outputs) if not _is_static_tensor(t))
+    inputs = [_memref_type(t) for t in ft.inputs] + [_memref_type(ft.outputs.data[i]) for i in outs]
+    return _Signature(
+        tuple(inputs), tuple(_memref_type(ft.outputs.data[i]) for i in rets), outs, rets
+    )
+
+
+# ---------------------------------------------------------------------------
+# The per-function lowering: emission primitives
+# ---------------------------------------------------------------------------
+
+
+class _Module:
+    """Module-wide state: signatures, the site table, whether errors are reported."""
+
+    def __init__(self, module: ModuleOp):
+        self.module = module
+        self.sigs: dict[str, _Signature] = {}
+        self.sites: list[str] = []
+        self.site_index: dict[str, int] = {}
+        self.uses_error = False
+
+    def site(self, op: Operation) -> int:
+        loc = _source_loc(op)
+        text = str(loc) if loc is not None else "unknown"
+        if text not in self.site_index:
+            self.site_index[text] = len(self.sites)
+            self.sites.append(text)
+        return self.site_index[text]
+
+
+class _Lowering:
+    """Lowers one function body. `block` is where ops go, `loc` what they carry."""
+
+    def __init__(self, mod: _Module, f: func.FuncOp):
+        self.mod = mod
+        self.f = f
+        self.sig = mod.sigs[f.sym_name.data]
+        self.entry = Block(arg_types=self.sig.inputs)
+        self.block = self.entry
+        self.loc = f.location
+        self.msir_op: Operation = f
+        self.consts: dict[tuple[object, Attribute], SSAValue] = {}
+        self.const_ops: list[Operation] = []
+        self.buf: dict[SSAValue, SSAValue] = {}
+        self.dims: dict[SSAValue, list[Dim]] = {}
+        self.alias: dict[SSAValue, SSAValue] = {}
+        self.dest: dict[SSAValue, SSAValue] = {}
+        self.returned: set[SSAValue] = set()
+        self.owned: set[SSAValue] = set()
+
+    # -- op creation --------------------------------------------------------
+
+    def emit(self, cls: type[Operation], operands: Sequence[SSAValue], types: Sequence[Attribute] = (),
+             props: dict[str, Attribute] | None = None, regions: Sequence[Region] = ()) -> Operation:
+        op = cls.create(operands=operands, result_types=types, properties=props or {}, regions=regions)
+        op.location = self.loc
+        self.block.add_op(op)
+        return op
+
+    def v(self, cls: type[Operation], *operands: SSAValue, type: Attribute | None = None) -> SSAValue:
+        """One-result op whose result type is `type` or that of its first operand."""
+        return self.emit(cls, operands, [type or operands[0].type]).results[0]
+
+    def const(self, value: float | int | bool, type: Attribute) -> SSAValue:
+        # repr keeps -0.0 apart from 0.0 and lets NaN hit the cache.
+        key = (repr(float(value)) if _is_float(type) else int(value), type)
+        if key not in self.consts:
+            if _is_float(type):
+                attr: Attribute = FloatAttr(float(value), type)
+            else:
+                attr = IntegerAttr(int(value), type)
+            op = arith.ConstantOp.create(result_types=[type], properties={"value": attr})
+            op.location = self.f.location
+            self.const_ops.append(op)
+            self.consts[key] = op.results[0]
+        return self.consts[key]
+
+    def index(self, d: Dim) -> SSAValue:
+        return self.const(d, INDEX) if isinstance(d, int) else d
+
+    # -- scalar arithmetic ----------------------------------------------------
+
+    def add(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.v(arith.AddfOp if _is_float(a.type) else arith.AddiOp, a, b)
+
+    def sub(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.v(arith.SubfOp if _is_float(a.type) else arith.SubiOp, a, b)
+
+    def mul(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.v(arith.MulfOp if _is_float(a.type) else arith.MuliOp, a, b)
+
+    def cmp(self, pred: str, a: SSAValue, b: SSAValue) -> SSAValue:
+        """Compare by a NumPy predicate name (lt le gt ge eq ne); i1 compares unsigned."""
+        if _is_float(a.type):
+            return self.cmpf(_FLOAT_PRED[pred], a, b)
+        return self.cmpi((_UINT_PRED if a.type == i1 else _SINT_PRED)[pred], a, b)
+
+    def cmpf(self, pred: str, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.emit(arith.CmpfOp, [a, b], [i1], {"predicate": _CMPF[pred]}).results[0]
+
+    def cmpi(self, pred: str, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.emit(arith.CmpiOp, [a, b], [i1], {"predicate": _CMPI[pred]}).results[0]
+
+    def select(self, c: SSAValue, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.emit(arith.SelectOp, [c, a, b], [a.type]).results[0]
+
+    def index_add(self, a: Dim, b: Dim) -> Dim:
+        if isinstance(a, int) and isinstance(b, int):
+            return a + b
+        return self.v(arith.AddiOp, self.index(a), self.index(b))
+
+    def index_mul(self, a: Dim, b: Dim) -> Dim:
+        if isinstance(a, int) and isinstance(b, int):
+            return a * b
+        return self.v(arith.MuliOp, self.index(a), self.index(b))
+
+    def to_index(self, x: SSAValue) -> SSAValue:
+        return self.v(arith.IndexCastOp, x, type=INDEX)
+
+    # -- memory ---------------------------------------------------------------
+
+    def load(self, buf: SSAValue, idx: Sequence[SSAValue]) -> SSAValue:
+        return self.emit(memref.LoadOp, [buf, *idx], [buf.type.element_type]).results[0]  # type: ignore[attr-defined]
+
+    def store(self, value: SSAValue, buf: SSAValue, idx: Sequence[SSAValue]) -> None:
+        self.emit(memref.StoreOp, [value, buf, *idx])
+
+    def alloc(self, type_: MemRefType, dims: Sequence[Dim]) -> SSAValue:
+        dyn = [self.index(d) for d, s in zip(dims, type_.get_shape()) if s == DYN]
+        op = memref.AllocOp(dyn, [], type_)
+        op.location = self.loc
+        self.block.add_op(op)
+        return op.results[0]
+
+    def dims_of(self, v: SSAValue) -> list[Dim]:
+        return self.dims[self.canon(v)]
+
+    def define(self, v: SSAValue, buf: SSAValue) -> None:
+        """Record `buf` as the buffer of `v`, reading its dynamic dims right away
+        (at the top level, so that they dominate every later use)."""
+        self.buf[v] = buf
+        if isinstance(v.type, TensorType):
+            self.dims[v] = [
+                s if s != DYN else self.emit(memref.DimOp, [buf, self.index(i)], [INDEX]).results[0]
+                for i, s in enumerate(v.type.get_shape())
+            ]
+
+    def result(self, res: SSAValue, dims: Sequence[Dim]) -> SSAValue:
+        """The buffer an op writes its result `res` (of sizes `dims`) into."""
+        shape = res.type.get_shape()  # type: ignore[attr-defined]
+        dims = [s if s != DYN else d for s, d in zip(shape, dims)]
+        if res in self.dest:
+            buf = self.dest[res]
+        else:
+            buf = self.alloc(_memref_type(res.type), dims)  # type: ignore[arg-type]
+            if res not in self.returned:
+                self.owned.add(res)
+        self.buf[res] = buf
+        self.dims[res] = dims
+        return buf
+
+    def canon(self, v: SSAValue) -> SSAValue:
+        return self.alias.get(v, v)
+
+    def get(self, v: SSAValue) -> SSAValue:
+        return self.buf[self.canon(v)]
+
+    # -- control flow ---------------------------------------------------------
+
+    def loops(self, dims: Sequence[Dim], body: Callable[[list[SSAValue], list[SSAValue]], Sequence[SSAValue] | None],
+              inits: Sequence[SSAValue] = ()) -> list[SSAValue]:
+        """A row-major `scf.for` nest over `dims` (last innermost). `body(ivs, iters)`
+        emits the innermost body and returns the next values of the loop-carried
+        `iters` (started at `inits`); the nest's results are returned."""
+        if not dims:
+            return list(body([], list(inits)) or [])
+        return self._nest(list(dims), [], body, list(inits))
+
+    def _nest(self, dims, ivs, body, iters):
+        types = [x.type for x in iters]
+        blk = Block(arg_types=[INDEX, *types])
+        ub = self.index(dims[len(ivs)])
+        op = self.emit(scf.ForOp, [self.index(0), ub, self.index(1), *iters], types, regions=[Region(blk)])
+        outer, self.block = self.block, blk
+        iv, *carried = blk.args
+        if len(ivs) + 1 == len(dims):
+            res = body([*ivs, iv], list(carried))
+        else:
+            res = self._nest(dims, [*ivs, iv], body, list(carried))
+        self.emit(scf.YieldOp, list(res or []))
+        self.block = outer
+        return list(op.results)
+
+    def if_(self, cond: SSAValue, then: Callable[[], Sequence[SSAValue] | None],
+            otherwise: Callable[[], Sequence[SSAValue]] | None = None, types: Sequence[Attribute] = ()) -> list[SSAValue]:
+        then_blk = Block()
+        regions = [Region(then_blk), Region(Block()) if otherwise else Region()]
+        op = self.emit(scf.IfOp, [cond], types, regions=regions)
+        outer = self.block
+        for blk, fn in ((then_blk, then), (regions[1].block if otherwise else None, otherwise)):
+            if blk is not None and fn is not None:
+                self.block = blk
+                self.emit(scf.YieldOp, list(fn() or []))
+        self.block = outer
+        return list(op.results)
+
+    def while_(self, inits: Sequence[SSAValue], cond: Callable[[list[SSAValue]], SSAValue],
+               body: Callable[[list[SSAValue]], Sequence[SSAValue]]) -> list[SSAValue]:
+        """`scf.while` that loops on `body` while `cond(values)` holds."""
+        types = [x.type for x in inits]
+        before, after = Block(arg_types=types), Block(arg_types=types)
+        op = self.emit(scf.WhileOp, list(inits), types, regions=[Region(before), Region(after)])
+        outer = self.block
+        self.block = before
+        self.emit(scf.ConditionOp, [cond(list(before.args)), *before.args])
+        self.block = after
+        self.emit(scf.YieldOp, list(body(list(after.args))))
+        self.block = outer
+        return list(op.results)
+
+    def report(self, code: int, cond: SSAValue) -> None:
+        """Call `@__msir_error(code, site)` when `cond` holds."""
+        self.mod.uses_error = True
+        site = self.mod.site(self.msir_op)
+        args = [self.const(code, i32), self.const(site, i64)]
+
+        def call() -> None:
+            self.emit(func.CallOp, args, [], {"callee": SymbolRefAttr(ERROR_FUNC)})
+
+        self.if_(cond, call)
+
+    def copy(self, src: SSAValue, dst: SSAValue, dims: Sequence[Dim]) -> None:
+        self.loops(dims, lambda ivs, _: self.store(self.load(src, ivs), dst, ivs))
+
+    def linearize(self, ivs: Sequence[SSAValue], dims: Sequence[Dim]) -> SSAValue:
+        lin: SSAValue = self.index(0)
+        for k, (iv, d) in enumerate(zip(ivs, dims)):
+            lin = iv if k == 0 else self.v(arith.AddiOp, self.v(arith.MuliOp, lin, self.index(d)), iv)
+        return lin
+
+    def delinearize(self, lin: SSAValue, dims: Sequence[Dim]) -> list[SSAValue]:
+        out: list[SSAValue] = []
+        for k in range(len(dims) - 1, 0, -1):
+            d = self.index(dims[k])
+            out.append(self.v(arith.RemSIOp, lin, d))
+            lin = self.v(arith.DivSIOp, lin, d)
+        if dims:
+            out.append(lin)
+        return out[::-1]
+
+    # -- the walk -------------------------------------------------------------
+
+    def run(self) -> func.FuncOp:
+        f = self.f
+        body = f.body.block
+        ops = list(body.ops)
+        n_in = len(f.function_type.inputs)
+        for old, new in zip(body.args, self.entry.args[:n_in]):
+            self.define(old, new)
+        self._fold_aliases(ops)
+        last_use = self._plan_buffers(ops, body)
+        for k, op in enumerate(ops):
+            if op in self.skipped:
+                continue
+            emitter = EMITTERS.get(type(op))
+            if emitter is None:
+                raise _fail(op, "is not supported by the lowering to loops")
+            self.loc, self.msir_op = op.location, op
+            emitter(self, op)
+            self._release(op, k, last_use)
+        if self.entry.first_op is None:
+            self.entry.add_ops(self.const_ops)
+        else:
+            self.entry.insert_ops_before(self.const_ops, self.entry.first_op)
+        new = func.FuncOp(
+            f.sym_name.data, (self.sig.inputs, self.sig.results), Region(self.entry), f.sym_visibility
+        )
+        new.attributes.update(f.attributes)
+        new.attributes[NUM_OUTPUTS_ATTR] = IntegerAttr(len(self.sig.out_positions), i64)
+        new.location = f.location
+        return new
+
+    def _fold_aliases(self, ops: list[Operation]) -> None:
+        """Values that need no code of their own: tuple elements and identity
+        casts/broadcasts/reshapes/transposes, mapped to the value they equal."""
+        self.skipped: set[Operation] = set()
+        for op in ops:
+            if isinstance(op, msir.MakeTupleOp):
+                self.skipped.add(op)
+            elif isinstance(op, msir.GetTupleOp):
+                src = op.tuple.owner
+                if not isinstance(src, msir.MakeTupleOp):
+                    raise _fail(op, f"reads a tuple that is not built by msir.make_tuple ({op.tuple.type})")
+                self.alias[op.result] = self.canon(src.elements[op.index.value.data])
+                self.skipped.add(op)
+            elif isinstance(op, msir.CastOp | msir.BroadcastToOp | msir.ReshapeOp) and \
+                    op.input.type == op.result.type:
+                self.alias[op.result] = self.canon(op.input)
+                self.skipped.add(op)
+            elif isinstance(op, msir.TransposeOp) and list(msir._ints(op.permutation)) == sorted(
+                    msir._ints(op.permutation)):
+                self.alias[op.result] = self.canon(op.input)
+                self.skipped.add(op)
+        for op in ops:
+            if isinstance(op, msir.MakeTupleOp):
+                for use in op.result.uses:
+                    if not isinstance(use.operation, msir.GetTupleOp):
+                        raise _fail(op, f"builds a tuple that survives lowering (used by '{use.operation.name}')")
+
+    def _plan_buffers(self, ops: list[Operation], body: Block) -> dict[SSAValue, int]:
+        """Last use of every value, and where returned values are written."""
+        last_use: dict[SSAValue, int] = {}
+        for k, op in enumerate(ops):
+            if op in self.skipped:
+                continue
+            for v in op.operands:
+                last_use[self.canon(v)] = k
+        ret = ops[-1] if ops and isinstance(ops[-1], func.ReturnOp) else None
+        if ret is not None:
+            args = set(body.args)
+            out_args = self.entry.args[len(self.f.function_type.inputs):]
+            for k, pos in enumerate(self.sig.out_positions):
+                v = self.canon(ret.operands[pos])
+                if v not in args and v not in self.dest and v not in self.returned:
+                    self.dest[v] = out_args[k]
+            for pos in self.sig.ret_positions:
+                v = self.canon(ret.operands[pos])
+                if isinstance(v.type, TensorType) and v not in args and v not in self.dest:
+                    self.returned.add(v)
+        return last_use
+
+    def _release(self, op: Operation, k: int, last_use: dict[SSAValue, int]) -> None:
+        dead = {self.canon(v) for v in op.operands if last_use.get(self.canon(v)) == k}
+        dead.update(r for r in op.results if r not in last_use)
+        for v in dead:
+            if v in self.owned:
+                self.owned.discard(v)
+                self.emit(memref.DeallocOp, [self.buf[v]])
+
+
+# ---------------------------------------------------------------------------
+# Elementwise scalar semantics (NumPy's)
+# ---------------------------------------------------------------------------
+
+
+def _fmod(L: _Lowering, a: SSAValue, b: SSAValue) -> SSAValue:
+    """C `fmod`, exact: shift-and-subtract, each subtraction exact (Sterbenz)."""
+    t = a.type
+    inf, zero = L.const(pymath.inf, t), L.const(0.0, t)
+    ax, bx = L.v(math.AbsFOp, a), L.v(math.AbsFOp, b)
+    finite_a = L.cmpf("olt", ax, inf)
+    valid = L.v(arith.AndIOp, L.v(arith.AndIOp, finite_a, L.cmpf("ogt", bx, zero)), L.cmpf("olt", bx, inf))
+    r0 = L.select(valid, ax, zero)
+    d = L.select(valid, bx, L.const(1.0, t))
+    two, half = L.const(2.0, t), L.const(0.5, t)
+    (top,) = L.while_([d], lambda s: L.cmpf("ole", L.mul(s[0], two), r0), lambda s: [L.mul(s[0], two)])
+
+    def step(s):
+        r, m = s
+        r = L.select(L.cmpf("oge", r, m), L.sub(r, m), r)
+        return [r, L.mul(m, half)]
+
+    r, _ = L.while_([r0, top], lambda s: L.cmpf("oge", s[1], d), step)
+    inf_divisor = L.v(arith.AndIOp, finite_a, L.cmpf("oeq", bx, inf))
+    special = L.select(inf_divisor, a, L.const(pymath.nan, t))
+    return L.select(valid, L.v(math.CopySignOp, r, a), special)
+
+
+def _float_divmod(L: _Lowering, a: SSAValue, b: SSAValue) -> tuple[SSAValue, SSAValue]:
+    """NumPy's `npy_divmod`: (floor quotient, remainder with the sign of b)."""
+    t = a.type
+    zero, one = L.const(0.0, t), L.const(1.0, t)
+    mod0 = _fmod(L, a, b)
+    quotient = L.v(arith.DivfOp, a, b)
+    div0 = L.v(arith.DivfOp, L.sub(a, mod0), b)
+    mod_nz = L.cmpf("une", mod0, zero)
+    fix = L.v(arith.AndIOp, mod_nz, L.v(arith.XOrIOp, L.cmpf("olt", b, zero), L.cmpf("olt", mod0, zero)))
+    mod = L.select(fix, L.add(mod0, b), mod0)
+    div = L.select(fix, L.sub(div0, one), div0)
+    mod = L.select(mod_nz, mod, L.v(math.CopySignOp, zero, b))
+    fl = L.v(math.FloorOp, div)
+    fl = L.select(L.cmpf("ogt", L.sub(div, fl), L.const(0.5, t)), L.add(fl, one), fl)
+    floordiv = L.select(L.cmpf("une", div, zero), fl, L.v(math.CopySignOp, zero, quotient))
+    b_zero = L.cmpf("oeq", b, zero)
+    return L.select(b_zero, quotient, floordiv), L.select(b_zero, mod0, mod)
+
+
+def _int_divisor(L: _Lowering, b: SSAValue) -> tuple[SSAValue, SSAValue]:
+    """Report a zero divisor; return (safe divisor, b == -1). The divisor is 1
+    for 0 (after the report) and for -1 (whose quotient is computed as a negation,
+    since MIN // -1 overflows the hardware division)."""
+    zero = L.cmpi("eq", b, L.const(0, b.type))
+    L.report(ERR_ZERO_DIVISION, zero)
+    minus1 = L.cmpi("eq", b, L.const(-1, b.type))
+    safe = L.select(L.v(arith.OrIOp, zero, minus1), L.const(1, b.type), b)
+    return safe, minus1
+
+
+def _floordiv(L: _Lowering, a: SSAValue, b: SSAValue) -> SSAValue:
+    if _is_float(a.type):
+        return _float_divmod(L, a, b)[0]
+    safe, minus1 = _int_divisor(L, b)
+    q = L.v(arith.FloorDivSIOp, a, safe)
+    return L.select(minus1, L.sub(L.const(0, a.type), a), q)
+
+
+def _rem(L: _Lowering, a: SSAValue, b: SSAValue) -> SSAValue:
+    if _is_float(a.type):
+        return _float_divmod(L, a, b)[1]
+    safe, _ = _int_divisor(L, b)
+    r = L.v(arith.RemSIOp, a, safe)
+    zero = L.const(0, a.type)
+    wrong_sign = L.v(arith.XOrIOp, L.cmpi("slt", r, zero), L.cmpi("slt", safe, zero))
+    fix = L.v(arith.AndIOp, L.cmpi("ne", r, zero), wrong_sign)
+    return L.select(fix, L.add(r, safe), r)
+
+
+def _pow(L: _Lowering, a: SSAValue, b: SSAValue) -> SSAValue:
+    if _is_float(a.type):
+        return L.v(math.PowFOp, a, b)
+    t = a.type
+    zero, one = L.const(0, t), L.const(1, t)
+    e0 = L.v(arith.MaxSIOp, b, zero)
+
+    def square(s):
+        acc, base, e = s
+        odd = L.cmpi("ne", L.v(arith.AndIOp, e, one), zero)
+        return [L.select(odd, L.mul(acc, base), acc), L.mul(base, base), L.v(arith.DivSIOp, e, L.const(2, t))]
+
+    acc, _, _ = L.while_([one, a, e0], lambda s: L.cmpi("sgt", s[2], zero), square)
+    # a ** -n: 1 for a == 1, (-1) ** n for a == -1, else 0 (NumPy raises instead).
+    odd_b = L.cmpi("ne", L.v(arith.AndIOp, b, one), zero)
+    minus_one = L.const(-1, t)
+    neg = L.select(L.cmpi("eq", a, one), one,
+                   L.select(L.cmpi("eq", a, minus_one), L.select(odd_b, minus_one, one), zero))
+    return L.select(L.cmpi("slt", b, zero), neg, acc)
+
+
+def _sign(L: _Lowering, x: SSAValue) -> SSAValue:
+    t = x.type
+    zero, one, m1 = L.const(0.0 if _is_float(t) else 0, t), L.const(1, t), L.const(-1, t)
+    # NumPy: x > 0 ? 1 : x < 0 ? -1 : x == 0 ? 0 : x (the last keeps NaN).
+    rest = L.select(L.cmp("eq", x, zero), zero, x) if _is_float(t) else zero
+    return L.select(L.cmp("gt", x, zero), one, L.select(L.cmp("lt", x, zero), m1, rest))
+
+
+def _neg(L: _Lowering, x: SSAValue) -> SSAValue:
+    if _is_float(x.type):
+        return L.v(arith.NegfOp, x)
+    return L.v(arith.SubiOp, L.const(0, x.type), x)
+
+
+def _fi(float_op: type[Operation], int_op: type[Operation]) -> Callable[..., SSAValue]:
+    return lambda L, *xs: L.v(float_op if _is_float(xs[0].type) else int_op, *xs)
+
+
+def _op(cls: type[Operation]) -> Callable[..., SSAValue]:
+    return lambda L, *xs: L.v(cls, *xs)
+
+
+def _cast(L: _Lowering, x: SSAValue, to: Attribute) -> SSAValue:
+    """NumPy's astype between f32, f64, i1, i32, i64."""
+    src = x.type
+    if src == to:
+        return x
+    if to == i1:
+        return L.cmp("ne", x, L.const(0.0 if _is_float(src) else 0, src))
+    if _is_float(src) and _is_float(to):
+        wider = isinstance(to, Float64Type)
+        return L.v(arith.ExtFOp if wider else arith.TruncFOp, x, type=to)
+    if _is_float(src):
+        return L.v(arith.FPToSIOp, x, type=to)
+    if _is_float(to):
+        return L.v(arith.UIToFPOp if src == i1 else arith.SIToFPOp, x, type=to)
+    assert isinstance(src, IntegerType) and isinstance(to, IntegerType)
+    if src.width.data < to.width.data:
+        return L.v(arith.ExtUIOp if src == i1 else arith.ExtSIOp, x, type=to)
+    return L.v(arith.TruncIOp, x, type=to)
+
+
+SCALAR: dict[type[Operation], Callable[..., SSAValue]] = {
+    msir.AddOp: lambda L, a, b: L.add(a, b),
+    msir.SubOp: lambda L, a, b: L.sub(a, b),
+    msir.MulOp: lambda L, a, b: L.mul(a, b),
+    msir.DivOp: _op(arith.DivfOp),
+    msir.FloorDivOp: _floordiv,
+    msir.RemOp: _rem,
+    msir.PowOp: _pow,
+    msir.MaximumOp: _fi(arith.MaximumfOp, arith.MaxSIOp),
+    msir.MinimumOp: _fi(arith.MinimumfOp, arith.MinSIOp),
+    msir.AndOp: _op(arith.AndIOp),
+    msir.OrOp: _op(arith.OrIOp),
+    msir.XorOp: _op(arith.XOrIOp),
+    msir.NegOp: _neg,
+    msir.AbsOp: _fi(math.AbsFOp, math.AbsIOp),
+    msir.SignOp: _sign,
+    msir.NotOp: lambda L, x: L.v(arith.XOrIOp, x, L.const(1, i1)),
+    msir.ExpOp: _op(math.ExpOp),
+    msir.LogOp: _op(math.LogOp),
+    msir.Log1pOp: _op(math.Log1pOp),
+    msir.Expm1Op: _op(math.ExpM1Op),
+    msir.SinOp: _op(math.SinOp),
+    msir.CosOp: _op(math.CosOp),
+    msir.TanhOp: _op(math.TanhOp),
+    msir.SqrtOp: _op(math.SqrtOp),
+    msir.FloorOp: _op(math.FloorOp),
+    msir.CeilOp: _op(math.CeilOp),
+    msir.SelectOp: lambda L, c, a, b: L.select(c, a, b),
+}
+"""Scalar semantics of each elementwise op, applied element by element."""
+
+
+# ---------------------------------------------------------------------------
+# Emitters: one per op
+# ---------------------------------------------------------------------------
+
+
+def _map(L: _Lowering, op: Operation, fn: Callable[..., SSAValue]) -> None:
+    """Elementwise op: out[i] = fn(in0[i], in1[i], ...)."""
+    ins = [L.get(v) for v in op.operands]
+    dims = L.dims_of(op.operands[-1])
+    out = L.result(op.results[0], dims)
+    L.loops(dims, lambda ivs, _: L.store(fn(*(L.load(b, ivs) for b in ins)), out, ivs))
+
+
+def _elementwise(scalar: Callable[..., SSAValue]) -> Callable[[_Lowering, Operation], None]:
+    return lambda L, op: _map(L, op, lambda *xs: scalar(L, *xs))
+
+
+def _compare(L: _Lowering, op: msir.CompareOp) -> None:
+    _map(L, op, lambda a, b: L.cmp(op.predicate_name, a, b))
+
+
+def _cast_op(L: _Lowering, op: msir.CastOp) -> None:
+    to = op.result.type.element_type  # type: ignore[attr-defined]
+    _map(L, op, lambda x: _cast(L, x, to))
+
+
+def _constant(L: _Lowering, op: msir.ConstantOp) -> None:
+    dense = op.value
+    shape = list(op.result.type.get_shape())  # type: ignore[attr-defined]
+    out = L.result(op.result, shape)
+    et = op.result.type.element_type  # type: ignore[attr-defined]
+    values = dense.get_values()
+    if dense.is_splat() or len(values) <= 1:
+        if values:
+            value = L.const(values[0], et)
+            L.loops(shape, lambda ivs, _: L.store(value, out, ivs))
+        return
+    for flat, value in enumerate(values):
+        idx = [L.index(i) for i in _unravel(flat, shape)]
+        L.store(L.const(value, et), out, idx)
+
+
+def _unravel(flat: int, shape: Sequence[int]) -> list[int]:
+    idx = []
+    for d in reversed(shape):
+        idx.append(flat % d)
+        flat //= d
+    return idx[::-1]
+
+
+def _iota(L: _Lowering, op: msir.IotaOp) -> None:
+    shape = list(op.result.type.get_shape())  # type: ignore[attr-defined]
+    out = L.result(op.result, shape)
+    et = op.result.type.element_type  # type: ignore[attr-defined]
+    dim = op.dim.value.data
+
+    def body(ivs, _):
+        count = L.v(arith.IndexCastOp, ivs[dim], type=i64 if _is_float(et) else et)
+        L.store(L.v(arith.SIToFPOp, count, type=et) if _is_float(et) else count, out, ivs)
+
+    L.loops(shape, body)
+
+
+def _broadcast_to(L: _Lowering, op: msir.BroadcastToOp) -> None:
+    src = L.get(op.input)
+    in_shape, out_shape = msir.shape_of(op.input.type), msir.shape_of(op.result.type)
+    in_dims = L.dims_of(op.input)
+    lead = len(out_shape) - len(in_shape)
+    dims: list[Dim] = list(out_shape)
+    for i, s in enumerate(out_shape):
+        if s == DYN:
+            if i < lead or in_shape[i - lead] != DYN:
+                raise _fail(op, f"cannot size dynamic dim {i} of {op.result.type}")
+            dims[i] = in_dims[i - lead]
+    out = L.result(op.result, dims)
+
+    def body(ivs, _):
+        idx = [L.index(0) if s == 1 and out_shape[j + lead] != 1 else ivs[j + lead] for j, s in enumerate(in_shape)]
+        L.store(L.load(src, idx), out, ivs)
+
+    L.loops(dims, body)
+
+
+def _reshape_groups(a: Sequence[int], b: Sequence[int]) -> list[tuple[list[int], list[int]]] | None:
+    """Split two static shapes of equal size into runs of axes of equal product."""
+    if DYN in a or DYN in b or 0 in a or 0 in b:
+        return None
+    groups, i, j = [], 0, 0
+    while i < len(a) or j < len(b):
+        ga, gb, pa, pb = [], [], 1, 1
+        if i < len(a):
+            ga.append(i)
+            pa *= a[i]
+            i += 1
+        if j < len(b):
+            gb.append(j)
+            pb *= b[j]
+            j += 1
+        while pa != pb:
+            if pa < pb and i < len(a):
+                ga.append(i)
+                pa *= a[i]
+                i += 1
+            elif pb < pa and j < len(b):
+                gb.append(j)
+                pb *= b[j]
+                j += 1
+            else:
+                return None
+        groups.append((ga, gb))
+    return groups
+
+
+def _reshape(L: _Lowering, op: msir.ReshapeOp) -> None:
+    """A copy in row-major order. The loop runs over the side of higher rank; each
+    group of axes with equal size is linearised there and delinearised (divisions
+    by constants) on the other side only when that side has several axes."""
+    src = L.get(op.input)
+    in_shape, out_shape = msir.shape_of(op.input.type), msir.shape_of(op.result.type)
+    in_dims = L.dims_of(op.input)
+    out_dims: list[Dim] = list(out_shape)
+    if DYN in out_shape:
+        if out_shape.count(DYN) > 1:
+            raise _fail(op, f"cannot size more than one dynamic dim of {op.result.type}")
+        total: Dim = 1
+        for d in in_dims:
+            total = L.index_mul(total, d)
+        known = pymath.prod(s for s in out_shape if s != DYN)
+        out_dims[out_shape.index(DYN)] = L.v(arith.DivSIOp, L.index(total), L.index(known)) if known else 0
+    out = L.result(op.result, out_dims)
+    groups = _reshape_groups(in_shape, out_shape) or [(list(range(len(in_shape))), list(range(len(out_shape))))]
+    loop_over_out = len(out_shape) >= len(in_shape)
+    loop_dims = out_dims if loop_over_out else in_dims
+
+    def body(ivs, _):
+        other: list[SSAValue] = []
+        for g_in, g_out in groups:
+            g_loop, g_other = (g_out, g_in) if loop_over_out else (g_in, g_out)
+            other_dims = in_dims if loop_over_out else out_dims
+            lin = L.linearize([ivs[k] for k in g_loop], [loop_dims[k] for k in g_loop])
+            other += [lin] if len(g_other) == 1 else L.delinearize(lin, [other_dims[k] for k in g_other])
+        in_idx, out_idx = (other, ivs) if loop_over_out else (ivs, other)
+        L.store(L.load(src, in_idx), out, out_idx)
+
+    L.loops(loop_dims, body)
+
+
+def _transpose(L: _Lowering, op: msir.TransposeOp) -> None:
+    src = L.get(op.input)
+    perm = msir._ints(op.permutation)
+    in_dims = L.dims_of(op.input)
+    out = L.result(op.result, [in_dims[p] for p in perm])
+
+    def body(ivs, _):
+        idx: list[SSAValue] = [ivs[0]] * len(perm)
+        for i, p in enumerate(perm):
+            idx[p] = ivs[i]
+        L.store(L.load(src, idx), out, ivs)
+
+    L.loops(L.dims[op.result], body)
+
+
+def _slice(L: _Lowering, op: msir.SliceOp) -> None:
+    src = L.get(op.input)
+    shape = msir.shape_of(op.result.type)
+    if DYN in shape:
+        raise _fail(op, f"needs a static result type, got {op.result.type}")
+    starts, steps = msir._ints(op.starts), msir._ints(op.steps)
+    out = L.result(op.result, list(shape))
+
+    def body(ivs, _):
+        idx = []
+        for iv, start, step in zip(ivs, starts, steps):
+            x = iv if step == 1 else L.v(arith.MuliOp, iv, L.index(step))
+            idx.append(x if start == 0 else L.v(arith.AddiOp, x, L.index(start)))
+        L.store(L.load(src, idx), out, ivs)
+
+    L.loops(list(shape), body)
+
+
+def _take(L: _Lowering, op: msir.TakeOp) -> None:
+    """Gather; an index outside [-n, n) is reported (code 1) and read as element 0,
+    or as zero when the axis may be empty."""
+    src, ind = L.get(op.input), L.get(op.indices)
+    axis = op.axis.value.data
+    in_dims, ind_dims = L.dims_of(op.input), L.dims_of(op.indices)
+    out = L.result(op.result, [*in_dims[:axis], *ind_dims, *in_dims[axis + 1:]])
+    n_ind = len(ind_dims)
+    size = in_dims[axis]
+    et = op.result.type.element_type  # type: ignore[attr-defined]
+
+    def body(ivs, _):
+        raw = L.load(ind, ivs[axis:axis + n_ind])
+        if raw.type != i64:
+            raw = L.v(arith.ExtSIOp, raw, type=i64)
+        n = L.const(size, i64) if isinstance(size, int) else L.v(arith.IndexCastOp, size, type=i64)
+        zero = L.const(0, i64)
+        wrapped = L.select(L.cmpi("slt", raw, zero), L.add(raw, n), raw)
+        bad = L.cmpi("uge", wrapped, n)
+        L.report(ERR_INDEX, bad)
+        rest = [*ivs[:axis], None, *ivs[axis + n_ind:]]
+        if isinstance(size, int) and size > 0:
+            rest[axis] = L.to_index(L.select(bad, zero, wrapped))
+            value = L.load(src, rest)
+        else:
+            def read():
+                rest[axis] = L.to_index(wrapped)
+                return [L.load(src, rest)]
+            (value,) = L.if_(bad, lambda: [L.const(0.0 if _is_float(et) else 0, et)], read, [et])
+        L.store(value, out, ivs)
+
+    L.loops(L.dims[op.result], body)
+
+
+def _concatenate(L: _Lowering, op: msir.ConcatenateOp) -> None:
+    axis = op.axis.value.data
+    all_dims = [L.dims_of(v) for v in op.inputs]
+    total: Dim = 0
+    for d in all_dims:
+        total = L.index_add(total, d[axis])
+    out = L.result(op.result, [*all_dims[0][:axis], total, *all_dims[0][axis + 1:]])
+    offset: Dim = 0
+    for v, dims in zip(op.inputs, all_dims):
+        src, off = L.get(v), offset
+
+        def body(ivs, _, src=src, off=off):
+            idx = list(ivs)
+            if off != 0:
+                idx[axis] = L.v(arith.AddiOp, ivs[axis], L.index(off))
+            L.store(L.load(src, ivs), out, idx)
+
+        L.loops(dims, body)
+        offset = L.index_add(offset, dims[axis])
+
+
+def _stack(L: _Lowering, op: msir.StackOp) -> None:
+    axis = op.axis.value.data
+    dims = L.dims_of(op.inputs[0])
+    out = L.result(op.result, [*dims[:axis], len(op.inputs), *dims[axis:]])
+    for k, v in enumerate(op.inputs):
+        src = L.get(v)
+        L.loops(dims, lambda ivs, _, src=src, k=k: L.store(
+            L.load(src, ivs), out, [*ivs[:axis], L.index(k), *ivs[axis:]]))
+
+
+def _identity(kind: str, t: Attribute) -> float | int:
+    if kind == "sum":
+        return 0
+    if kind == "prod":
+        return 1
+    big = kind == "min"
+    if _is_float(t):
+        return pymath.inf if big else -pymath.inf
+    if t == i1:
+        return 1 if big else 0
+    width = t.width.data  # type: ignore[attr-defined]
+    return (1 << (width - 1)) - 1 if big else -(1 << (width - 1))
+
+
+def _combine(L: _Lowering, kind: str, a: SSAValue, b: SSAValue) -> SSAValue:
+    t = a.type
+    if kind == "sum":
+        return L.add(a, b)
+    if kind == "prod":
+        return L.mul(a, b)
+    if t == i1:
+        return L.v(arith.OrIOp if kind == "max" else arith.AndIOp, a, b)
+    if kind == "max":
+        return L.v(arith.MaximumfOp if _is_float(t) else arith.MaxSIOp, a, b)
+    return L.v(arith.MinimumfOp if _is_float(t) else arith.MinSIOp, a, b)
+
+
+_REDUCE_KIND = {
+    msir.ReduceSumOp: "sum",
+    msir.ReduceProdOp: "prod",
+    msir.ReduceMaxOp: "max",
+    msir.ReduceMinOp: "min",
+    msir.ReduceMeanOp: "sum",
+}
+
+
+def _reduce(L: _Lowering, op: msir.ReduceOp) -> None:
+    """When the reduced axes come last, accumulate in registers (loop-carried);
+    otherwise initialise the output and update it in the input's row-major order,
+    which keeps the innermost accesses contiguous."""
+    kind = _REDUCE_KIND[type(op)]
+    src = L.get(op.input)
+    axes = set(op.axes_list)
+    keep = op.keepdims
+    in_dims = L.dims_of(op.input)
+    rank = len(in_dims)
+    kept = [a for a in range(rank) if a not in axes]
+    out_dims = [1 if a in axes else d for a, d in enumerate(in_dims)] if keep else [in_dims[a] for a in kept]
+    out = L.result(op.result, out_dims)
+    et = op.result.type.element_type  # type: ignore[attr-defined]
+    init = L.const(_identity(kind, et), et)
+
+    def out_index(ivs: Sequence[SSAValue]) -> list[SSAValue]:
+        return [L.index(0) if a in axes else ivs[a] for a in range(rank)] if keep else [ivs[a] for a in kept]
+
+    if kept == list(range(len(kept))):
+        red = [in_dims[a] for a in sorted(axes)]
+
+        def outer(ovs, _):
+            (acc,) = L.loops(red, lambda rvs, it: [_combine(L, kind, it[0], L.load(src, [*ovs, *rvs]))], [init])
+            L.store(acc, out, out_index([*ovs, *([None] * len(red))]))
+
+        L.loops([in_dims[a] for a in kept], outer)
+    else:
+        L.loops(out_dims, lambda ivs, _: L.store(init, out, ivs))
+
+        def update(ivs, _):
+            oi = out_index(ivs)
+            L.store(_combine(L, kind, L.load(out, oi), L.load(src, ivs)), out, oi)
+
+        L.loops(in_dims, update)
+    if isinstance(op, msir.ReduceMeanOp):
+        count: Dim = 1
+        for a in axes:
+            count = L.index_mul(count, in_dims[a])
+        if isinstance(count, int):
+            n = L.const(float(count), et)
+        else:
+            n = L.v(arith.SIToFPOp, L.v(arith.IndexCastOp, count, type=i64), type=et)
+        L.loops(out_dims, lambda ivs, _: L.store(L.v(arith.DivfOp, L.load(out, ivs), n), out, ivs))
+
+
+def _argreduce(L: _Lowering, op: msir.ArgReduceOp) -> None:
+    """First index of the extreme; a NaN beats everything and the first NaN wins."""
+    is_max = isinstance(op, msir.ArgmaxOp)
+    src = L.get(op.input)
+    in_dims = L.dims_of(op.input)
+    rank = len(in_dims)
+    axis = op.axis_value
+    out_shape = msir.shape_of(op.result.type)
+    keep = len(out_shape) == rank and rank > 0
+    et = op.input.type.element_type  # type: ignore[attr-defined]
+
+    def better(v: SSAValue, best: SSAValue) -> SSAValue:
+        c = L.cmp("gt" if is_max else "lt", v, best)
+        if _is_float(et):
+            nan_first = L.v(arith.AndIOp, L.cmpf("uno", v, v), L.cmpf("ord", best, best))
+            c = L.v(arith.OrIOp, c, nan_first)
+        return c
+
+    def step(v: SSAValue, pos: SSAValue, it: list[SSAValue]) -> list[SSAValue]:
+        c = better(v, it[0])
+        return [L.select(c, v, it[0]), L.select(c, pos, it[1])]
+
+    if axis is None:
+        out = L.result(op.result, [1] * len(out_shape))
+        first = L.load(src, [L.index(0)] * rank)
+        best = L.loops(in_dims, lambda ivs, it: step(L.load(src, ivs), L.linearize(ivs, in_dims), it),
+                       [first, L.index(0)])
+        L.store(L.v(arith.IndexCastOp, best[1], type=i64), out, [L.index(0)] * len(out_shape))
+        return
+    out_dims = [1 if a == axis else d for a, d in enumerate(in_dims)] if keep else \
+        [d for a, d in enumerate(in_dims) if a != axis]
+    out = L.result(op.result, out_dims)
+    outer = [d for a, d in enumerate(in_dims) if a != axis]
+
+    def body(ovs, _):
+        def at(k: SSAValue) -> list[SSAValue]:
+            return [*ovs[:axis], k, *ovs[axis:]]
+
+        first = L.load(src, at(L.index(0)))
+        best = L.loops([in_dims[axis]], lambda ivs, it: step(L.load(src, at(ivs[0])), ivs[0], it),
+                       [first, L.index(0)])
+        oi = at(L.index(0)) if keep else list(ovs)
+        L.store(L.v(arith.IndexCastOp, best[1], type=i64), out, oi)
+
+    L.loops(outer, body)
+
+
+def _matmul(L: _Lowering, op: msir.MatmulOp) -> None:
+    """np.matmul: loops batch..., i, k, j (j innermost and contiguous) accumulating
+    into the zeroed output; 1-D operands drop their promoted axis."""
+    a, b = L.get(op.lhs), L.get(op.rhs)
+    ad, bd = L.dims_of(op.lhs), L.dims_of(op.rhs)
+    a_shape, b_shape = msir.shape_of(op.lhs.type), msir.shape_of(op.rhs.type)
+    a_vec, b_vec = len(ad) == 1, len(bd) == 1
+    a_batch, b_batch = ([] if a_vec else ad[:-2]), ([] if b_vec else bd[:-2])
+    nb = max(len(a_batch), len(b_batch))
+    batch: list[Dim] = []
+    for i in range(nb):
+        x = a_batch[i - nb + len(a_batch)] if i >= nb - len(a_batch) else 1
+        y = b_batch[i - nb + len(b_batch)] if i >= nb - len(b_batch) else 1
+        batch.append(y if x == 1 else x)
+    m, k_dim = (None if a_vec else ad[-2]), ad[-1]
+    n = None if b_vec else bd[-1]
+    out_dims = [*batch, *([m] if m is not None else []), *([n] if n is not None else [])]
+    out = L.result(op.result, out_dims)
+    et = op.result.type.element_type  # type: ignore[attr-defined]
+    zero = L.const(0.0 if _is_float(et) else 0, et)
+    L.loops(out_dims, lambda ivs, _: L.store(zero, out, ivs))
+
+    def batch_index(ivs, shape, nbatch):
+        off = nb - nbatch
+        return [L.index(0) if shape[j] == 1 and batch[j + off] != 1 else ivs[j + off] for j in range(nbatch)]
+
+    def outer(ovs, _):
+        bvs, i = ovs[:nb], (ovs[nb] if m is not None else None)
+        ab = batch_index(bvs, a_shape, len(a_batch))
+        bb = batch_index(bvs, b_shape, len(b_batch))
+        o_prefix = [*bvs, *([i] if i is not None else [])]
+
+        def kloop(kvs, _):
+            k = kvs[0]
+            x = L.load(a, [*ab, i, k] if i is not None else [k])
+            if n is None:
+                acc = L.load(out, o_prefix)
+                L.store(L.add(acc, L.mul(x, L.load(b, [*bb, k]))), out, o_prefix)
+                return
+
+            def jloop(jvs, _):
+                oi = [*o_prefix, jvs[0]]
+                acc = L.load(out, oi)
+                L.store(L.add(acc, L.mul(x, L.load(b, [*bb, k, jvs[0]]))), out, oi)
+
+            L.loops([n], jloop)
+
+        L.loops([k_dim], kloop)
+
+    L.loops([*batch, *([m] if m is not None else [])], outer)
+
+
+def _call(L: _Lowering, op: func.CallOp) -> None:
+    name = op.callee.root_reference.data
+    sig = L.mod.sigs.get(name)
+    if sig is None:
+        raise _fail(op, f"calls @{name}, which is not a function of the module")
+    outs = []
+    for pos in sig.out_positions:
+        res = op.results[pos]
+        outs.append(L.result(res, list(res.type.get_shape())))  # type: ignore[attr-defined]
+    args = [L.get(v) for v in op.operands]
+    call = L.emit(func.CallOp, [*args, *outs], sig.results, {"callee": op.callee})
+    for pos, new in zip(sig.ret_positions, call.results):
+        res = op.results[pos]
+        L.define(res, new)
+        if isinstance(res.type, TensorType) and res not in L.returned:
+            L.owned.add(res)
+
+
+def _return(L: _Lowering, op: func.ReturnOp) -> None:
+    out_args = L.entry.args[len(L.f.function_type.inputs):]
+    for k, pos in enumerate(L.sig.out_positions):
+        v = L.canon(op.operands[pos])
+        if L.buf[v] is not out_args[k]:
+            L.copy(L.buf[v], out_args[k], L.dims[v])
+    rets = []
+    for pos in L.sig.ret_positions:
+        v = L.canon(op.operands[pos])
+        if isinstance(v.type, TensorType) and (v not in L.returned or L.buf[v] in rets):
+            fresh = L.alloc(_memref_type(v.type), L.dims[v])  # type: ignore[arg-type]
+            L.copy(L.buf[v], fresh, L.dims[v])
+            rets.append(fresh)
+        else:
+            rets.append(L.buf[v])
+    for v in list(L.owned):
+        L.owned.discard(v)
+        L.emit(memref.DeallocOp, [L.buf[v]])
+    L.emit(func.ReturnOp, rets)
+
+
+EMITTERS: dict[type[Operation], Callable[[_Lowering, Operation], None]] = {
+    **{cls: _elementwise(fn) for cls, fn in SCALAR.items()},
+    msir.CompareOp: _compare,
+    msir.CastOp: _cast_op,
+    msir.ConstantOp: _constant,
+    msir.IotaOp: _iota,
+    msir.BroadcastToOp: _broadcast_to,
+    msir.ReshapeOp: _reshape,
+    msir.TransposeOp: _transpose,
+    msir.SliceOp: _slice,
+    msir.TakeOp: _take,
+    msir.ConcatenateOp: _concatenate,
+    msir.StackOp: _stack,
+    msir.ReduceSumOp: _reduce,
+    msir.ReduceProdOp: _reduce,
+    msir.ReduceMaxOp: _reduce,
+    msir.ReduceMinOp: _reduce,
+    msir.ReduceMeanOp: _reduce,
+    msir.ArgmaxOp: _argreduce,
+    msir.ArgminOp: _argreduce,
+    msir.MatmulOp: _matmul,
+    func.CallOp: _call,
+    func.ReturnOp: _return,
+}
+"""The lowering of every supported op, by op class."""
+
+
+# ---------------------------------------------------------------------------
+# The pass
+# ---------------------------------------------------------------------------
+
+
+def lower_module(module: ModuleOp) -> None:
+    """Rewrite `module` in place to the loops level (see the module docstring)."""
+    mod = _Module(module)
+    funcs = [op for op in module.body.block.ops if isinstance(op, func.FuncOp)]
+    for f in funcs:
+        if f.sym_name.data != ERROR_FUNC:
+            mod.sigs[f.sym_name.data] = _signature(f)
+    for f in funcs:
+        if f.sym_name.data == ERROR_FUNC:
+            continue
+        if not f.body.blocks:
+            sig = mod.sigs[f.sym_name.data]
+            f.function_type = FunctionType.from_lists(sig.inputs, sig.results)
+            f.attributes[NUM_OUTPUTS_ATTR] = IntegerAttr(len(sig.out_positions), i64)
+            continue
+        new = _Lowering(mod, f).run()
+        module.body.block.insert_op_before(new, f)
+        module.body.block.detach_op(f)
+    if mod.uses_error and not any(f.sym_name.data == ERROR_FUNC for f in funcs):
+        decl = func.FuncOp(ERROR_FUNC, ([i32, i64], []), Region(), "private")
+        module.body.block.add_op(decl)
+    module.attributes[SITES_ATTR] = ArrayAttr([StringAttr(s) for s in mod.sites])
+
+
+@dataclass(frozen=True)
+class ConvertMsirToLoops(ModulePass):
+    """Bufferise msir tensor code into scf loops over memrefs (see the module docstring)."""
+
+    name = "convert-msir-to-loops"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        lower_module(op)
