@@ -1,0 +1,200 @@
+"""The user-facing API: `jit`, execution modes and the context.
+
+`jit(f)` compiles `f` for the types of the arguments it is called with, once per
+signature (the in-memory cache), and calls the native code. The cache key is the
+dtype and shape of every array, the Python type of every scalar, and the value of
+the Python ints that reached a static position while tracing (a shape, an axis, a
+slice bound). `MSIR_LOG=recompile` logs every new signature on stderr.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import os
+import sys
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+GRAPH_MODE = 0
+"""Compile functions (and their derivatives) to native code."""
+PYNATIVE_MODE = 1
+"""Run functions eagerly, op by op (`jit` still compiles)."""
+
+_context: dict[str, Any] = {"mode": GRAPH_MODE}
+
+
+def set_context(mode: int | None = None) -> None:
+    """Set the execution mode: `msir.set_context(mode=msir.PYNATIVE_MODE)`."""
+    if mode is not None:
+        if mode not in (GRAPH_MODE, PYNATIVE_MODE):
+            raise ValueError(f"mode must be msir.GRAPH_MODE or msir.PYNATIVE_MODE, got {mode!r}")
+        _context["mode"] = mode
+
+
+def get_context(key: str) -> Any:
+    if key not in _context:
+        raise ValueError(f"unknown context key {key!r} (known: {', '.join(_context)})")
+    return _context[key]
+
+
+def _key(a: Any) -> Any:
+    t = type(a)
+    if t is np.ndarray:
+        return (a.dtype, a.shape)
+    if t is float or t is int or t is bool:
+        return t
+    if t is tuple or t is list:
+        return (t, tuple(_key(x) for x in a))
+    if isinstance(a, np.generic):
+        return (a.dtype, ())
+    if a is None or t is str:
+        return ("const", a)
+    from msir.frontend.driver import spec_of
+
+    return spec_of(a)  # raises a DTypeError naming the type
+
+
+def _leaves(a: Any, out: list[Any]) -> None:
+    t = type(a)
+    if t is tuple or t is list:
+        for x in a:
+            _leaves(x, out)
+    elif not (a is None or t is str):
+        out.append(a)
+
+
+_LEAF_DTYPE = {float: np.float64, int: np.int64, bool: np.bool_}
+
+
+@dataclass
+class _Entry:
+    native: Any
+    traced: Any
+    n_leaves: int
+
+    def call(self, args: tuple) -> Any:
+        leaves: list[Any] = []
+        _leaves(args, leaves)
+        inputs = [
+            x if type(x) is np.ndarray else np.asarray(x, dtype=_LEAF_DTYPE.get(type(x))) for x in leaves
+        ]
+        for c in self.traced.captures:
+            value = c.get()
+            if not isinstance(value, np.ndarray) or value.dtype.name != c.dtype or value.shape != c.shape:
+                return _STALE
+            inputs.append(value)
+        outs = self.native(*inputs)
+        return self._rebuild(self.traced.out_structure, outs)
+
+    def _rebuild(self, structure, outs):
+        kind, payload = structure
+        if kind == "leaf":
+            arr = outs[payload]
+            if arr.ndim == 0:
+                return arr.item() if self.traced.out_weak[payload] else arr[()]
+            return arr
+        if kind == "tuple":
+            return tuple(self._rebuild(s, outs) for s in payload)
+        if kind == "list":
+            return [self._rebuild(s, outs) for s in payload]
+        return payload
+
+
+_STALE = object()
+
+
+class JitFunction:
+    """A function compiled on first call for each new argument signature."""
+
+    __msir_jit__ = True
+
+    def __init__(self, fn):
+        fn = getattr(fn, "__wrapped__", fn) if isinstance(fn, JitFunction) else fn
+        if not inspect.isfunction(fn):
+            raise TypeError(f"msir.jit expects a Python function, got {type(fn).__name__}")
+        functools.update_wrapper(self, fn)
+        self.__wrapped__ = fn
+        self._static: dict[Any, frozenset[int]] = {}
+        self._entries: dict[Any, _Entry] = {}
+        self._lock = threading.Lock()
+        self._signature = inspect.signature(fn)
+
+    def __call__(self, *args, **kwargs):
+        if kwargs:
+            bound = self._signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            args = tuple(bound.arguments.values())
+        key0 = _key(args)
+        static = self._static.get(key0)
+        key = key0 if not static else (key0, self._static_values(args, static))
+        entry = self._entries.get(key)
+        if entry is not None:
+            result = entry.call(args)
+            if result is not _STALE:
+                return result
+        return self._compile(args, key0).call(args)
+
+    @staticmethod
+    def _static_values(args: tuple, positions: frozenset[int]) -> tuple:
+        leaves: list[Any] = []
+        _leaves(args, leaves)
+        return tuple(leaves[i] for i in sorted(positions))
+
+    def _compile(self, args: tuple, key0: Any) -> _Entry:
+        from msir.compiler import compile_module
+        from msir.frontend.driver import spec_of, trace
+
+        with self._lock:
+            if len(args) < len(self._signature.parameters):
+                bound = self._signature.bind(*args)
+                bound.apply_defaults()
+                args = tuple(bound.arguments.values())
+            traced = trace(self.__wrapped__, [spec_of(a) for a in args])
+            static = traced.static_positions
+            self._static[key0] = static
+            key = key0 if not static else (key0, self._static_values(args, static))
+            if "recompile" in os.environ.get("MSIR_LOG", "") and self._entries:
+                print(
+                    f"msir: recompiling {self.__qualname__} for a new signature "
+                    f"({_describe(args)}); {len(self._entries) + 1} versions",
+                    file=sys.stderr,
+                )
+            compiled = compile_module(traced.module, traced.entry)
+            leaves: list[Any] = []
+            _leaves(args, leaves)
+            entry = _Entry(compiled.native, traced, len(leaves))
+            self._entries[key] = entry
+            return entry
+
+    def lower(self, *args) -> str:
+        """The `msir` IR of this function specialised to `args`, as text."""
+        from msir.frontend.driver import spec_of, trace
+
+        return str(trace(self.__wrapped__, [spec_of(a) for a in args]).module)
+
+    def __get__(self, obj, objtype=None):
+        return self if obj is None else functools.partial(self, obj)
+
+
+def _describe(args: tuple) -> str:
+    parts = []
+    for a in args:
+        if isinstance(a, np.ndarray):
+            parts.append(f"{a.dtype}{list(a.shape)}")
+        else:
+            parts.append(type(a).__name__)
+    return ", ".join(parts)
+
+
+def jit(fn=None):
+    """Compile a NumPy-style Python function to native code (usable as a decorator)."""
+    if fn is None:
+        return jit
+    return JitFunction(fn)
+
+
+__all__ = ["jit", "set_context", "get_context", "GRAPH_MODE", "PYNATIVE_MODE"]

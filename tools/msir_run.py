@@ -1,0 +1,64 @@
+"""`msir-run`: compile a function of an `msir` module and run it on given inputs
+(the `mlir-cpu-runner` of msir, for end-to-end lit tests).
+
+    msir-run f.mlir --entry f --input '[1, 2, 3]:f32' --input '2.5:f64'
+
+Each `--input` is a Python literal (nested lists for arrays) and an element type
+(f32, f64, i1, i32, i64), or `@file.npy`. Every result is printed on one line as
+`result N: <type> = <values>`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import sys
+
+import numpy as np
+
+_DTYPES = {"f32": np.float32, "f64": np.float64, "i1": np.bool_, "i32": np.int32, "i64": np.int64}
+
+
+def parse_input(text: str) -> np.ndarray:
+    if text.startswith("@"):
+        return np.load(text[1:])
+    value, _, dtype = text.rpartition(":")
+    if dtype not in _DTYPES:
+        raise SystemExit(f"msir-run: input '{text}' must end with one of :{', :'.join(_DTYPES)}")
+    return np.asarray(ast.literal_eval(value), dtype=_DTYPES[dtype])
+
+
+def format_result(i: int, a: np.ndarray) -> str:
+    name = {v: k for k, v in _DTYPES.items()}[a.dtype.type]
+    shape = "x".join(str(d) for d in a.shape)
+    type_ = f"tensor<{shape + 'x' if shape else ''}{name}>"
+    values = np.array2string(np.asarray(a), separator=", ", threshold=1 << 30, max_line_width=1 << 30)
+    return f"result {i}: {type_} = {values}"
+
+
+def main(argv: list[str] | None = None) -> None:
+    from xdsl.parser import Parser
+
+    from msir.compiler import compile_module, make_context
+    from msir.errors import MsirError
+
+    p = argparse.ArgumentParser(description="compile and run a function of an msir module")
+    p.add_argument("input_file")
+    p.add_argument("--entry", required=True, help="the function to run")
+    p.add_argument("--input", action="append", default=[], help="an argument: literal:dtype or @file.npy")
+    args = p.parse_args(argv)
+    with open(args.input_file) as f:
+        text = f.read()
+    try:
+        module = Parser(make_context(), text, args.input_file).parse_module()
+        compiled = compile_module(module, args.entry)
+        results = compiled.native(*[parse_input(t) for t in args.input])
+    except MsirError as e:
+        print(str(e), file=sys.stderr)
+        sys.exit(1)
+    for i, r in enumerate(results):
+        print(format_result(i, r))
+
+
+if __name__ == "__main__":
+    main()
