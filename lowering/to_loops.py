@@ -61,6 +61,7 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import arith, func, math, memref, scf
 from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
     ArrayAttr,
     FileLineColLoc,
     Float32Type,
@@ -93,7 +94,7 @@ SITES_ATTR = "msir.sites"
 NUM_OUTPUTS_ATTR = "msir.num_outputs"
 
 INDEX = IndexType()
-DYN = -1
+DYN = DYNAMIC_INDEX
 Dim = int | SSAValue
 """A dimension size: a Python int when static, an `index` value when dynamic."""
 
@@ -108,14 +109,22 @@ def _is_float(t: Attribute) -> bool:
     return isinstance(t, Float32Type | Float64Type)
 
 
+def _shape(t: Attribute) -> tuple[int, ...]:
+    """The shape of a tensor or memref type, every dynamic dim as `DYN`.
+
+    (A parsed `?` is `DYNAMIC_INDEX`, but a type built from Python with -1 keeps
+    the -1; both mean dynamic.)"""
+    return tuple(DYN if d < 0 else d for d in t.get_shape())  # type: ignore[attr-defined]
+
+
 def _memref_type(t: Attribute) -> Attribute:
     if isinstance(t, TensorType):
-        return MemRefType(t.element_type, t.get_shape())
+        return MemRefType(t.element_type, _shape(t))
     return t
 
 
 def _is_static_tensor(t: Attribute) -> bool:
-    return isinstance(t, TensorType) and DYN not in t.get_shape()
+    return isinstance(t, TensorType) and DYN not in _shape(t)
 
 
 def _source_loc(op: Operation) -> SourceLoc | None:
@@ -281,7 +290,7 @@ class _Lowering:
         self.emit(memref.StoreOp, [value, buf, *idx])
 
     def alloc(self, type_: MemRefType, dims: Sequence[Dim]) -> SSAValue:
-        dyn = [self.index(d) for d, s in zip(dims, type_.get_shape()) if s == DYN]
+        dyn = [self.index(d) for d, s in zip(dims, _shape(type_)) if s == DYN]
         op = memref.AllocOp(dyn, [], type_)
         op.location = self.loc
         self.block.add_op(op)
@@ -297,12 +306,12 @@ class _Lowering:
         if isinstance(v.type, TensorType):
             self.dims[v] = [
                 s if s != DYN else self.emit(memref.DimOp, [buf, self.index(i)], [INDEX]).results[0]
-                for i, s in enumerate(v.type.get_shape())
+                for i, s in enumerate(_shape(v.type))
             ]
 
     def result(self, res: SSAValue, dims: Sequence[Dim]) -> SSAValue:
         """The buffer an op writes its result `res` (of sizes `dims`) into."""
-        shape = res.type.get_shape()  # type: ignore[attr-defined]
+        shape = _shape(res.type)
         dims = [s if s != DYN else d for s, d in zip(shape, dims)]
         if res in self.dest:
             buf = self.dest[res]
@@ -693,7 +702,7 @@ def _cast_op(L: _Lowering, op: msir.CastOp) -> None:
 
 def _constant(L: _Lowering, op: msir.ConstantOp) -> None:
     dense = op.value
-    shape = list(op.result.type.get_shape())  # type: ignore[attr-defined]
+    shape = list(_shape(op.result.type))
     out = L.result(op.result, shape)
     et = op.result.type.element_type  # type: ignore[attr-defined]
     values = dense.get_values()
@@ -716,7 +725,7 @@ def _unravel(flat: int, shape: Sequence[int]) -> list[int]:
 
 
 def _iota(L: _Lowering, op: msir.IotaOp) -> None:
-    shape = list(op.result.type.get_shape())  # type: ignore[attr-defined]
+    shape = list(_shape(op.result.type))
     out = L.result(op.result, shape)
     et = op.result.type.element_type  # type: ignore[attr-defined]
     dim = op.dim.value.data
@@ -730,7 +739,7 @@ def _iota(L: _Lowering, op: msir.IotaOp) -> None:
 
 def _broadcast_to(L: _Lowering, op: msir.BroadcastToOp) -> None:
     src = L.get(op.input)
-    in_shape, out_shape = msir.shape_of(op.input.type), msir.shape_of(op.result.type)
+    in_shape, out_shape = _shape(op.input.type), _shape(op.result.type)
     in_dims = L.dims_of(op.input)
     lead = len(out_shape) - len(in_shape)
     dims: list[Dim] = list(out_shape)
@@ -783,7 +792,7 @@ def _reshape(L: _Lowering, op: msir.ReshapeOp) -> None:
     group of axes with equal size is linearised there and delinearised (divisions
     by constants) on the other side only when that side has several axes."""
     src = L.get(op.input)
-    in_shape, out_shape = msir.shape_of(op.input.type), msir.shape_of(op.result.type)
+    in_shape, out_shape = _shape(op.input.type), _shape(op.result.type)
     in_dims = L.dims_of(op.input)
     out_dims: list[Dim] = list(out_shape)
     if DYN in out_shape:
@@ -829,7 +838,7 @@ def _transpose(L: _Lowering, op: msir.TransposeOp) -> None:
 
 def _slice(L: _Lowering, op: msir.SliceOp) -> None:
     src = L.get(op.input)
-    shape = msir.shape_of(op.result.type)
+    shape = _shape(op.result.type)
     if DYN in shape:
         raise _fail(op, f"needs a static result type, got {op.result.type}")
     starts, steps = msir._ints(op.starts), msir._ints(op.steps)
@@ -999,7 +1008,7 @@ def _argreduce(L: _Lowering, op: msir.ArgReduceOp) -> None:
     in_dims = L.dims_of(op.input)
     rank = len(in_dims)
     axis = op.axis_value
-    out_shape = msir.shape_of(op.result.type)
+    out_shape = _shape(op.result.type)
     keep = len(out_shape) == rank and rank > 0
     et = op.input.type.element_type  # type: ignore[attr-defined]
 
@@ -1044,7 +1053,7 @@ def _matmul(L: _Lowering, op: msir.MatmulOp) -> None:
     into the zeroed output; 1-D operands drop their promoted axis."""
     a, b = L.get(op.lhs), L.get(op.rhs)
     ad, bd = L.dims_of(op.lhs), L.dims_of(op.rhs)
-    a_shape, b_shape = msir.shape_of(op.lhs.type), msir.shape_of(op.rhs.type)
+    a_shape, b_shape = _shape(op.lhs.type), _shape(op.rhs.type)
     a_vec, b_vec = len(ad) == 1, len(bd) == 1
     a_batch, b_batch = ([] if a_vec else ad[:-2]), ([] if b_vec else bd[:-2])
     nb = max(len(a_batch), len(b_batch))
@@ -1099,7 +1108,7 @@ def _call(L: _Lowering, op: func.CallOp) -> None:
     outs = []
     for pos in sig.out_positions:
         res = op.results[pos]
-        outs.append(L.result(res, list(res.type.get_shape())))  # type: ignore[attr-defined]
+        outs.append(L.result(res, list(_shape(res.type))))  # type: ignore[attr-defined]
     args = [L.get(v) for v in op.operands]
     call = L.emit(func.CallOp, [*args, *outs], sig.results, {"callee": op.callee})
     for pos, new in zip(sig.ret_positions, call.results):
