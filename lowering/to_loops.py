@@ -36,7 +36,9 @@ Guarantees
       clamped to 0, or the divisor is 1), so memory is never accessed out of
       bounds. `%site` indexes the module attribute `msir.sites`, an ArrayAttr of
       StringAttr "file:line:col" ("unknown" when the op had no FileLineColLoc).
-    * Locations. Every op generated for an msir op carries that op's location.
+    * Locations. Every op generated for an msir op carries that op's location;
+      every `memref.alloc` also carries `msir.site = <site> : i64`, so that a
+      failed allocation can be reported at the user's line.
 
 Semantics are NumPy's: floor division and remainder round toward -inf for ints
 and floats (floats follow NumPy's `npy_divmod`, built on an exact `fmod` computed
@@ -93,6 +95,7 @@ ERROR_FUNC = "__msir_error"
 ERR_INDEX = 1
 ERR_ZERO_DIVISION = 2
 SITES_ATTR = "msir.sites"
+SITE_ATTR = "msir.site"
 NUM_OUTPUTS_ATTR = "msir.num_outputs"
 
 INDEX = IndexType()
@@ -301,7 +304,9 @@ class _Lowering:
     def alloc(self, type_: MemRefType, dims: Sequence[Dim]) -> SSAValue:
         dyn = [self.index(d) for d, s in zip(dims, _shape(type_)) if s == DYN]
         props = {"operandSegmentSizes": _alloc_segments(len(dyn))}
-        return self.emit(memref.AllocOp, dyn, [type_], props).results[0]
+        op = self.emit(memref.AllocOp, dyn, [type_], props)
+        op.attributes[SITE_ATTR] = IntegerAttr(self.mod.site(self.msir_op), i64)
+        return op.results[0]
 
     def dims_of(self, v: SSAValue) -> list[Dim]:
         return self.dims[self.canon(v)]

@@ -681,3 +681,46 @@ def test_locations_are_copied():
     assert str(exp.location) == 'loc("m.py":5:6)'
     loop = next(op for op in module.walk() if op.name == "scf.for")
     assert loop.location == exp.location
+
+
+# ---------------------------------------------------------------------------
+# End to end through msir-lower-to-llvm and the JIT
+# ---------------------------------------------------------------------------
+
+E2E = """
+func.func @f(%a: tensor<5x4xf32>, %b: tensor<5x4xf32>, %m: tensor<4x3xf32>, %i: tensor<2xi64>)
+    -> (tensor<5x4xf32>, tensor<5x4xf32>, tensor<5x3xf32>, tensor<5xi64>, tensor<2x4xf32>) {
+  %q = msir.floordiv %a, %b : tensor<5x4xf32>
+  %r = msir.rem %a, %b : tensor<5x4xf32>
+  %p = msir.matmul %a, %m : tensor<5x4xf32>, tensor<4x3xf32> to tensor<5x3xf32>
+  %x = msir.argmax %a axis 1 : tensor<5x4xf32> to tensor<5xi64>
+  %t = msir.take %a[%i] axis 0 : tensor<5x4xf32>, tensor<2xi64> to tensor<2x4xf32> loc("model.py":9:3)
+  func.return %q, %r, %p, %x, %t : tensor<5x4xf32>, tensor<5x4xf32>, tensor<5x3xf32>, tensor<5xi64>, tensor<2x4xf32>
+}
+"""
+
+
+def test_end_to_end_native():
+    jit = pytest.importorskip("msir.lowering.jit")
+    to_llvm = pytest.importorskip("msir.lowering.to_llvm")
+    from msir.errors import MsirIndexError, SourceLoc
+
+    module = lower(E2E)
+    sites = [SourceLoc(*s.data.rsplit(":", 2)[:1], *map(int, s.data.rsplit(":", 2)[1:]))
+             if s.data != "unknown" else None for s in module.attributes["msir.sites"]]
+    to_llvm.MsirLowerToLlvm().apply(_ctx(), module)
+    fn = jit.compile_llvm_module(module, sites).function("f")
+    rng = np.random.default_rng(3)
+    a = (rng.standard_normal((5, 4)) * 10).astype(np.float32)
+    a[1, 2] = np.nan
+    b = rng.standard_normal((5, 4)).astype(np.float32)
+    m = rng.standard_normal((4, 3)).astype(np.float32)
+    q, r, p, x, t = fn(a, b, m, np.array([-1, 2]))
+    check(q, np.floor_divide(a, b), exact=True)
+    check(r, np.remainder(a, b), exact=True)
+    np.testing.assert_allclose(p, a @ m, rtol=1e-5, atol=1e-5, equal_nan=True)
+    check(x, np.argmax(a, axis=1))
+    check(t, a[[-1, 2]])
+    with pytest.raises(MsirIndexError) as info:
+        fn(a, b, m, np.array([0, 5]))
+    assert info.value.loc == SourceLoc("model.py", 9, 3)

@@ -2,19 +2,20 @@
 
 // Static results become trailing output buffers (msir.num_outputs); a dynamic
 // result is allocated inside and returned. Intermediates are freed after their
-// last use; a returned value is written straight into its output buffer.
+// last use; a returned value is written straight into its output buffer. Each
+// alloc names the site of its op (for allocation failures).
 
 func.func @dps(%a: tensor<4xf32>, %d: tensor<?xf32>) -> (tensor<4xf32>, tensor<?xf32>) {
-  %e = msir.exp %a : tensor<4xf32>
-  %r = msir.add %e, %a : tensor<4xf32>
-  %n = msir.neg %d : tensor<?xf32>
+  %e = msir.exp %a : tensor<4xf32> loc("m.py":1:5)
+  %r = msir.add %e, %a : tensor<4xf32> loc("m.py":2:5)
+  %n = msir.neg %d : tensor<?xf32> loc("m.py":3:5)
   func.return %r, %n : tensor<4xf32>, tensor<?xf32>
 }
 
-// CHECK:      builtin.module attributes {msir.sites = []} {
+// CHECK:      builtin.module attributes {msir.sites = ["m.py:1:5", "m.py:3:5"]} {
 // CHECK-NEXT:   func.func @dps(%[[A:.*]]: memref<4xf32>, %[[D:.*]]: memref<?xf32>, %[[OUT:.*]]: memref<4xf32>) -> memref<?xf32> attributes {msir.num_outputs = 1 : i64} {
 // CHECK:          %[[DIM:.*]] = memref.dim %[[D]], %{{.*}} : memref<?xf32>
-// CHECK:          %[[E:.*]] = memref.alloc() : memref<4xf32>
+// CHECK:          %[[E:.*]] = memref.alloc() {msir.site = 0 : i64} : memref<4xf32>
 // CHECK-NEXT:     scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
 // CHECK-NEXT:       %[[X:.*]] = memref.load %[[A]][%[[I]]] : memref<4xf32>
 // CHECK-NEXT:       %[[Y:.*]] = math.exp %[[X]] : f32
@@ -25,7 +26,7 @@ func.func @dps(%a: tensor<4xf32>, %d: tensor<?xf32>) -> (tensor<4xf32>, tensor<?
 // CHECK-NEXT:       memref.store %{{.*}}, %[[OUT]][%{{.*}}] : memref<4xf32>
 // CHECK-NEXT:     }
 // CHECK-NEXT:     memref.dealloc %[[E]] : memref<4xf32>
-// CHECK-NEXT:     %[[N:.*]] = memref.alloc(%[[DIM]]) : memref<?xf32>
+// CHECK-NEXT:     %[[N:.*]] = memref.alloc(%[[DIM]]) {msir.site = 1 : i64} : memref<?xf32>
 // CHECK-NEXT:     scf.for %{{.*}} = %{{.*}} to %[[DIM]] step
 // CHECK:            arith.negf
 // CHECK-NOT:      memref.dealloc
@@ -48,7 +49,7 @@ func.func @caller(%x: tensor<3xf64>) -> tensor<3xf64> {
 
 // CHECK-LABEL: func.func @caller
 // CHECK-SAME:    (%[[X:.*]]: memref<3xf64>, %[[OUT:.*]]: memref<3xf64>) attributes {msir.num_outputs = 1 : i64}
-// CHECK:         %[[TMP:.*]] = memref.alloc() : memref<3xf64>
+// CHECK:         %[[TMP:.*]] = memref.alloc() {{.*}}: memref<3xf64>
 // CHECK-NEXT:    func.call @callee(%[[X]], %[[TMP]]) : (memref<3xf64>, memref<3xf64>) -> ()
 // CHECK-NEXT:    scf.for
 // CHECK:           arith.mulf
