@@ -130,6 +130,10 @@ def compile_llvm_module(
         try:
             ir_module = convert_module(module, fallback_target_triple=llvm.get_process_triple())
             ir_module.data_layout = str(tm.target_data)
+            for name in metadata:
+                # Inlining a public function into its wrapper would compile
+                # its body twice and trade `noalias` params for scoped metadata.
+                ir_module.get_global(name).attributes.add("noinline")
             mod = llvm.parse_assembly(str(ir_module))
             mod.verify()
         except (NotImplementedError, RuntimeError, KeyError) as e:
@@ -248,28 +252,36 @@ def _data_pointer(a: np.ndarray) -> int:
 class _MemrefArg:
     """How one memref argument is checked and passed."""
 
-    def __init__(self, position: int, t: MemRefType):
+    def __init__(self, position: int, t: MemRefType, first_dim_slot: int):
         self.position = position
         self.dtype = _dtype(t.element_type)
         self.shape = tuple(t.get_shape())
         self.rank = len(self.shape)
         self.dynamic = [k for k, d in enumerate(self.shape) if d < 0]
+        self.dim_slots = tuple(
+            (first_dim_slot + j, k) for j, k in enumerate(self.dynamic)
+        )
+        self.static_dims = tuple((k, d) for k, d in enumerate(self.shape) if d >= 0)
 
     def prepare(self, x) -> np.ndarray:
+        """`x` as a C-contiguous, aligned, native-order array of the right type."""
         if type(x) is not np.ndarray:
             x = np.asarray(x)
-        if x.dtype != self.dtype:
+        if x.dtype is not self.dtype and x.dtype != self.dtype:
             if x.dtype.newbyteorder("=") != self.dtype:
                 raise DTypeError(
                     f"argument {self.position} has dtype {x.dtype}, expected {self.dtype}"
                 )
             x = x.astype(self.dtype)
-        if x.ndim != self.rank or any(
-            d >= 0 and d != s for d, s in zip(self.shape, x.shape)
-        ):
+        shape = x.shape
+        if self.dynamic:
+            bad = len(shape) != self.rank or any(shape[k] != d for k, d in self.static_dims)
+        else:
+            bad = shape != self.shape
+        if bad:
             expected = "x".join("?" if d < 0 else str(d) for d in self.shape)
             raise ShapeError(
-                f"argument {self.position} has shape {x.shape}, expected ({expected})"
+                f"argument {self.position} has shape {shape}, expected ({expected})"
             )
         flags = x.flags
         if not (flags.c_contiguous and flags.aligned):
@@ -278,6 +290,17 @@ class _MemrefArg:
                 x = x.copy()
         return x
 
+    def store(self, buf, a: np.ndarray) -> None:
+        buf[self.position] = _data_pointer(a)
+        if self.dim_slots:
+            shape = a.shape
+            for slot, k in self.dim_slots:
+                buf[slot] = shape[k]
+
+    def pass_input(self, buf, x) -> np.ndarray:
+        a = self.prepare(x)
+        self.store(buf, a)
+        return a
 
     def fresh(self) -> np.ndarray:
         if self.dynamic:
@@ -306,7 +329,7 @@ class _ScalarArg:
         self.dtype = _dtype(t)
         self.format = _SLOT_FORMAT[self.dtype]
 
-    def pack(self, buf, x) -> None:
+    def pass_input(self, buf, x) -> None:
         try:
             value = self.dtype.type(x).item()
             struct.pack_into(self.format, buf, 8 * self.position, value)
@@ -368,11 +391,9 @@ class NativeFunction:
         self._inputs: list[_MemrefArg | _ScalarArg] = []
         self._outputs: list[_MemrefArg] = []
         n_dims = 0
-        dim_slots: list[list[int]] = []
         for i, t in enumerate(arg_types):
             if isinstance(t, MemRefType):
-                spec = _MemrefArg(i, t)
-                dim_slots.append([n_args + n_dims + j for j in range(len(spec.dynamic))])
+                spec = _MemrefArg(i, t, n_args + n_dims)
                 n_dims += len(spec.dynamic)
                 if i >= self.num_inputs:
                     self._outputs.append(spec)
@@ -381,9 +402,7 @@ class NativeFunction:
                 raise CompileError(f"output {i - self.num_inputs} of '{name}' is not a memref")
             else:
                 spec = _ScalarArg(i, t)
-                dim_slots.append([])
             self._inputs.append(spec)
-        self._dim_slots = dim_slots
         self._n_args = n_args
         self._results_offset = n_args + n_dims
         self._results: list[tuple[int, int, np.dtype, tuple[int, ...] | None]] = []
@@ -409,31 +428,25 @@ class NativeFunction:
         if out is not None and len(out) != len(self._outputs):
             raise TypeError(f"{self.name}() has {len(self._outputs)} outputs, got {len(out)}")
         buf = self._buffer_type()
-        keep_alive = []
-        for spec, x in zip(self._inputs, inputs):
-            if type(spec) is _MemrefArg:
-                a = spec.prepare(x)
-                keep_alive.append(a)
-                buf[spec.position] = _data_pointer(a)
-                for slot, k in zip(self._dim_slots[spec.position], spec.dynamic):
-                    buf[slot] = a.shape[k]
-            else:
-                spec.pack(buf, x)
-        outputs = []
-        for k, spec in enumerate(self._outputs):
-            a = spec.fresh() if out is None else spec.check_output(out[k])
-            outputs.append(a)
-            buf[spec.position] = _data_pointer(a)
-            for slot, d in zip(self._dim_slots[spec.position], spec.dynamic):
-                buf[slot] = a.shape[d]
+        # the prepared inputs (possibly copies) must live until the call returns
+        prepared = [spec.pass_input(buf, x) for spec, x in zip(self._inputs, inputs)]
+        if out is None:
+            outputs = [spec.fresh() for spec in self._outputs]
+        else:
+            outputs = [spec.check_output(a) for spec, a in zip(self._outputs, out)]
+        for spec, a in zip(self._outputs, outputs):
+            spec.store(buf, a)
         base = _addressof(buf)
         status = self._entry(
             base, base + 8 * self._n_args, base + 8 * self._results_offset
         )
+        del prepared
         if status:
             self._free_results(buf)
             self._raise(status)
-        return outputs + self._collect_results(buf)
+        if self._results:
+            outputs += self._collect_results(buf)
+        return outputs
 
     def _free_results(self, buf) -> None:
         """After an error: release the buffers the function still returned."""

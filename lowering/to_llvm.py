@@ -69,6 +69,7 @@ from xdsl.dialects.builtin import (
     MemRefType,
     ModuleOp,
     UnitAttr,
+    i32,
     i64,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
@@ -299,9 +300,41 @@ def _error_function() -> llvm.FuncOp:
     )
 
 
-def _icmp(pred: str, a: SSAValue, b: SSAValue) -> llvm.ICmpOp:
-    flag = llvm.ICmpPredicateFlag(pred).to_int()
-    return llvm.ICmpOp(a, b, IntegerAttr(flag, i64))
+# Fast constructors for the ops loop bodies are made of: IRDL's generic
+# __init__ rebuilds and re-checks every property attribute, while `create` with
+# shared, pre-built properties is several times cheaper.
+_ORDERING = IntegerAttr(0, i64)
+_NO_WRAP = IntegerAttr(0, 32)
+_DYNAMIC_INDEX = DenseArrayBase.from_list(i32, [llvm.GEP_USE_SSA_VAL])
+_ICMP_PREDICATES = {f.value: IntegerAttr(f.to_int(), i64) for f in llvm.ICmpPredicateFlag}
+_NO_FASTMATH = {"fastmathFlags": llvm.FastMathAttr(None)}
+
+
+def _icmp(pred: str, a: SSAValue, b: SSAValue) -> Operation:
+    return llvm.ICmpOp.create(
+        operands=[a, b], result_types=[I1], properties={"predicate": _ICMP_PREDICATES[pred]}
+    )
+
+
+def _llvm_load(ptr: SSAValue, t: Attribute) -> Operation:
+    return llvm.LoadOp.create(
+        operands=[ptr], result_types=[t], properties={"ordering": _ORDERING}
+    )
+
+
+def _llvm_store(value: SSAValue, ptr: SSAValue) -> Operation:
+    return llvm.StoreOp.create(operands=[value, ptr], properties={"ordering": _ORDERING})
+
+
+def _llvm_gep(ptr: SSAValue, index: SSAValue, elem: Attribute) -> Operation:
+    """`getelementptr inbounds elem, ptr, index`."""
+    properties = {
+        "rawConstantIndices": _DYNAMIC_INDEX,
+        "elem_type": elem,
+        "noWrapFlags": _NO_WRAP,
+        "inbounds": UnitAttr(),
+    }
+    return llvm.GEPOp.create(operands=[ptr, index], result_types=[PTR], properties=properties)
 
 
 def _entry_wrapper(f: func.FuncOp, sig: Signature) -> llvm.FuncOp:
@@ -585,11 +618,7 @@ class FunctionLowering:
             linear = self.iadd(self.imul(linear, size), self.get(i))
         if self.known(linear) == 0:
             return m.ptr
-        return self.add(
-            llvm.GEPOp(
-                m.ptr, [llvm.GEP_USE_SSA_VAL], elem, [self.index(linear)], inbounds=True
-            )
-        )
+        return self.add(_llvm_gep(m.ptr, self.index(linear), elem))
 
     def element_count(self, sizes: Sequence[int | SSAValue]) -> int | SSAValue:
         n: int | SSAValue = 1
@@ -623,9 +652,13 @@ def lowers(*op_types: type[Operation]):
 
 
 def _same_type_binary(llvm_op: type[Operation]) -> Lowering:
+    properties = _NO_FASTMATH if issubclass(llvm_op, llvm.AbstractFloatArithOp) else {}
+
     def lower(fl: FunctionLowering, op: Operation) -> None:
-        lhs, rhs = (fl.get(v) for v in op.operands)
-        fl.vals[op.results[0]] = fl.add(llvm_op(lhs, rhs))
+        lhs, rhs = fl.get(op.operands[0]), fl.get(op.operands[1])
+        fl.vals[op.results[0]] = fl.add(
+            llvm_op.create(operands=[lhs, rhs], result_types=[lhs.type], properties=properties)
+        )
 
     return lower
 
@@ -1016,7 +1049,7 @@ def _load(fl: FunctionLowering, op: memref.LoadOp) -> None:
     elem_t = op.memref.type.element_type
     elem = memory_type(elem_t)
     ptr = fl.address(fl.mem(op.memref), op.indices, elem)
-    value = fl.add(llvm.LoadOp(ptr, elem))
+    value = fl.add(_llvm_load(ptr, elem))
     if elem_t == I1:
         value = fl.add(llvm.TruncOp(value, I1))
     fl.vals[op.res] = value
@@ -1030,7 +1063,7 @@ def _store(fl: FunctionLowering, op: memref.StoreOp) -> None:
     value = fl.get(op.value)
     if elem_t == I1:
         value = fl.add(llvm.ZExtOp(value, I8))
-    fl.emit(llvm.StoreOp(value, ptr))
+    fl.emit(_llvm_store(value, ptr))
 
 
 @lowers(memref.DimOp)
