@@ -508,3 +508,43 @@ func.func @f(%x: i32) -> i32 {
 """
     with pytest.raises(CompileError, match="math.ctpop"):
         lower(src)
+
+
+def test_memref_iter_args_ping_pong():
+    # three smoothing steps, swapping two buffers through scf.for iter_args
+    src = """
+func.func @smooth(%a: memref<?xf64>) -> memref<?xf64> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %half = arith.constant 0.5 : f64
+  %n = memref.dim %a, %c0 : memref<?xf64>
+  %x = memref.alloc(%n) : memref<?xf64>
+  %y = memref.alloc(%n) : memref<?xf64>
+  scf.for %i = %c0 to %n step %c1 {
+    %v = memref.load %a[%i] : memref<?xf64>
+    memref.store %v, %x[%i] : memref<?xf64>
+  }
+  %nm1 = arith.subi %n, %c1 : index
+  %r:2 = scf.for %t = %c0 to %c3 step %c1 iter_args(%src = %x, %dst = %y) -> (memref<?xf64>, memref<?xf64>) {
+    scf.for %i = %c0 to %n step %c1 {
+      %j0 = arith.addi %i, %c1 : index
+      %j = arith.minsi %j0, %nm1 : index
+      %u = memref.load %src[%i] : memref<?xf64>
+      %v = memref.load %src[%j] : memref<?xf64>
+      %s = arith.addf %u, %v : f64
+      %m = arith.mulf %s, %half : f64
+      memref.store %m, %dst[%i] : memref<?xf64>
+    }
+    scf.yield %dst, %src : memref<?xf64>, memref<?xf64>
+  }
+  memref.dealloc %r#1 : memref<?xf64>
+  func.return %r#0 : memref<?xf64>
+}
+"""
+    f = build(src).function("smooth")
+    a = np.random.default_rng(4).normal(size=9)
+    expected = a.copy()
+    for _ in range(3):
+        expected = 0.5 * (expected + np.append(expected[1:], expected[-1]))
+    np.testing.assert_allclose(f(a)[0], expected, rtol=1e-15)
