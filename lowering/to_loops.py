@@ -44,7 +44,10 @@ Semantics are NumPy's: floor division and remainder round toward -inf for ints
 and floats (floats follow NumPy's `npy_divmod`, built on an exact `fmod` computed
 by shift-and-subtract, since arith has no `remf` in xDSL); `maximum`/`minimum`,
 reduce_max/min and argmax/argmin propagate NaN (a NaN is the extreme, first one
-wins); `ne` is true for NaN; float to int truncates; anything to bool is `!= 0`.
+wins; the sign of a zero result of maximum(-0.0, 0.0) is LLVM's, as NumPy's own
+differs between its code paths); `ne` is true for NaN; float to int truncates
+(NaN or out-of-range floats give an unspecified integer, as in NumPy, which also
+warns); anything to bool is `!= 0`.
 Integer `pow` uses repeated squaring; a negative exponent (an error in NumPy)
 yields the integer part of the real power: 1 for base 1, +-1 for base -1, else 0.
 
