@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
     AnyTensorTypeConstr,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
@@ -31,7 +32,7 @@ from xdsl.dialects.builtin import (
     I64,
     i64,
 )
-from xdsl.ir import Attribute, Dialect, Operation, SSAValue
+from xdsl.ir import Attribute, BlockArgument, Dialect, Operation, Region, SSAValue
 from xdsl.irdl import (
     AnyAttr,
     IRDLOperation,
@@ -39,16 +40,19 @@ from xdsl.irdl import (
     VarConstraint,
     base,
     irdl_op_definition,
+    lazy_traits_def,
     operand_def,
     opt_prop_def,
     prop_def,
+    region_def,
     result_def,
     traits_def,
     var_operand_def,
+    var_result_def,
 )
 from xdsl.parser import Parser
 from xdsl.printer import Printer
-from xdsl.traits import ConstantLike, Pure
+from xdsl.traits import ConstantLike, HasParent, IsTerminator, Pure, SingleBlockImplicitTerminator
 from xdsl.utils.exceptions import VerifyException
 
 # ---------------------------------------------------------------------------
@@ -101,8 +105,9 @@ def is_int(dtype: str) -> bool:
     return dtype in ("int32", "int64")
 
 
-DYNAMIC = -1
-"""A dimension whose size is only known at run time (`?` in the IR)."""
+DYNAMIC = DYNAMIC_INDEX
+"""A dimension whose size is only known at run time (`?` in the IR, as xDSL's
+`get_shape()` returns it); every negative dimension counts as dynamic."""
 
 
 # ---------------------------------------------------------------------------
@@ -123,7 +128,7 @@ class ShapeOrTypeError(Exception):
 
 
 def fmt_shape(shape: Sequence[int]) -> str:
-    dims = ", ".join("?" if d == DYNAMIC else str(d) for d in shape)
+    dims = ", ".join("?" if d < 0 else str(d) for d in shape)
     return f"({dims},)" if len(shape) == 1 else f"({dims})"
 
 
@@ -206,7 +211,7 @@ def infer_transpose(shape: Sequence[int], perm: Sequence[int]) -> tuple[int, ...
 
 
 def check_reshape(src: Sequence[int], dst: Sequence[int]) -> None:
-    if DYNAMIC in src or DYNAMIC in dst:
+    if any(d < 0 for d in (*src, *dst)):
         return
     if math.prod(src) != math.prod(dst):
         raise ShapeOrTypeError(
@@ -228,7 +233,7 @@ def check_slice(shape: Sequence[int], starts: Sequence[int], sizes: Sequence[int
     for axis, (dim, start, size, step) in enumerate(zip(shape, starts, sizes, steps)):
         if step == 0:
             raise ShapeOrTypeError("slice step cannot be zero", "index")
-        if size == 0 or dim == DYNAMIC:
+        if size == 0 or dim < 0:
             continue
         last = start + (size - 1) * step
         if not (0 <= start < dim and 0 <= last < dim):
@@ -1184,6 +1189,156 @@ class GetTupleOp(IRDLOperation):
         _expect_type(self, "result", self.result.type, types[i])
 
 
+# ---------------------------------------------------------------------------
+# Fusion regions
+# ---------------------------------------------------------------------------
+
+FUSIBLE_ELEMENTWISE: tuple[type[Operation], ...] = ()
+"""Ops that may appear in a fusion body (filled in below, after their definitions)."""
+
+
+@irdl_op_definition
+class YieldOp(IRDLOperation):
+    """Terminates a region of an msir op, yielding its results.
+
+    ```mlir
+    msir.yield %a, %b : tensor<4xf32>, tensor<4xi1>
+    ```
+    """
+
+    name = "msir.yield"
+    values = var_operand_def(AnyAttr())
+    traits = lazy_traits_def(lambda: (IsTerminator(), HasParent(FusionOp), Pure()))
+    assembly_format = "($values^ `:` type($values))? attr-dict"
+
+    def __init__(self, *values: SSAValue | Operation):
+        super().__init__(operands=[list(values)])
+
+
+@irdl_op_definition
+class FusionOp(IRDLOperation):
+    """A group of elementwise ops computed in one loop nest, without buffers for
+    the values inside. Every result has the fusion's iteration shape; the body
+    (value semantics, like a function body) takes the inputs as block arguments,
+    holds only elementwise ops, compares, selects, casts, splat constants and
+    `broadcast_to` of inputs or constants, and yields the results. Built by
+    `msir-fuse`; `convert-msir-to-loops` lowers it to a single loop nest.
+
+    ```mlir
+    %r = msir.fusion (%x, %b) : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32> {
+    ^bb0(%xa: tensor<4x8xf32>, %ba: tensor<8xf32>):
+      %0 = msir.broadcast_to %ba : tensor<8xf32> to tensor<4x8xf32>
+      %1 = msir.add %xa, %0 : tensor<4x8xf32>
+      %2 = msir.tanh %1 : tensor<4x8xf32>
+      msir.yield %2 : tensor<4x8xf32>
+    }
+    ```
+    """
+
+    name = "msir.fusion"
+    inputs = var_operand_def(_TensorT)
+    outputs = var_result_def(_TensorT)
+    body = region_def("single_block")
+    traits = traits_def(Pure())
+
+    def __init__(self, inputs: Sequence[SSAValue], result_types: Sequence[Attribute], body: Region):
+        super().__init__(operands=[list(inputs)], result_types=[list(result_types)], regions=[body])
+
+    @property
+    def iteration_shape(self) -> tuple[int, ...]:
+        return shape_of(self.outputs[0].type)
+
+    def verify_(self) -> None:
+        block = self.body.block
+        if len(block.args) != len(self.inputs):
+            raise VerifyException(
+                f"'{self.name}' has {len(self.inputs)} inputs but its body takes {len(block.args)} arguments"
+            )
+        for i, (a, v) in enumerate(zip(block.args, self.inputs)):
+            if a.type != v.type:
+                raise VerifyException(
+                    f"'{self.name}' input #{i} has type {v.type} but body argument #{i} has type {a.type}"
+                )
+        if not self.outputs:
+            raise VerifyException(f"'{self.name}' must have at least one result")
+        shape = self.iteration_shape
+        term = block.last_op
+        if not isinstance(term, YieldOp):
+            raise VerifyException(f"'{self.name}' body must end with msir.yield")
+        if [v.type for v in term.values] != [r.type for r in self.outputs]:
+            raise VerifyException(
+                f"'{self.name}' yields ({', '.join(str(v.type) for v in term.values)}) but its results "
+                f"are ({', '.join(str(r.type) for r in self.outputs)})"
+            )
+        for r in self.outputs:
+            if shape_of(r.type) != shape:
+                raise VerifyException(
+                    f"'{self.name}' result type {r.type} does not have the iteration shape {fmt_shape(shape)}"
+                )
+        for op in block.ops:
+            if op is term:
+                continue
+            if not isinstance(op, FUSIBLE_ELEMENTWISE + (BroadcastToOp, ConstantOp)):
+                raise VerifyException(f"'{self.name}' body cannot hold '{op.name}' (not elementwise)")
+            full = shape_of(op.results[0].type) == shape
+            if isinstance(op, ConstantOp):
+                if not (op.value.is_splat() and (full or shape_of(op.result.type) == ())):
+                    raise VerifyException(
+                        f"'{self.name}' body constants must be splats of the iteration shape or rank 0, got {op.result.type}"
+                    )
+            elif not full:
+                raise VerifyException(
+                    f"'{self.name}' body op '{op.name}' has result type {op.results[0].type}, not the "
+                    f"iteration shape {fmt_shape(shape)}"
+                )
+            if isinstance(op, BroadcastToOp):
+                src = op.input
+                if not (
+                    (isinstance(src, BlockArgument) and src.block is block)
+                    or isinstance(src.owner, ConstantOp)
+                ):
+                    raise VerifyException(
+                        f"'{self.name}' body broadcast_to must broadcast an input or a constant"
+                    )
+            else:
+                for v in op.operands:
+                    if shape_of(v.type) != shape:
+                        raise VerifyException(
+                            f"'{self.name}' body op '{op.name}' operand type {v.type} is not the "
+                            f"iteration shape {fmt_shape(shape)}; broadcast it first"
+                        )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> FusionOp:
+        parser.parse_punctuation("(")
+        names = parser.parse_optional_undelimited_comma_separated_list(
+            parser.parse_optional_unresolved_operand, parser.parse_unresolved_operand
+        ) or []
+        parser.parse_punctuation(")")
+        parser.parse_punctuation(":")
+        ftype = parser.parse_function_type()
+        inputs = parser.resolve_operands(names, ftype.inputs.data, parser.pos)
+        attrs = parser.parse_optional_attr_dict_with_keyword()
+        body = parser.parse_region()
+        op = cls(inputs, ftype.outputs.data, body)
+        if attrs is not None:
+            op.attributes.update(attrs.data)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" (")
+        printer.print_list(self.inputs, printer.print_operand)
+        printer.print_string(") : ")
+        printer.print_function_type([v.type for v in self.inputs], [r.type for r in self.outputs])
+        if self.attributes:
+            printer.print_op_attributes(self.attributes, print_keyword=True)
+        printer.print_string(" ")
+        printer.print_region(self.body, print_entry_block_args=True)
+
+
+FUSIBLE_ELEMENTWISE = (ElementwiseBinaryOp, ElementwiseUnaryOp, CompareOp, SelectOp, CastOp)
+
+
 Msir = Dialect(
     "msir",
     [
@@ -1235,6 +1390,8 @@ Msir = Dialect(
         MatmulOp,
         MakeTupleOp,
         GetTupleOp,
+        FusionOp,
+        YieldOp,
     ],
     [],
 )
