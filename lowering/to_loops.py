@@ -1154,6 +1154,51 @@ def _return(L: _Lowering, op: func.ReturnOp) -> None:
     L.emit(func.ReturnOp, rets)
 
 
+def _fusion(L: _Lowering, op: msir.FusionOp) -> None:
+    """One loop nest over the iteration shape; the body's ops become scalar code
+    on registers, inputs are loaded (broadcast ones through their index map) and
+    only the fusion's results are stored."""
+    body = op.body.block
+    shape = _shape(op.outputs[0].type)
+    full = next((v for v in op.inputs if _shape(v.type) == shape), None)
+    dims: list[Dim] = L.dims_of(full) if full is not None else list(shape)
+    ins = {arg: (L.get(v), _shape(v.type)) for arg, v in zip(body.args, op.inputs)}
+    outs = [L.result(r, dims) for r in op.outputs]
+
+    def inner(ivs, _):
+        env: dict[SSAValue, SSAValue] = {}
+
+        def value(v: SSAValue) -> SSAValue:
+            if v not in env:  # an input of the iteration shape, loaded on first use
+                buf, _ = ins[v]
+                env[v] = L.load(buf, ivs)
+            return env[v]
+
+        for o in body.ops:
+            if isinstance(o, msir.YieldOp):
+                for v, out in zip(o.values, outs):
+                    L.store(value(v), out, ivs)
+            elif isinstance(o, msir.ConstantOp):
+                env[o.result] = L.const(o.value.get_values()[0], o.result.type.element_type)  # type: ignore[attr-defined]
+            elif isinstance(o, msir.BroadcastToOp):
+                src = o.input
+                if src in env:  # a broadcast constant
+                    env[o.result] = env[src]
+                    continue
+                buf, in_shape = ins[src]
+                lead = len(shape) - len(in_shape)
+                idx = [L.index(0) if s == 1 and shape[j + lead] != 1 else ivs[j + lead] for j, s in enumerate(in_shape)]
+                env[o.result] = L.load(buf, idx)
+            elif isinstance(o, msir.CompareOp):
+                env[o.result] = L.cmp(o.predicate_name, value(o.lhs), value(o.rhs))
+            elif isinstance(o, msir.CastOp):
+                env[o.result] = _cast(L, value(o.input), o.result.type.element_type)  # type: ignore[attr-defined]
+            else:
+                env[o.results[0]] = SCALAR[type(o)](L, *[value(v) for v in o.operands])
+
+    L.loops(dims, inner)
+
+
 EMITTERS: dict[type[Operation], Callable[[_Lowering, Operation], None]] = {
     **{cls: _elementwise(fn) for cls, fn in SCALAR.items()},
     msir.CompareOp: _compare,
@@ -1175,6 +1220,7 @@ EMITTERS: dict[type[Operation], Callable[[_Lowering, Operation], None]] = {
     msir.ArgmaxOp: _argreduce,
     msir.ArgminOp: _argreduce,
     msir.MatmulOp: _matmul,
+    msir.FusionOp: _fusion,
     func.CallOp: _call,
     func.ReturnOp: _return,
 }

@@ -2,6 +2,7 @@
 
     msir (value semantics)
       -- dce
+      -- msir-fuse                 elementwise chains into one loop nest each
       -- convert-msir-to-loops      memref buffers, scf loops, arith, math
       -- msir-lower-to-llvm         the llvm dialect, with an entry wrapper per function
       -- llvmlite                   O3 for the host CPU, MCJIT
@@ -65,6 +66,7 @@ def compile_module(module: ModuleOp, entry: str) -> Compiled:
     from msir.lowering.jit import compile_llvm_module
     from msir.lowering.to_llvm import MsirLowerToLlvm
     from msir.lowering.to_loops import ConvertMsirToLoops
+    from msir.passes.fuse import MsirFuse
 
     ctx = make_context()
     _dump("the frontend", module)
@@ -73,6 +75,8 @@ def compile_module(module: ModuleOp, entry: str) -> Compiled:
     except Exception as e:  # a frontend bug: the frontend types what it builds
         raise CompileError(f"internal error: the traced module does not verify: {e}") from e
     DeadCodeElimination().apply(ctx, module)
+    MsirFuse().apply(ctx, module)
+    _dump("msir-fuse", module)
     ConvertMsirToLoops().apply(ctx, module)
     _dump("convert-msir-to-loops", module)
     sites = _sites(module)

@@ -1,0 +1,163 @@
+"""`msir-fuse`: group producer→consumer chains of elementwise ops into `msir.fusion`.
+
+Contract
+--------
+Expects: `msir` functions (value semantics), in any order of passes before
+`convert-msir-to-loops`.
+
+Rewrites: within each function body, maximal groups of ops that all compute a
+tensor of one shape S elementwise (the ops of `msir.FUSIBLE_ELEMENTWISE`, and
+`msir.broadcast_to` to S of a value computed outside the group) become one
+`msir.fusion` whose body holds them; splat and rank-0 constants they use are
+copied into the body. A group needs at least two ops.
+
+Guarantees:
+* no work is duplicated (only constants are copied);
+* a value computed in a group and used outside it becomes a result of the
+  fusion (it stays materialised); others live only inside the loop body;
+* no cycle: an op joins a group only if every use of the group's values
+  outside the group comes after the op, so the fusion can take its place;
+* the module verifies after the pass.
+
+Reductions and matmuls are not fused yet (prologue/epilogue fusion comes with
+the native-performance work).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+
+from msir.dialects import msir as M
+
+
+def _fusible(op: Operation) -> bool:
+    return isinstance(op, (*M.FUSIBLE_ELEMENTWISE, M.BroadcastToOp))
+
+
+def _pullable_constant(v: SSAValue, shape: tuple[int, ...]) -> bool:
+    """A constant cheap enough to copy into a fusion body."""
+    op = v.owner
+    return (
+        isinstance(op, M.ConstantOp)
+        and op.value.is_splat()
+        and M.shape_of(op.result.type) in (shape, ())
+    )
+
+
+@dataclass
+class _Group:
+    shape: tuple[int, ...]
+    ops: list[Operation]
+
+
+class _BlockFuser:
+    def __init__(self, block: Block):
+        self.block = block
+        self.pos = {op: i for i, op in enumerate(block.ops)}
+        self.group_of: dict[Operation, _Group] = {}
+
+    def outside_users_after(self, group: _Group, members: set[Operation], anchor: Operation) -> bool:
+        """Every use of `group`'s values outside `members` comes after `anchor`."""
+        for op in group.ops:
+            for r in op.results:
+                for use in r.uses:
+                    user = self.block.find_ancestor_op_in_block(use.operation)
+                    if user is None or user in members:
+                        continue
+                    if self.pos[user] <= self.pos[anchor]:
+                        return False
+        return True
+
+    def form_groups(self) -> list[_Group]:
+        groups: list[_Group] = []
+        for op in list(self.block.ops):
+            if not _fusible(op):
+                continue
+            shape = M.shape_of(op.results[0].type)
+            candidates: list[_Group] = []
+            if not isinstance(op, M.BroadcastToOp):
+                for v in op.operands:
+                    g = self.group_of.get(v.owner) if isinstance(v.owner, Operation) else None
+                    if g is not None and g.shape == shape and g not in candidates:
+                        candidates.append(g)
+            accepted = list(candidates)
+            while True:
+                members = {o for g in accepted for o in g.ops} | {op}
+                keep = [g for g in accepted if self.outside_users_after(g, members, op)]
+                if len(keep) == len(accepted):
+                    break
+                accepted = keep
+            merged = _Group(shape, sorted((o for g in accepted for o in g.ops), key=self.pos.__getitem__) + [op])
+            for g in accepted:
+                groups.remove(g)
+            groups.append(merged)
+            for o in merged.ops:
+                self.group_of[o] = merged
+        return [g for g in groups if len(g.ops) >= 2]
+
+    def build(self, group: _Group) -> None:
+        members = set(group.ops)
+        inputs: list[SSAValue] = []
+        for op in group.ops:
+            for v in op.operands:
+                if v.owner in members or v in inputs or _pullable_constant(v, group.shape):
+                    continue
+                inputs.append(v)
+        body = Block(arg_types=[v.type for v in inputs])
+        mapping: dict[SSAValue, SSAValue] = dict(zip(inputs, body.args))
+        for arg, v in zip(body.args, inputs):
+            if v.name_hint:
+                arg.name_hint = v.name_hint
+        outputs: list[SSAValue] = []
+        for op in group.ops:
+            for v in op.operands:
+                if v not in mapping:  # a constant to copy in
+                    c = v.owner.clone()
+                    body.add_op(c)
+                    mapping[v] = c.results[0]
+            clone = op.clone(value_mapper=mapping)
+            body.add_op(clone)
+            for r, cr in zip(op.results, clone.results):
+                mapping[r] = cr
+                if any(self.block.find_ancestor_op_in_block(u.operation) not in members for u in r.uses):
+                    outputs.append(r)
+        body.add_op(M.YieldOp(*[mapping[r] for r in outputs]))
+        fusion = M.FusionOp(inputs, [r.type for r in outputs], Region(body))
+        anchor = group.ops[-1]
+        fusion.location = anchor.location
+        self.block.insert_op_before(fusion, anchor)
+        for r, new in zip(outputs, fusion.results):
+            r.replace_uses_with_if(new, lambda use: use.operation is not fusion)
+        copied = [v.owner for v in mapping if isinstance(v.owner, M.ConstantOp) and v.owner.parent is self.block]
+        for op in reversed(group.ops):
+            self.block.erase_op(op)
+        for c in copied:
+            if c.parent is self.block and not c.results[0].uses:
+                self.block.erase_op(c)
+
+
+def fuse_block(block: Block) -> int:
+    """Fuse the elementwise chains of one block; returns the number of fusions made."""
+    fuser = _BlockFuser(block)
+    groups = fuser.form_groups()
+    for g in groups:
+        fuser.build(g)
+    return len(groups)
+
+
+@dataclass(frozen=True)
+class MsirFuse(ModulePass):
+    """Group elementwise chains into `msir.fusion` ops (see the module docstring)."""
+
+    name = "msir-fuse"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for f in op.ops:
+            if isinstance(f, func.FuncOp) and f.body.blocks:
+                fuse_block(f.body.block)
