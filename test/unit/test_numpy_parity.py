@@ -371,7 +371,7 @@ def python_bool_arith(a, b):
     return a + b, a * b, a - b
 
 
-@pytest.mark.xfail(strict=True, reason="Python bools are traced with NumPy bool semantics: True + True gives True, Python gives 2")
+@pytest.mark.xfail(strict=True, reason="Python bools get NumPy bool semantics: True + True gives True (Python: 2), True - True is rejected as boolean subtract")
 def test_python_bool_arithmetic_gives_int():
     check(python_bool_arith, True, True)
 
@@ -846,7 +846,7 @@ def starred_unpack(x):
     return first, rest[1]
 
 
-@pytest.mark.xfail(strict=True, reason="starred assignment 'a, *b = ...' is rejected: assigning to 'Starred' is not supported")
+@pytest.mark.xfail(strict=True, reason="starred assignment targets are not supported: 'a, *b = (x, y, z)' fails with 'cannot unpack 3 values into 2 targets'")
 def test_starred_unpacking():
     check(starred_unpack, rand((3,), F32))
 
