@@ -67,21 +67,22 @@ def _leaves(a: Any, out: list[Any]) -> None:
         out.append(a)
 
 
-_LEAF_DTYPE = {float: np.float64, int: np.int64, bool: np.bool_}
-
-
 @dataclass
 class _Entry:
     native: Any
     traced: Any
     n_leaves: int
 
+    def __post_init__(self):
+        # Arguments without tuples, lists or constants are passed as they are.
+        self.flat = all(spec[0] in ("array", "float", "int", "bool") for spec in self.traced.arg_specs)
+
     def call(self, args: tuple) -> Any:
-        leaves: list[Any] = []
-        _leaves(args, leaves)
-        inputs = [
-            x if type(x) is np.ndarray else np.asarray(x, dtype=_LEAF_DTYPE.get(type(x))) for x in leaves
-        ]
+        if self.flat:
+            inputs = list(args)
+        else:
+            inputs = []
+            _leaves(args, inputs)
         for c in self.traced.captures:
             value = c.get()
             if not isinstance(value, np.ndarray) or value.dtype.name != c.dtype or value.shape != c.shape:
@@ -128,7 +129,7 @@ class JitFunction:
             bound = self._signature.bind(*args, **kwargs)
             bound.apply_defaults()
             args = tuple(bound.arguments.values())
-        key0 = _key(args)
+        key0 = tuple([(a.dtype, a.shape) if type(a) is np.ndarray else _key(a) for a in args])
         static = self._static.get(key0)
         key = key0 if not static else (key0, self._static_values(args, static))
         entry = self._entries.get(key)
