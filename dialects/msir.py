@@ -18,6 +18,9 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
+    FunctionType,
+    SymbolRefAttr,
+    UnitAttr,
     DYNAMIC_INDEX,
     AnyTensorTypeConstr,
     DenseArrayBase,
@@ -1190,6 +1193,335 @@ class GetTupleOp(IRDLOperation):
 
 
 # ---------------------------------------------------------------------------
+# Scatters (the adjoints of slice and take)
+# ---------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class ScatterSliceOp(_ShapeOp):
+    """Zeros of the result type with the input placed at a strided slice: result
+    element `[start0 + k0*step0, ...]` is input element `[k0, ...]`. The adjoint
+    of `msir.slice` (and `msir.slice` is its adjoint).
+
+    ```mlir
+    %r = msir.scatter_slice %a starts array<i64: 1, 0> steps array<i64: 2, -1> : tensor<2x4xf32> to tensor<5x4xf32>
+    ```
+    """
+
+    name = "msir.scatter_slice"
+    starts = prop_def(AnyAttr())
+    steps = prop_def(AnyAttr())
+    assembly_format = (
+        "$input `starts` $starts `steps` $steps attr-dict `:` type($input) `to` type($result)"
+    )
+
+    def __init__(self, input, starts: Sequence[int], steps: Sequence[int], shape: Sequence[int]):
+        t = SSAValue.get(input).type
+        super().__init__(
+            operands=[input],
+            properties={"starts": _i64_array(starts), "steps": _i64_array(steps)},
+            result_types=[TensorType(t.element_type, list(shape))],
+        )
+
+    def verify_(self) -> None:
+        self._same_dtype()
+        _verify(
+            self,
+            lambda: check_slice(
+                shape_of(self.result.type), _ints(self.starts), shape_of(self.input.type), _ints(self.steps)
+            ),
+        )
+
+
+@irdl_op_definition
+class ScatterAddOp(IRDLOperation):
+    """Zeros of the result type into which `updates` are added at `indices` along
+    `axis` (repeated indices accumulate; negative ones count from the end). The
+    adjoint of `msir.take`.
+
+    ```mlir
+    %r = msir.scatter_add %u[%i] axis 0 : tensor<3x4xf32>, tensor<3xi64> to tensor<5x4xf32>
+    ```
+    """
+
+    name = "msir.scatter_add"
+    updates = operand_def(_TensorT)
+    indices = operand_def(_TensorT)
+    axis = prop_def(IntegerAttr[I64])
+    result = result_def(_TensorT)
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$updates `[` $indices `]` `axis` $axis attr-dict `:` type($updates) `,` type($indices) "
+        "`to` type($result)"
+    )
+
+    def __init__(self, updates, indices, axis: int, shape: Sequence[int]):
+        t = SSAValue.get(updates).type
+        super().__init__(
+            operands=[updates, indices],
+            properties={"axis": IntegerAttr(axis, i64)},
+            result_types=[TensorType(t.element_type, list(shape))],
+        )
+
+    def verify_(self) -> None:
+        _expect_dtype(self, "indices", self.indices.type, ("int32", "int64"))
+        _expect_dtype(self, "updates", self.updates.type, NUMERIC)
+
+        def check():
+            shape = infer_take(shape_of(self.result.type), shape_of(self.indices.type), self.axis.value.data)
+            if shape != shape_of(self.updates.type):
+                raise ShapeOrTypeError(
+                    f"updates type {self.updates.type} does not match taking indices "
+                    f"{self.indices.type} from the result {self.result.type}"
+                )
+
+        _verify(self, check)
+
+
+@irdl_op_definition
+class StopGradientOp(IRDLOperation):
+    """The identity, whose derivative is zero (`msir.stop_gradient(x)`).
+
+    ```mlir
+    %r = msir.stop_gradient %a : tensor<4xf32>
+    ```
+    """
+
+    name = "msir.stop_gradient"
+    T: ClassVar = VarConstraint("T", _TensorT)
+    input = operand_def(T)
+    result = result_def(T)
+    traits = traits_def(Pure())
+    assembly_format = "$input attr-dict `:` type($result)"
+
+    def __init__(self, input):
+        super().__init__(operands=[input], result_types=[SSAValue.get(input).type])
+
+
+# ---------------------------------------------------------------------------
+# Function values and differentiation
+# ---------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class ClosureOp(IRDLOperation):
+    """A function value: `@callee` with `captures` bound to its trailing
+    parameters. Its type lists the parameters still to be given.
+
+    ```mlir
+    %f = msir.closure @loss(%w) : (tensor<4xf32>) -> tensor<f32>
+    ```
+    """
+
+    name = "msir.closure"
+    callee = prop_def(SymbolRefAttr)
+    captures = var_operand_def(AnyAttr())
+    result = result_def(FunctionType)
+    traits = traits_def(Pure())
+    assembly_format = "$callee `(` $captures `)` attr-dict `:` type($result) (`captures` type($captures)^)?"
+
+    def __init__(self, callee: str, captures: Sequence[SSAValue], type_: FunctionType):
+        super().__init__(
+            operands=[list(captures)],
+            properties={"callee": SymbolRefAttr(callee)},
+            result_types=[type_],
+        )
+
+
+@irdl_op_definition
+class ApplyOp(IRDLOperation):
+    """Calls a function value.
+
+    ```mlir
+    %y = msir.apply %f(%x) : (tensor<4xf32>) -> tensor<f32>
+    ```
+    """
+
+    name = "msir.apply"
+    fn = operand_def(FunctionType)
+    args = var_operand_def(AnyAttr())
+    res = var_result_def(AnyAttr())
+    traits = traits_def(Pure())
+
+    def __init__(self, fn: SSAValue, args: Sequence[SSAValue]):
+        t = fn.type
+        assert isinstance(t, FunctionType)
+        super().__init__(operands=[fn, list(args)], result_types=[list(t.outputs.data)])
+
+    def verify_(self) -> None:
+        t = self.fn.type
+        assert isinstance(t, FunctionType)
+        if [a.type for a in self.args] != list(t.inputs.data):
+            raise VerifyException(
+                f"'{self.name}' arguments ({', '.join(str(a.type) for a in self.args)}) do not match "
+                f"the function type {t}"
+            )
+        if [r.type for r in self.res] != list(t.outputs.data):
+            raise VerifyException(f"'{self.name}' results do not match the function type {t}")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ApplyOp:
+        fn = parser.parse_unresolved_operand()
+        parser.parse_punctuation("(")
+        names = parser.parse_optional_undelimited_comma_separated_list(
+            parser.parse_optional_unresolved_operand, parser.parse_unresolved_operand
+        ) or []
+        parser.parse_punctuation(")")
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        t = parser.parse_function_type()
+        (f,) = parser.resolve_operands([fn], [t], parser.pos)
+        args = parser.resolve_operands(names, list(t.inputs.data), parser.pos)
+        op = cls(f, args)
+        op.attributes.update(attrs)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.fn)
+        printer.print_string("(")
+        printer.print_list(self.args, printer.print_operand)
+        printer.print_string(")")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.fn.type)
+
+
+class _TransformOp(IRDLOperation):
+    """Base of the differentiation ops: a function value in, a function value out.
+
+    `argnums` index the function's parameters (after the frontend flattened
+    tuples); `has_aux` says that results after the first are auxiliary outputs,
+    returned but not differentiated."""
+
+    fn = operand_def(FunctionType)
+    argnums = prop_def(AnyAttr())
+    has_aux = opt_prop_def(UnitAttr)
+    result = result_def(FunctionType)
+    traits = traits_def(Pure())
+    assembly_format = "$fn `argnums` $argnums (`has_aux` $has_aux^)? attr-dict `:` type($fn) `to` type($result)"
+
+    def __init__(self, fn: SSAValue, argnums: Sequence[int], has_aux: bool = False):
+        t = fn.type
+        assert isinstance(t, FunctionType)
+        props: dict[str, Attribute] = {"argnums": _i64_array(argnums)}
+        if has_aux:
+            props["has_aux"] = UnitAttr()
+        rt = self.transformed_type(list(t.inputs.data), list(t.outputs.data), tuple(argnums), has_aux)
+        super().__init__(operands=[fn], properties=props, result_types=[rt])
+
+    @property
+    def argnums_list(self) -> tuple[int, ...]:
+        return _ints(self.argnums)
+
+    @staticmethod
+    def transformed_type(inputs, outputs, argnums, has_aux) -> FunctionType:
+        raise NotImplementedError
+
+    def verify_(self) -> None:
+        t = self.fn.type
+        assert isinstance(t, FunctionType)
+        inputs, outputs = list(t.inputs.data), list(t.outputs.data)
+        argnums = _ints(self.argnums)
+        for a in argnums:
+            if not 0 <= a < len(inputs):
+                raise VerifyException(f"'{self.name}' argnum {a} is out of range for {t}")
+        if self.has_aux is not None and len(outputs) < 1:
+            raise VerifyException(f"'{self.name}' has_aux needs a function with results, got {t}")
+        try:
+            expected = self.transformed_type(inputs, outputs, argnums, self.has_aux is not None)
+        except ShapeOrTypeError as e:
+            raise VerifyException(f"'{self.name}' {e} (function type {t})") from None
+        _expect_type(self, "result", self.result.type, expected)
+
+
+def _scalar_output(outputs, has_aux: bool):
+    main = outputs[0] if outputs else None
+    if main is None or not isinstance(main, TensorType) or shape_of(main) != ():
+        raise ShapeOrTypeError(
+            f"grad needs a function with a scalar (rank-0) first result, got {main}"
+        )
+    if not is_float(dtype_of(main)):
+        raise ShapeOrTypeError(f"grad needs a float result, got {main}", "dtype")
+    return main
+
+
+@irdl_op_definition
+class GradOp(_TransformOp):
+    """The gradient function of a function with a scalar float result: it takes
+    the same parameters and returns the gradients with respect to `argnums`
+    (then the auxiliary results, with `has_aux`).
+
+    ```mlir
+    %g = msir.grad %f argnums array<i64: 0> : (tensor<4xf32>, tensor<f32>) -> tensor<f32> to (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+    ```
+    """
+
+    name = "msir.grad"
+
+    @staticmethod
+    def transformed_type(inputs, outputs, argnums, has_aux) -> FunctionType:
+        _scalar_output(outputs, has_aux)
+        aux = outputs[1:] if has_aux else []
+        return FunctionType.from_lists(inputs, [inputs[a] for a in argnums] + aux)
+
+
+@irdl_op_definition
+class ValueAndGradOp(_TransformOp):
+    """Like `msir.grad`, returning the value (and auxiliary results) first.
+
+    ```mlir
+    %g = msir.value_and_grad %f argnums array<i64: 0> : (tensor<4xf32>) -> tensor<f32> to (tensor<4xf32>) -> (tensor<f32>, tensor<4xf32>)
+    ```
+    """
+
+    name = "msir.value_and_grad"
+
+    @staticmethod
+    def transformed_type(inputs, outputs, argnums, has_aux) -> FunctionType:
+        _scalar_output(outputs, has_aux)
+        values = outputs if has_aux else outputs[:1]
+        return FunctionType.from_lists(inputs, values + [inputs[a] for a in argnums])
+
+
+@irdl_op_definition
+class VjpOp(_TransformOp):
+    """The function returning the results and the pullback, a function value
+    from the (non-aux) results' cotangents to the cotangents of `argnums`.
+
+    ```mlir
+    %v = msir.vjp %f argnums array<i64: 0> : (tensor<4xf32>) -> tensor<4xf32> to (tensor<4xf32>) -> (tensor<4xf32>, (tensor<4xf32>) -> tensor<4xf32>)
+    ```
+    """
+
+    name = "msir.vjp"
+
+    @staticmethod
+    def transformed_type(inputs, outputs, argnums, has_aux) -> FunctionType:
+        main = outputs[:1] if has_aux else outputs
+        pullback = FunctionType.from_lists(main, [inputs[a] for a in argnums])
+        return FunctionType.from_lists(inputs, outputs + [pullback])
+
+
+@irdl_op_definition
+class JvpOp(_TransformOp):
+    """Forward mode: the function taking the parameters and tangents for
+    `argnums`, returning the results and the (non-aux) results' tangents.
+
+    ```mlir
+    %j = msir.jvp %f argnums array<i64: 0> : (tensor<4xf32>) -> tensor<f32> to (tensor<4xf32>, tensor<4xf32>) -> (tensor<f32>, tensor<f32>)
+    ```
+    """
+
+    name = "msir.jvp"
+
+    @staticmethod
+    def transformed_type(inputs, outputs, argnums, has_aux) -> FunctionType:
+        main = outputs[:1] if has_aux else outputs
+        return FunctionType.from_lists(inputs + [inputs[a] for a in argnums], outputs + main)
+
+
+# ---------------------------------------------------------------------------
 # Fusion regions
 # ---------------------------------------------------------------------------
 
@@ -1392,6 +1724,15 @@ Msir = Dialect(
         GetTupleOp,
         FusionOp,
         YieldOp,
+        ScatterSliceOp,
+        ScatterAddOp,
+        StopGradientOp,
+        ClosureOp,
+        ApplyOp,
+        GradOp,
+        ValueAndGradOp,
+        VjpOp,
+        JvpOp,
     ],
     [],
 )
