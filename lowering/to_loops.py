@@ -31,10 +31,10 @@ Guarantees
       argument, or a value returned twice, is copied. Input buffers are only read.
     * Runtime errors. `func.func private @__msir_error(i32, i64)` is declared when
       used and called as `func.call @__msir_error(%code, %site)`: code 1 = index
-      out of range (`msir.take`), code 2 = integer division or modulo by zero
-      (`msir.floordiv`, `msir.rem`). Execution then goes on safely (the index is
-      clamped to 0, or the divisor is 1), so memory is never accessed out of
-      bounds. `%site` indexes the module attribute `msir.sites`, an ArrayAttr of
+      out of range (`msir.take`, `msir.scatter_add`), code 2 = integer division
+      or modulo by zero (`msir.floordiv`, `msir.rem`). Execution then goes on
+      safely (the index is clamped to 0, the update is dropped, or the divisor is
+      1), so memory is never accessed out of bounds. `%site` indexes the module attribute `msir.sites`, an ArrayAttr of
       StringAttr "file:line:col" ("unknown" when the op had no FileLineColLoc).
     * Locations. Every op generated for an msir op carries that op's location;
       every `memref.alloc` also carries `msir.site = <site> : i64`, so that a
@@ -903,6 +903,73 @@ def _take(L: _Lowering, op: msir.TakeOp) -> None:
     L.loops(L.dims[op.result], body)
 
 
+def _zero_fill(L: _Lowering, out: SSAValue, dims: Sequence[Dim], et: Attribute) -> None:
+    zero = L.const(0.0 if _is_float(et) else 0, et)
+    L.loops(dims, lambda ivs, _: L.store(zero, out, ivs))
+
+
+def _scatter_slice(L: _Lowering, op: msir.ScatterSliceOp) -> None:
+    """Zeros, then the input written at `start + k*step` (the transpose of `_slice`)."""
+    src = L.get(op.input)
+    shape = _shape(op.result.type)
+    if DYN in shape:
+        raise _fail(op, f"needs a static result type, got {op.result.type}")
+    starts, steps = msir._ints(op.starts), msir._ints(op.steps)
+    out = L.result(op.result, list(shape))
+    _zero_fill(L, out, shape, op.result.type.element_type)  # type: ignore[attr-defined]
+
+    def body(ivs, _):
+        idx = []
+        for iv, start, step in zip(ivs, starts, steps):
+            x = iv if step == 1 else L.v(arith.MuliOp, iv, L.index(step))
+            idx.append(x if start == 0 else L.v(arith.AddiOp, x, L.index(start)))
+        L.store(L.load(src, ivs), out, idx)
+
+    L.loops(L.dims_of(op.input), body)
+
+
+def _scatter_add(L: _Lowering, op: msir.ScatterAddOp) -> None:
+    """Zeros, then every update added at its index along `axis` (the transpose of
+    `_take`). An index outside [-n, n) is reported (code 1) and its update dropped,
+    so no memory outside the result is touched."""
+    upd, ind = L.get(op.updates), L.get(op.indices)
+    axis = op.axis.value.data
+    upd_dims, ind_dims = L.dims_of(op.updates), L.dims_of(op.indices)
+    n_ind = len(ind_dims)
+    shape = _shape(op.result.type)
+    if shape[axis] == DYN:
+        raise _fail(op, f"needs a static size along axis {axis}, got {op.result.type}")
+    # The other dims of the result are those of the updates around the index dims.
+    around = [*upd_dims[:axis], None, *upd_dims[axis + n_ind:]]
+    dims: list[Dim] = [s if s != DYN else around[i] for i, s in enumerate(shape)]
+    et = op.result.type.element_type  # type: ignore[attr-defined]
+    out = L.result(op.result, dims)
+    _zero_fill(L, out, dims, et)
+    size = shape[axis]
+
+    def body(ivs, _):
+        raw = L.load(ind, ivs[axis:axis + n_ind])
+        if raw.type != i64:
+            raw = L.v(arith.ExtSIOp, raw, type=i64)
+        n, zero = L.const(size, i64), L.const(0, i64)
+        wrapped = L.select(L.cmpi("slt", raw, zero), L.add(raw, n), raw)
+        L.report(ERR_INDEX, L.cmpi("uge", wrapped, n))
+
+        def accumulate():
+            idx = [*ivs[:axis], L.to_index(wrapped), *ivs[axis + n_ind:]]
+            L.store(L.add(L.load(out, idx), L.load(upd, ivs)), out, idx)
+
+        L.if_(L.cmpi("ult", wrapped, n), accumulate)
+
+    L.loops(upd_dims, body)
+
+
+def _stop_gradient(L: _Lowering, op: msir.StopGradientOp) -> None:
+    """The identity: a copy (the derivative is what differs, not the value)."""
+    dims = L.dims_of(op.input)
+    L.copy(L.get(op.input), L.result(op.result, dims), dims)
+
+
 def _concatenate(L: _Lowering, op: msir.ConcatenateOp) -> None:
     axis = op.axis.value.data
     all_dims = [L.dims_of(v) for v in op.inputs]
@@ -1210,6 +1277,9 @@ EMITTERS: dict[type[Operation], Callable[[_Lowering, Operation], None]] = {
     msir.TransposeOp: _transpose,
     msir.SliceOp: _slice,
     msir.TakeOp: _take,
+    msir.ScatterSliceOp: _scatter_slice,
+    msir.ScatterAddOp: _scatter_add,
+    msir.StopGradientOp: _stop_gradient,
     msir.ConcatenateOp: _concatenate,
     msir.StackOp: _stack,
     msir.ReduceSumOp: _reduce,
