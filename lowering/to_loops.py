@@ -34,8 +34,9 @@ Guarantees
       out of range (`msir.take`, `msir.scatter_add`), code 2 = integer division
       or modulo by zero (`msir.floordiv`, `msir.rem`). Execution then goes on
       safely (the index is clamped to 0, the update is dropped, or the divisor is
-      1), so memory is never accessed out of bounds. `%site` indexes the module attribute `msir.sites`, an ArrayAttr of
-      StringAttr "file:line:col" ("unknown" when the op had no FileLineColLoc).
+      1), so memory is never accessed out of bounds. `%site` indexes the module
+      attribute `msir.sites`, an ArrayAttr of StringAttr "file:line:col"
+      ("unknown" when the op had no FileLineColLoc).
     * Locations. Every op generated for an msir op carries that op's location;
       every `memref.alloc` also carries `msir.site = <site> : i64`, so that a
       failed allocation can be reported at the user's line.
