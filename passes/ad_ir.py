@@ -1,0 +1,189 @@
+"""The IR side of the differentiation rules: `op_params` reads an `msir` op as
+(primitive name, parameters), and `IRBuilder` implements the rules' `Builder`
+interface by appending `msir` ops to a block.
+
+Values handed to a rule may be `Lazy`: a primal value of the function being
+differentiated that the adjoint can only use once it is made available (as a
+residual argument, or by recomputing a constant). `IRBuilder.val` resolves them
+on first use, so only the primal values the rules actually read become residuals.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+
+from msir.dialects import msir as M
+
+
+@dataclass(eq=False)
+class Lazy:
+    """A primal value, resolved by the builder's `resolve` callback on first use."""
+
+    value: SSAValue
+
+
+def op_params(op: Operation) -> tuple[str, dict[str, Any]]:
+    """The primitive name of an msir op and the parameters its rules need."""
+    name = op.name.removeprefix("msir.")
+    p: dict[str, Any] = {}
+    match op:
+        case M.ReduceOp():
+            p = {"axes": op.axes_list, "keepdims": op.keepdims}
+        case M.TransposeOp():
+            p = {"perm": tuple(op.permutation.get_values())}
+        case M.SliceOp() | M.ScatterSliceOp():
+            p = {"starts": tuple(op.starts.get_values()), "steps": tuple(op.steps.get_values())}
+        case M.TakeOp() | M.ScatterAddOp() | M.ConcatenateOp() | M.StackOp():
+            p = {"axis": op.axis.value.data}
+        case M.CompareOp():
+            p = {"predicate": op.predicate_name}
+        case M.ArgReduceOp():
+            p = {"axis": op.axis_value}
+    if op.results and isinstance(op.results[0].type, M.TensorType):
+        p["shape"] = M.shape_of(op.results[0].type)
+        p["dtype"] = M.dtype_of(op.results[0].type)
+    return name, p
+
+
+class IRBuilder:
+    """Builds msir ops at the end of `block`, each with location `loc`."""
+
+    def __init__(self, block: Block, loc: Attribute, resolve: Callable[[Lazy], SSAValue] | None = None):
+        self.block = block
+        self.loc = loc
+        self.resolve = resolve
+
+    def val(self, x: Any) -> SSAValue:
+        if isinstance(x, Lazy):
+            assert self.resolve is not None
+            return self.resolve(x)
+        return x
+
+    def emit(self, op: Operation) -> SSAValue:
+        op.location = self.loc
+        self.block.add_op(op)
+        return op.results[0]
+
+    # -- types ----------------------------------------------------------------
+
+    def shape(self, x: Any) -> tuple[int, ...]:
+        v = x.value if isinstance(x, Lazy) else x
+        return M.shape_of(v.type)
+
+    def dtype(self, x: Any) -> str:
+        v = x.value if isinstance(x, Lazy) else x
+        return M.dtype_of(v.type)
+
+    # -- ops ------------------------------------------------------------------
+
+    def constant(self, value: float, dtype: str, shape: Sequence[int] = ()) -> SSAValue:
+        v = float(value) if M.is_float(dtype) else int(value)
+        attr = DenseIntOrFPElementsAttr.from_list(M.tensor_type(shape, dtype), [v])
+        return self.emit(M.ConstantOp(attr))
+
+    _UNARY = {
+        "neg": M.NegOp, "exp": M.ExpOp, "log": M.LogOp, "sin": M.SinOp, "cos": M.CosOp,
+        "tanh": M.TanhOp, "sqrt": M.SqrtOp, "sign": M.SignOp, "abs": M.AbsOp, "log1p": M.Log1pOp,
+        "expm1": M.Expm1Op, "not": M.NotOp, "floor": M.FloorOp, "ceil": M.CeilOp,
+        "stop_gradient": M.StopGradientOp,
+    }
+    _BINARY = {
+        "add": M.AddOp, "sub": M.SubOp, "mul": M.MulOp, "div": M.DivOp, "pow": M.PowOp,
+        "maximum": M.MaximumOp, "minimum": M.MinimumOp, "and": M.AndOp, "or": M.OrOp, "xor": M.XorOp,
+        "rem": M.RemOp, "floordiv": M.FloorDivOp,
+    }
+    _REDUCE = {
+        "sum": M.ReduceSumOp, "max": M.ReduceMaxOp, "min": M.ReduceMinOp, "prod": M.ReduceProdOp,
+        "mean": M.ReduceMeanOp,
+    }
+
+    def unary(self, name: str, x: Any) -> SSAValue:
+        return self.emit(self._UNARY[name](self.val(x)))
+
+    def binary(self, name: str, a: Any, b: Any) -> SSAValue:
+        return self.emit(self._BINARY[name](self.val(a), self.val(b)))
+
+    def compare(self, pred: str, a: Any, b: Any) -> SSAValue:
+        return self.emit(M.CompareOp(pred, self.val(a), self.val(b)))
+
+    def select(self, c: Any, a: Any, b: Any) -> SSAValue:
+        return self.emit(M.SelectOp(self.val(c), self.val(a), self.val(b)))
+
+    def cast(self, x: Any, dtype: str) -> SSAValue:
+        v = self.val(x)
+        return v if M.dtype_of(v.type) == dtype else self.emit(M.CastOp(v, dtype))
+
+    def broadcast_to(self, x: Any, shape: Sequence[int]) -> SSAValue:
+        v = self.val(x)
+        return v if M.shape_of(v.type) == tuple(shape) else self.emit(M.BroadcastToOp(v, shape))
+
+    def reshape(self, x: Any, shape: Sequence[int]) -> SSAValue:
+        v = self.val(x)
+        return v if M.shape_of(v.type) == tuple(shape) else self.emit(M.ReshapeOp(v, shape))
+
+    def transpose(self, x: Any, perm: Sequence[int]) -> SSAValue:
+        v = self.val(x)
+        return v if list(perm) == list(range(len(perm))) else self.emit(M.TransposeOp(v, perm))
+
+    def reduce(self, name: str, x: Any, axes: Sequence[int], keepdims: bool) -> SSAValue:
+        v = self.val(x)
+        if not axes:
+            return v
+        return self.emit(self._REDUCE[name](v, sorted(axes), keepdims))
+
+    def matmul(self, a: Any, b: Any) -> SSAValue:
+        return self.emit(M.MatmulOp(self.val(a), self.val(b)))
+
+    def slice(self, x: Any, starts, sizes, steps) -> SSAValue:
+        v = self.val(x)
+        if M.shape_of(v.type) == tuple(sizes) and all(s == 0 for s in starts) and all(t == 1 for t in steps):
+            return v
+        return self.emit(M.SliceOp(v, starts, sizes, steps))
+
+    def scatter_slice(self, x: Any, starts, steps, shape) -> SSAValue:
+        v = self.val(x)
+        if M.shape_of(v.type) == tuple(shape) and all(s == 0 for s in starts) and all(t == 1 for t in steps):
+            return v
+        return self.emit(M.ScatterSliceOp(v, starts, steps, shape))
+
+    def take(self, x: Any, idx: Any, axis: int) -> SSAValue:
+        return self.emit(M.TakeOp(self.val(x), self.val(idx), axis))
+
+    def scatter_add(self, u: Any, idx: Any, axis: int, shape) -> SSAValue:
+        return self.emit(M.ScatterAddOp(self.val(u), self.val(idx), axis, shape))
+
+    def concatenate(self, xs: Sequence[Any], axis: int) -> SSAValue:
+        return self.emit(M.ConcatenateOp([self.val(x) for x in xs], axis))
+
+    def stack(self, xs: Sequence[Any], axis: int) -> SSAValue:
+        return self.emit(M.StackOp([self.val(x) for x in xs], axis))
+
+    def apply(self, name: str, p: dict, xs: Sequence[Any]) -> SSAValue:
+        """Apply a (linear) primitive by name with the parameters `op_params` gives."""
+        if name in self._UNARY:
+            return self.unary(name, xs[0])
+        if name in self._BINARY:
+            return self.binary(name, xs[0], xs[1])
+        if name.startswith("reduce_"):
+            return self.reduce(name.removeprefix("reduce_"), xs[0], p["axes"], p["keepdims"])
+        match name:
+            case "broadcast_to":
+                return self.broadcast_to(xs[0], p["shape"])
+            case "reshape":
+                return self.reshape(xs[0], p["shape"])
+            case "transpose":
+                return self.transpose(xs[0], p["perm"])
+            case "slice":
+                return self.slice(xs[0], p["starts"], p["shape"], p["steps"])
+            case "scatter_slice":
+                return self.scatter_slice(xs[0], p["starts"], p["steps"], p["shape"])
+            case "concatenate":
+                return self.concatenate(xs, p["axis"])
+            case "stack":
+                return self.stack(xs, p["axis"])
+        raise KeyError(f"IRBuilder.apply: no builder for '{name}'")

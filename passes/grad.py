@@ -1,0 +1,442 @@
+"""`msir-grad`: reverse-mode differentiation as a transformation of the IR.
+
+Contract
+--------
+Expects: a module of `func.func` (value semantics, straight-line bodies with
+`func.call`s) in which reverse-mode ops (`msir.grad`, `msir.value_and_grad`,
+`msir.vjp`) take a function value made by `msir.closure`.
+
+Generates, per differentiated function `@f` (and, recursively, per function it
+calls), two new private functions:
+
+* `@f__fwd(args) -> (results..., residuals...)`, the *augmented forward*: `@f`'s
+  body, with each `func.call @g` replaced by a call of `@g__fwd` whose residuals
+  join `@f`'s. The residuals are exactly the primal values the adjoint reads.
+* `@f__bwd(cts..., residuals...) -> (arg cts...)`, the *adjoint*: one cotangent
+  parameter per float result of `@f`, one result per float parameter of `@f`
+  (integer and boolean values get no cotangent). It walks `@f`'s ops backwards
+  and applies each op's rule from `passes/grad_rules.py`; fan-out accumulates
+  (`msir.add`), a call becomes a call of `@g__bwd`. A value the rule reads is
+  taken from the residuals, except constants, which are recomputed.
+
+Then each transformation op becomes `msir.closure` of a small function that calls
+the pair: `@f__grad_<argnums>`, `@f__value_and_grad_<argnums>`,
+`@f__vjp_<argnums>` (returning the results and `msir.closure @f__pullback_..`
+over the residuals). Transformation ops nested in functions being
+differentiated are expanded first (innermost first), so the output of this pass
+can be differentiated again: higher order is the same pass run on its own output.
+
+Guarantees: after the pass no reverse-mode op remains; `msir.apply` of the new
+closures is rewritten into direct calls (`msir-specialize`); the module verifies.
+A gradient through an op without a rule, or with respect to (or of) an integer
+value, raises `NotDifferentiableError` at the op's source location.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import FileLineColLoc, FunctionType, ModuleOp, TensorType
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+
+from msir.dialects import msir as M
+from msir.errors import NotDifferentiableError, SourceLoc
+from msir.passes.ad_ir import IRBuilder, Lazy, op_params
+from msir.passes.grad_rules import NON_DIFFERENTIABLE, VJP
+from msir.passes.specialize import specialize
+
+REVERSE_OPS = (M.GradOp, M.ValueAndGradOp, M.VjpOp)
+
+
+def source_loc(op: Operation) -> SourceLoc | None:
+    loc = op.location
+    if isinstance(loc, FileLineColLoc):
+        return SourceLoc(loc.filename.data, loc.line.data, loc.column.data)
+    return None
+
+
+def is_float_type(t: Attribute) -> bool:
+    return isinstance(t, TensorType) and M.is_float(M.dtype_of(t))
+
+
+@dataclass
+class Pair:
+    """The augmented forward and adjoint of one function."""
+
+    fwd: str
+    bwd: str
+    n_results: int
+    residual_types: list[Attribute]
+    float_results: list[int]  # result positions that take a cotangent
+    float_args: list[int]  # parameter positions that get a cotangent
+
+
+@dataclass
+class ModuleAD:
+    """Module-wide state: the functions by name and the pairs made so far."""
+
+    module: ModuleOp
+    funcs: dict[str, func.FuncOp] = field(default_factory=dict)
+    pairs: dict[str, Pair] = field(default_factory=dict)
+    in_progress: set[str] = field(default_factory=set)
+    wrappers: dict[tuple, str] = field(default_factory=dict)
+
+    def __post_init__(self):
+        for op in self.module.ops:
+            if isinstance(op, func.FuncOp):
+                self.funcs[op.sym_name.data] = op
+
+    def fresh_name(self, base: str) -> str:
+        name, i = base, 0
+        while name in self.funcs:
+            i += 1
+            name = f"{base}_{i}"
+        return name
+
+    def add_func(self, name: str, block: Block, results: list[Attribute], loc: Attribute) -> func.FuncOp:
+        ftype = FunctionType.from_lists([a.type for a in block.args], results)
+        f = func.FuncOp(name, ftype, Region(block), visibility="private")
+        f.location = loc
+        self.module.body.block.add_op(f)
+        self.funcs[name] = f
+        return f
+
+    # -- the pair of one function -------------------------------------------
+
+    def pair(self, name: str, at: Operation) -> Pair:
+        if name in self.pairs:
+            return self.pairs[name]
+        if name in self.in_progress:
+            raise NotDifferentiableError(
+                f"reverse-mode differentiation of the recursive function '{name}' is not supported yet",
+                source_loc(at),
+            )
+        f = self.funcs.get(name)
+        if f is None or not f.body.blocks:
+            raise NotDifferentiableError(f"cannot differentiate the external function '{name}'", source_loc(at))
+        self.in_progress.add(name)
+        try:
+            pair = _PairBuilder(self, f).build()
+        finally:
+            self.in_progress.discard(name)
+        self.pairs[name] = pair
+        return pair
+
+
+class _PairBuilder:
+    """Builds `@f__fwd` and `@f__bwd` for one function `@f`."""
+
+    def __init__(self, ad: ModuleAD, f: func.FuncOp):
+        self.ad = ad
+        self.f = f
+        self.name = f.sym_name.data
+        self.fwd_block = Block(arg_types=list(f.function_type.inputs.data))
+        self.fwd_of: dict[SSAValue, SSAValue] = dict(zip(f.body.block.args, self.fwd_block.args))
+        self.call_residuals: dict[Operation, list[SSAValue]] = {}
+        outputs = list(f.function_type.outputs.data)
+        self.float_results = [i for i, t in enumerate(outputs) if is_float_type(t)]
+        self.float_args = [i for i, a in enumerate(f.body.block.args) if is_float_type(a.type)]
+        self.bwd_block = Block(arg_types=[outputs[i] for i in self.float_results])
+        self.residuals: list[SSAValue] = []
+        self.residual_arg: dict[SSAValue, SSAValue] = {}
+        self.remat: dict[SSAValue, SSAValue] = {}
+
+    # -- forward ----------------------------------------------------------------
+
+    def build_forward(self) -> func.ReturnOp:
+        ret = None
+        for op in self.f.body.block.ops:
+            if isinstance(op, func.ReturnOp):
+                ret = op
+                continue
+            if isinstance(op, func.CallOp):
+                callee = op.callee.string_value()
+                pair = self.ad.pair(callee, op)
+                call = func.CallOp(
+                    pair.fwd,
+                    [self.fwd_of[v] for v in op.arguments],
+                    [r.type for r in op.results] + pair.residual_types,
+                )
+                call.location = op.location
+                self.fwd_block.add_op(call)
+                for old, new in zip(op.results, call.results):
+                    self.fwd_of[old] = new
+                self.call_residuals[op] = list(call.results[len(op.results) :])
+                continue
+            if isinstance(op, REVERSE_OPS + (M.JvpOp,)):
+                raise AssertionError("nested transformations are expanded before their callers")
+            clone = op.clone(value_mapper=dict(self.fwd_of))
+            self.fwd_block.add_op(clone)
+            for old, new in zip(op.results, clone.results):
+                self.fwd_of[old] = new
+        assert ret is not None
+        return ret
+
+    # -- residuals ----------------------------------------------------------------
+
+    def resolve(self, lazy: Lazy) -> SSAValue:
+        """A primal (forward) value made available in the adjoint."""
+        v = lazy.value
+        if v in self.remat:
+            return self.remat[v]
+        if isinstance(v.owner, M.ConstantOp):
+            c = v.owner.clone()
+            self.bwd_block.add_op(c)
+            self.remat[v] = c.results[0]
+            return c.results[0]
+        if v not in self.residual_arg:
+            arg = self.bwd_block.insert_arg(v.type, len(self.bwd_block.args))
+            self.residual_arg[v] = arg
+            self.residuals.append(v)
+        return self.residual_arg[v]
+
+    # -- adjoint --------------------------------------------------------------
+
+    def build(self) -> Pair:
+        ret = self.build_forward()
+        ct: dict[SSAValue, SSAValue] = {}
+        B = IRBuilder(self.bwd_block, self.f.location, self.resolve)
+
+        def accumulate(v: SSAValue, c: SSAValue) -> None:
+            if not is_float_type(v.type):
+                return
+            if c.type != v.type:  # a rule produced another dtype: keep the primal's
+                B.loc = v.owner.location if isinstance(v.owner, Operation) else B.loc
+                c = B.cast(c, M.dtype_of(v.type))
+            ct[v] = c if v not in ct else B.binary("add", ct[v], c)
+
+        for pos, arg in zip(self.float_results, self.bwd_block.args):
+            accumulate(ret.operands[pos], arg)
+        for op in reversed(list(self.f.body.block.ops)):
+            if op is ret or not any(r in ct for r in op.results):
+                continue
+            B.loc = op.location
+            if isinstance(op, func.CallOp):
+                self.adjoint_of_call(op, ct, B, accumulate)
+                continue
+            self.adjoint_of_op(op, ct, B, accumulate)
+        outs: list[SSAValue] = []
+        B.loc = self.f.location
+        for i in self.float_args:
+            a = self.f.body.block.args[i]
+            outs.append(ct[a] if a in ct else B.constant(0.0, M.dtype_of(a.type), M.shape_of(a.type)))
+        self.bwd_block.add_op(func.ReturnOp(*outs))
+
+        fwd_ret = func.ReturnOp(*[self.fwd_of[v] for v in ret.operands], *self.residuals)
+        self.fwd_block.add_op(fwd_ret)
+        fwd_name = self.ad.fresh_name(f"{self.name}__fwd")
+        self.ad.add_func(fwd_name, self.fwd_block, [v.type for v in fwd_ret.operands], self.f.location)
+        bwd_name = self.ad.fresh_name(f"{self.name}__bwd")
+        self.ad.add_func(bwd_name, self.bwd_block, [v.type for v in outs], self.f.location)
+        return Pair(
+            fwd_name,
+            bwd_name,
+            len(ret.operands),
+            [v.type for v in self.residuals],
+            self.float_results,
+            self.float_args,
+        )
+
+    def adjoint_of_op(self, op: Operation, ct, B: IRBuilder, accumulate) -> None:
+        name, params = op_params(op)
+        if len(op.results) != 1:
+            raise NotDifferentiableError(f"cannot differentiate '{op.name}'", source_loc(op))
+        y = op.results[0]
+        if name in NON_DIFFERENTIABLE:
+            return
+        rule = VJP.get(name)
+        if rule is None:
+            raise NotDifferentiableError(
+                f"'{op.name}' has no differentiation rule", source_loc(op)
+            )
+        xs = [Lazy(self.fwd_of[v]) for v in op.operands]
+        cts = rule(B, params, xs, Lazy(self.fwd_of[y]), ct[y])
+        for v, c in zip(op.operands, cts):
+            if c is not None:
+                accumulate(v, c)
+
+    def adjoint_of_call(self, op: func.CallOp, ct, B: IRBuilder, accumulate) -> None:
+        pair = self.ad.pairs[op.callee.string_value()]
+        ins: list[SSAValue] = []
+        for i in pair.float_results:
+            r = op.results[i]
+            ins.append(ct[r] if r in ct else B.constant(0.0, M.dtype_of(r.type), M.shape_of(r.type)))
+        ins += [self.resolve(Lazy(v)) for v in self.call_residuals[op]]
+        call = func.CallOp(pair.bwd, ins, [op.arguments[i].type for i in pair.float_args])
+        call.location = op.location
+        self.bwd_block.add_op(call)
+        for i, c in zip(pair.float_args, call.results):
+            accumulate(op.arguments[i], c)
+
+
+# ---------------------------------------------------------------------------
+# Expanding the transformation ops
+# ---------------------------------------------------------------------------
+
+
+def _check_argnums(op: M._TransformOp, f: func.FuncOp) -> None:
+    params = list(f.function_type.inputs.data)
+    for a in op.argnums_list:
+        if not is_float_type(params[a]):
+            raise NotDifferentiableError(
+                f"cannot differentiate with respect to argument {a} of type {params[a]}: "
+                "only float arguments have gradients",
+                source_loc(op),
+            )
+
+
+def _check_output(op: M._TransformOp, f: func.FuncOp, main: list[int]) -> None:
+    outputs = list(f.function_type.outputs.data)
+    for i in main:
+        if not is_float_type(outputs[i]):
+            raise NotDifferentiableError(
+                f"cannot differentiate result {i} of type {outputs[i]}: only float results have derivatives",
+                source_loc(op),
+            )
+
+
+def expand(ad: ModuleAD, op: M._TransformOp) -> None:
+    """Replace one reverse-mode op by a closure of a new function calling the pair."""
+    closure = op.fn.owner
+    assert isinstance(closure, M.ClosureOp)
+    fname = closure.callee.string_value()
+    f = ad.funcs[fname]
+    has_aux = op.has_aux is not None
+    n_out = len(f.function_type.outputs.data)
+    main = [0] if has_aux else list(range(n_out))
+    _check_argnums(op, f)
+    _check_output(op, f, main)
+    pair = ad.pair(fname, op)
+    kind = {M.GradOp: "grad", M.ValueAndGradOp: "value_and_grad", M.VjpOp: "vjp"}[type(op)]
+    key = (kind, fname, op.argnums_list, has_aux)
+    if key not in ad.wrappers:
+        ad.wrappers[key] = _wrapper(ad, kind, f, pair, op, main)
+    new = M.ClosureOp(ad.wrappers[key], list(closure.captures), op.result.type)  # type: ignore[arg-type]
+    new.location = op.location
+    block = op.parent_block()
+    assert block is not None
+    block.insert_op_before(new, op)
+    op.result.replace_all_uses_with(new.result)
+    block.erase_op(op)
+
+
+def _wrapper(ad: ModuleAD, kind: str, f: func.FuncOp, pair: Pair, op: M._TransformOp, main: list[int]) -> str:
+    params = list(f.function_type.inputs.data)
+    outputs = list(f.function_type.outputs.data)
+    argnums = op.argnums_list
+    block = Block(arg_types=params)
+    B = IRBuilder(block, op.location)
+    fwd = func.CallOp(pair.fwd, list(block.args), outputs + pair.residual_types)
+    fwd.location = op.location
+    block.add_op(fwd)
+    results = list(fwd.results[: len(outputs)])
+    residuals = list(fwd.results[len(outputs) :])
+    positions = {p: k for k, p in enumerate(pair.float_args)}
+    if kind == "vjp":
+        pb = _pullback(ad, f, pair, argnums, main, positions, op)
+        closure = M.ClosureOp(pb, residuals, FunctionType.from_lists([outputs[i] for i in main], [params[a] for a in argnums]))
+        closure.location = op.location
+        block.add_op(closure)
+        block.add_op(func.ReturnOp(*results, closure.result))
+        name = ad.fresh_name(f"{f.sym_name.data}__vjp")
+        ad.add_func(name, block, outputs + [closure.result.type], op.location)
+        return name
+    cts = []
+    for i in pair.float_results:
+        value = 1.0 if i == 0 else 0.0
+        cts.append(B.constant(value, M.dtype_of(outputs[i]), M.shape_of(outputs[i])))
+    bwd = func.CallOp(pair.bwd, cts + residuals, [params[i] for i in pair.float_args])
+    bwd.location = op.location
+    block.add_op(bwd)
+    grads = [bwd.results[positions[a]] for a in argnums]
+    aux = results[1:] if op.has_aux is not None else []
+    rets = grads + aux if kind == "grad" else (results if op.has_aux is not None else results[:1]) + grads
+    block.add_op(func.ReturnOp(*rets))
+    name = ad.fresh_name(f"{f.sym_name.data}__{kind}")
+    ad.add_func(name, block, [v.type for v in rets], op.location)
+    return name
+
+
+def _pullback(ad, f, pair: Pair, argnums, main, positions, op) -> str:
+    outputs = list(f.function_type.outputs.data)
+    params = list(f.function_type.inputs.data)
+    block = Block(arg_types=[outputs[i] for i in main] + pair.residual_types)
+    B = IRBuilder(block, op.location)
+    given = dict(zip(main, block.args))
+    cts = [
+        given[i] if i in given else B.constant(0.0, M.dtype_of(outputs[i]), M.shape_of(outputs[i]))
+        for i in pair.float_results
+    ]
+    residuals = list(block.args[len(main) :])
+    bwd = func.CallOp(pair.bwd, cts + residuals, [params[i] for i in pair.float_args])
+    bwd.location = op.location
+    block.add_op(bwd)
+    outs = [bwd.results[positions[a]] for a in argnums]
+    block.add_op(func.ReturnOp(*outs))
+    name = ad.fresh_name(f"{f.sym_name.data}__pullback")
+    ad.add_func(name, block, [params[a] for a in argnums], op.location)
+    return name
+
+
+def _pending(module: ModuleOp, kinds: tuple[type, ...]) -> list[Operation]:
+    return [op for op in module.walk() if isinstance(op, kinds)]
+
+
+def _ready(ad: ModuleAD, op: M._TransformOp, kinds: tuple[type, ...]) -> bool:
+    """An op can be expanded once the functions it differentiates hold no
+    transformation ops themselves (reachable through calls)."""
+    closure = op.fn.owner
+    if not isinstance(closure, M.ClosureOp):
+        raise NotDifferentiableError(
+            "differentiating a function value that is not a known function is not supported",
+            source_loc(op),
+        )
+    seen: set[str] = set()
+    stack = [closure.callee.string_value()]
+    while stack:
+        name = stack.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        f = ad.funcs.get(name)
+        if f is None:
+            continue
+        for inner in f.walk():
+            if isinstance(inner, kinds):
+                return False
+            if isinstance(inner, func.CallOp):
+                stack.append(inner.callee.string_value())
+            if isinstance(inner, M.ClosureOp):
+                stack.append(inner.callee.string_value())
+    return True
+
+
+def differentiate(module: ModuleOp, kinds: tuple[type, ...] = REVERSE_OPS, expand_fn=None) -> None:
+    """Expand the ops of `kinds` innermost first, then specialise closures."""
+    expand_fn = expand_fn or expand
+    ad = ModuleAD(module)
+    while True:
+        specialize(module)
+        pending = _pending(module, kinds)
+        if not pending:
+            return
+        ready = [op for op in pending if _ready(ad, op, kinds)]
+        if not ready:
+            raise NotDifferentiableError(
+                "a function differentiates itself (directly or through calls)", source_loc(pending[0])
+            )
+        for op in ready:
+            expand_fn(ad, op)
+
+
+@dataclass(frozen=True)
+class MsirGrad(ModulePass):
+    """Reverse-mode differentiation (see the module docstring)."""
+
+    name = "msir-grad"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        differentiate(op)

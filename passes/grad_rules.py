@@ -1,0 +1,507 @@
+"""The differentiation rules of every `msir` op: one table, two modes.
+
+Each rule is a short function written against `Builder`, a small NumPy-like
+interface. `IRBuilder` implements it by emitting `msir` ops (the compiled path:
+`msir-grad`, `msir-jvp`); `NumpyBuilder` by computing on NumPy arrays (the eager
+PyNative path). So the same rule serves both, and a rule is checked once against
+finite differences for both.
+
+* `VJP[name](B, p, xs, y, ct) -> [ct_x or None, ...]`: reverse mode. `p` holds the
+  op's parameters (see `op_params`), `xs` its operands, `y` its result, `ct` the
+  result's cotangent. `None` means "no cotangent" (integer operands, indices).
+  Operands and results may be lazy: `IRBuilder` makes a primal value a residual
+  only when a rule actually uses it.
+* `JVP[name](B, p, xs, y, ts) -> t_y`: forward mode, with `ts` the operands'
+  tangents (`None` for a zero tangent or an integer operand).
+* `NON_DIFFERENTIABLE`: ops whose results carry no derivative (compares, argmax,
+  iota, integer outputs...).
+
+Broadcasting is explicit in msir (`broadcast_to`), so elementwise rules see equal
+shapes, and the adjoint of `broadcast_to` sums over the broadcast axes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+V = Any  # a builder value: an SSA value (IRBuilder) or an ndarray (NumpyBuilder)
+
+
+class Builder(Protocol):
+    """What a rule may do. All elementwise operands have equal shapes."""
+
+    def shape(self, x: V) -> tuple[int, ...]: ...
+    def dtype(self, x: V) -> str: ...
+    def constant(self, value: float, dtype: str, shape: Sequence[int] = ()) -> V: ...
+    def unary(self, name: str, x: V) -> V: ...  # neg exp log sin cos tanh sqrt sign abs log1p expm1 not
+    def binary(self, name: str, a: V, b: V) -> V: ...  # add sub mul div pow maximum minimum and or
+    def compare(self, pred: str, a: V, b: V) -> V: ...
+    def select(self, c: V, a: V, b: V) -> V: ...
+    def cast(self, x: V, dtype: str) -> V: ...
+    def broadcast_to(self, x: V, shape: Sequence[int]) -> V: ...
+    def reshape(self, x: V, shape: Sequence[int]) -> V: ...
+    def transpose(self, x: V, perm: Sequence[int]) -> V: ...
+    def reduce(self, name: str, x: V, axes: Sequence[int], keepdims: bool) -> V: ...  # sum max min prod mean
+    def matmul(self, a: V, b: V) -> V: ...
+    def slice(self, x: V, starts: Sequence[int], sizes: Sequence[int], steps: Sequence[int]) -> V: ...
+    def scatter_slice(self, x: V, starts: Sequence[int], steps: Sequence[int], shape: Sequence[int]) -> V: ...
+    def take(self, x: V, idx: V, axis: int) -> V: ...
+    def scatter_add(self, u: V, idx: V, axis: int, shape: Sequence[int]) -> V: ...
+    def concatenate(self, xs: Sequence[V], axis: int) -> V: ...
+    def apply(self, name: str, p: dict, xs: Sequence[V]) -> V: ...  # any op by name
+
+
+VjpRule = Callable[[Builder, dict, list, V, V], list]
+JvpRule = Callable[[Builder, dict, list, V, list], V]
+
+VJP: dict[str, VjpRule] = {}
+JVP: dict[str, JvpRule] = {}
+NON_DIFFERENTIABLE: set[str] = {
+    "compare", "argmax", "argmin", "iota", "constant", "and", "or", "xor", "not", "sign",
+    "floor", "ceil", "floordiv",
+}
+"""Ops whose derivative is zero everywhere it exists (or that have integer results)."""
+
+
+def vjp(*names: str):
+    def register(fn: VjpRule) -> VjpRule:
+        for n in names:
+            VJP[n] = fn
+        return fn
+
+    return register
+
+
+def jvp(*names: str):
+    def register(fn: JvpRule) -> JvpRule:
+        for n in names:
+            JVP[n] = fn
+        return fn
+
+    return register
+
+
+def is_float(dtype: str) -> bool:
+    return dtype in ("float32", "float64")
+
+
+# -- helpers -----------------------------------------------------------------
+
+
+def _scalar(B: Builder, value: float, like: V) -> V:
+    return B.constant(value, B.dtype(like), B.shape(like))
+
+
+def _sq(B: Builder, x: V) -> V:
+    return B.binary("mul", x, x)
+
+
+def unbroadcast(B: Builder, ct: V, shape: Sequence[int]) -> V:
+    """Sum `ct` (of a broadcast shape) back to `shape` (NumPy's broadcasting rule)."""
+    out_shape = B.shape(ct)
+    lead = len(out_shape) - len(shape)
+    axes = list(range(lead)) + [
+        lead + i for i, d in enumerate(shape) if d == 1 and out_shape[lead + i] != 1
+    ]
+    if not axes:
+        return ct
+    summed = B.reduce("sum", ct, axes, False)
+    return B.reshape(summed, shape) if B.shape(summed) != tuple(shape) else summed
+
+
+def _expand_reduced(B: Builder, ct: V, in_shape: Sequence[int], axes: Sequence[int], keepdims: bool) -> V:
+    """Broadcast a reduction's cotangent back to the input shape."""
+    if not keepdims:
+        kept = [1 if i in axes else d for i, d in enumerate(in_shape)]
+        ct = B.reshape(ct, kept)
+    return B.broadcast_to(ct, in_shape)
+
+
+# -- reverse rules: elementwise ------------------------------------------------
+
+
+@vjp("add")
+def _(B, p, xs, y, ct):
+    return [ct, ct]
+
+
+@vjp("sub")
+def _(B, p, xs, y, ct):
+    return [ct, B.unary("neg", ct)]
+
+
+@vjp("mul")
+def _(B, p, xs, y, ct):
+    a, b = xs
+    return [B.binary("mul", ct, b), B.binary("mul", ct, a)]
+
+
+@vjp("div")
+def _(B, p, xs, y, ct):
+    a, b = xs
+    ga = B.binary("div", ct, b)
+    return [ga, B.unary("neg", B.binary("mul", ga, y))]
+
+
+@vjp("pow")
+def _(B, p, xs, y, ct):
+    a, b = xs
+    if not is_float(B.dtype(a)):
+        return [None, None]
+    # d/da a**b = b * a**(b-1); d/db = log(a) * a**b (0 where a == 0, as JAX does)
+    bm1 = B.binary("sub", b, _scalar(B, 1.0, b))
+    ga = B.binary("mul", ct, B.binary("mul", b, B.binary("pow", a, bm1)))
+    zero = _scalar(B, 0.0, a)
+    safe_log = B.select(B.compare("eq", a, zero), zero, B.unary("log", a))
+    gb = B.binary("mul", ct, B.binary("mul", safe_log, y))
+    return [ga, gb]
+
+
+def _pick(B, a, b, ct, pred):
+    """The cotangent goes to the operand the max/min chose; ties split it evenly."""
+    zero = _scalar(B, 0.0, ct)
+    half = B.binary("mul", ct, _scalar(B, 0.5, ct))
+    eq = B.compare("eq", a, b)
+    a_wins = B.compare(pred, a, b)
+    ga = B.select(eq, half, B.select(a_wins, ct, zero))
+    gb = B.select(eq, half, B.select(a_wins, zero, ct))
+    return [ga, gb]
+
+
+@vjp("maximum")
+def _(B, p, xs, y, ct):
+    if not is_float(B.dtype(ct)):
+        return [None, None]
+    return _pick(B, xs[0], xs[1], ct, "gt")
+
+
+@vjp("minimum")
+def _(B, p, xs, y, ct):
+    if not is_float(B.dtype(ct)):
+        return [None, None]
+    return _pick(B, xs[0], xs[1], ct, "lt")
+
+
+@vjp("rem")
+def _(B, p, xs, y, ct):
+    a, b = xs
+    if not is_float(B.dtype(a)):
+        return [None, None]
+    # a % b = a - floor(a / b) * b
+    q = B.unary("floor", B.binary("div", a, b))
+    return [ct, B.unary("neg", B.binary("mul", ct, q))]
+
+
+@vjp("neg")
+def _(B, p, xs, y, ct):
+    return [B.unary("neg", ct)]
+
+
+@vjp("exp")
+def _(B, p, xs, y, ct):
+    return [B.binary("mul", ct, y)]
+
+
+@vjp("expm1")
+def _(B, p, xs, y, ct):
+    return [B.binary("mul", ct, B.binary("add", y, _scalar(B, 1.0, y)))]
+
+
+@vjp("log")
+def _(B, p, xs, y, ct):
+    return [B.binary("div", ct, xs[0])]
+
+
+@vjp("log1p")
+def _(B, p, xs, y, ct):
+    return [B.binary("div", ct, B.binary("add", xs[0], _scalar(B, 1.0, ct)))]
+
+
+@vjp("sin")
+def _(B, p, xs, y, ct):
+    return [B.binary("mul", ct, B.unary("cos", xs[0]))]
+
+
+@vjp("cos")
+def _(B, p, xs, y, ct):
+    return [B.unary("neg", B.binary("mul", ct, B.unary("sin", xs[0])))]
+
+
+@vjp("tanh")
+def _(B, p, xs, y, ct):
+    return [B.binary("mul", ct, B.binary("sub", _scalar(B, 1.0, y), _sq(B, y)))]
+
+
+@vjp("sqrt")
+def _(B, p, xs, y, ct):
+    return [B.binary("div", ct, B.binary("mul", y, _scalar(B, 2.0, y)))]
+
+
+@vjp("abs")
+def _(B, p, xs, y, ct):
+    if not is_float(B.dtype(ct)):
+        return [None]
+    return [B.binary("mul", ct, B.unary("sign", xs[0]))]
+
+
+@vjp("select")
+def _(B, p, xs, y, ct):
+    c = xs[0]
+    zero = _scalar(B, 0.0, ct)
+    return [None, B.select(c, ct, zero), B.select(c, zero, ct)]
+
+
+@vjp("cast")
+def _(B, p, xs, y, ct):
+    src = B.dtype(xs[0])
+    if not is_float(src):
+        return [None]
+    return [B.cast(ct, src)]
+
+
+@vjp("stop_gradient")
+def _(B, p, xs, y, ct):
+    return [None]
+
+
+# -- reverse rules: shapes -----------------------------------------------------
+
+
+@vjp("broadcast_to")
+def _(B, p, xs, y, ct):
+    return [unbroadcast(B, ct, B.shape(xs[0]))]
+
+
+@vjp("reshape")
+def _(B, p, xs, y, ct):
+    return [B.reshape(ct, B.shape(xs[0]))]
+
+
+@vjp("transpose")
+def _(B, p, xs, y, ct):
+    perm = p["perm"]
+    inverse = [0] * len(perm)
+    for i, q in enumerate(perm):
+        inverse[q] = i
+    return [B.transpose(ct, inverse)]
+
+
+@vjp("slice")
+def _(B, p, xs, y, ct):
+    return [B.scatter_slice(ct, p["starts"], p["steps"], B.shape(xs[0]))]
+
+
+@vjp("scatter_slice")
+def _(B, p, xs, y, ct):
+    return [B.slice(ct, p["starts"], B.shape(xs[0]), p["steps"])]
+
+
+@vjp("take")
+def _(B, p, xs, y, ct):
+    return [B.scatter_add(ct, xs[1], p["axis"], B.shape(xs[0])), None]
+
+
+@vjp("scatter_add")
+def _(B, p, xs, y, ct):
+    return [B.take(ct, xs[1], p["axis"]), None]
+
+
+@vjp("concatenate")
+def _(B, p, xs, y, ct):
+    axis, out, start = p["axis"], [], 0
+    full = B.shape(ct)
+    for x in xs:
+        shape = B.shape(x)
+        starts = [start if i == axis else 0 for i in range(len(full))]
+        out.append(B.slice(ct, starts, shape, [1] * len(full)))
+        start += shape[axis]
+    return out
+
+
+@vjp("stack")
+def _(B, p, xs, y, ct):
+    axis, full, out = p["axis"], B.shape(ct), []
+    for k, x in enumerate(xs):
+        starts = [k if i == axis else 0 for i in range(len(full))]
+        sizes = [1 if i == axis else d for i, d in enumerate(full)]
+        out.append(B.reshape(B.slice(ct, starts, sizes, [1] * len(full)), B.shape(x)))
+    return out
+
+
+# -- reverse rules: reductions and contractions --------------------------------
+
+
+@vjp("reduce_sum")
+def _(B, p, xs, y, ct):
+    return [_expand_reduced(B, ct, B.shape(xs[0]), p["axes"], p["keepdims"])]
+
+
+@vjp("reduce_mean")
+def _(B, p, xs, y, ct):
+    shape = B.shape(xs[0])
+    count = 1
+    for a in p["axes"]:
+        count *= shape[a]
+    scaled = B.binary("div", ct, _scalar(B, float(count), ct))
+    return [_expand_reduced(B, scaled, shape, p["axes"], p["keepdims"])]
+
+
+@vjp("reduce_max", "reduce_min")
+def _(B, p, xs, y, ct):
+    x = xs[0]
+    if not is_float(B.dtype(x)):
+        return [None]
+    shape, axes, keep = B.shape(x), p["axes"], p["keepdims"]
+    y_full = _expand_reduced(B, y, shape, axes, keep)
+    mask = B.cast(B.compare("eq", x, y_full), B.dtype(x))
+    count = _expand_reduced(B, B.reduce("sum", mask, axes, keep), shape, axes, keep)
+    return [B.binary("div", B.binary("mul", mask, _expand_reduced(B, ct, shape, axes, keep)), count)]
+
+
+@vjp("reduce_prod")
+def _(B, p, xs, y, ct):
+    # d prod / d x_i = prod / x_i (inputs containing zeros get a NaN-free but
+    # inexact result only when there is exactly one zero; documented limitation).
+    x = xs[0]
+    shape, axes, keep = B.shape(x), p["axes"], p["keepdims"]
+    y_full = _expand_reduced(B, y, shape, axes, keep)
+    ct_full = _expand_reduced(B, ct, shape, axes, keep)
+    return [B.binary("div", B.binary("mul", ct_full, y_full), x)]
+
+
+def _matmul_vjp(B: Builder, a: V, b: V, ct: V) -> list:
+    """Cotangents of np.matmul, including 1-D promotion and batch broadcasting."""
+    sa, sb = B.shape(a), B.shape(b)
+    a2 = B.reshape(a, (1, *sa)) if len(sa) == 1 else a
+    b2 = B.reshape(b, (*sb, 1)) if len(sb) == 1 else b
+    s2a, s2b = B.shape(a2), B.shape(b2)
+    out_shape = (*_batch_of(s2a, s2b), s2a[-2], s2b[-1])
+    ct2 = B.reshape(ct, out_shape) if B.shape(ct) != out_shape else ct
+    bt = B.transpose(b2, _swap_last(len(s2b)))
+    at = B.transpose(a2, _swap_last(len(s2a)))
+    ga = B.matmul(ct2, bt)
+    gb = B.matmul(at, ct2)
+    ga = unbroadcast(B, ga, s2a)
+    gb = unbroadcast(B, gb, s2b)
+    if len(sa) == 1:
+        ga = B.reshape(ga, sa)
+    if len(sb) == 1:
+        gb = B.reshape(gb, sb)
+    return [ga, gb]
+
+
+def _swap_last(n: int) -> list[int]:
+    return [*range(n - 2), n - 1, n - 2]
+
+
+def _batch_of(sa: Sequence[int], sb: Sequence[int]) -> tuple[int, ...]:
+    a, b = list(sa[:-2]), list(sb[:-2])
+    n = max(len(a), len(b))
+    a = [1] * (n - len(a)) + a
+    b = [1] * (n - len(b)) + b
+    return tuple(max(x, y) for x, y in zip(a, b))
+
+
+@vjp("matmul")
+def _(B, p, xs, y, ct):
+    if not is_float(B.dtype(ct)):
+        return [None, None]
+    return _matmul_vjp(B, xs[0], xs[1], ct)
+
+
+# -- forward rules -------------------------------------------------------------
+
+
+def _t(B: Builder, t: V | None, like: V) -> V:
+    """A tangent, with None (zero) made explicit."""
+    return t if t is not None else _scalar(B, 0.0, like)
+
+
+def _lin(B: Builder, p: dict, xs: list, y: V, ts: list, name: str) -> V:
+    """Forward rule of a linear op: apply the op to the tangents."""
+    return B.apply(name, p, [_t(B, t, x) if is_float(B.dtype(x)) else x for t, x in zip(ts, xs)])
+
+
+for _name in (
+    "add", "sub", "neg", "broadcast_to", "reshape", "transpose", "slice", "scatter_slice",
+    "concatenate", "stack", "reduce_sum", "reduce_mean",
+):
+    JVP[_name] = (lambda n: lambda B, p, xs, y, ts: _lin(B, p, xs, y, ts, n))(_name)
+
+
+@jvp("take")
+def _(B, p, xs, y, ts):
+    return B.take(_t(B, ts[0], xs[0]), xs[1], p["axis"])
+
+
+@jvp("scatter_add")
+def _(B, p, xs, y, ts):
+    return B.scatter_add(_t(B, ts[0], xs[0]), xs[1], p["axis"], B.shape(y))
+
+
+@jvp("cast")
+def _(B, p, xs, y, ts):
+    return B.cast(_t(B, ts[0], xs[0]), B.dtype(y)) if is_float(B.dtype(xs[0])) else _scalar(B, 0.0, y)
+
+
+@jvp("stop_gradient")
+def _(B, p, xs, y, ts):
+    return _scalar(B, 0.0, y)
+
+
+@jvp("matmul")
+def _(B, p, xs, y, ts):
+    a, b = xs
+    ta, tb = ts
+    out = None
+    if ta is not None:
+        out = B.matmul(ta, b)
+    if tb is not None:
+        term = B.matmul(a, tb)
+        out = term if out is None else B.binary("add", out, term)
+    return out if out is not None else _scalar(B, 0.0, y)
+
+
+def _jvp_from_vjp_elementwise(name: str) -> JvpRule:
+    """Elementwise ops are diagonal: the tangent is the sum over operands of the
+    reverse rule applied to each operand's tangent."""
+
+    def rule(B, p, xs, y, ts):
+        out = None
+        for i, t in enumerate(ts):
+            if t is None or not is_float(B.dtype(xs[i])):
+                continue
+            cts = VJP[name](B, p, xs, y, t)
+            # For a diagonal op, the vjp of tangent t w.r.t. operand i equals the
+            # jvp contribution of operand i only when the others' partials are
+            # dropped: recompute with the other cotangents ignored.
+            term = cts[i]
+            if term is None:
+                continue
+            out = term if out is None else B.binary("add", out, term)
+        return out if out is not None else _scalar(B, 0.0, y)
+
+    return rule
+
+
+for _name in (
+    "mul", "div", "pow", "maximum", "minimum", "rem", "exp", "expm1", "log", "log1p", "sin",
+    "cos", "tanh", "sqrt", "abs", "select",
+):
+    JVP[_name] = _jvp_from_vjp_elementwise(_name)
+
+
+def _window_jvp(name: str) -> JvpRule:
+    """Max/min/prod reductions: the tangent is the window sum of the gradient
+    (the reverse rule with a unit cotangent) times the input tangent."""
+
+    def rule(B, p, xs, y, ts):
+        (g,) = VJP[name](B, p, xs, y, _scalar(B, 1.0, y))
+        return B.reduce("sum", B.binary("mul", g, _t(B, ts[0], xs[0])), p["axes"], p["keepdims"])
+
+    return rule
+
+
+for _name in ("reduce_max", "reduce_min", "reduce_prod"):
+    JVP[_name] = _window_jvp(_name)
