@@ -49,7 +49,7 @@ def _key(a: Any) -> Any:
         return t
     if t is tuple or t is list:
         return (t, tuple(_key(x) for x in a))
-    if isinstance(a, np.generic):
+    if isinstance(a, np.generic):  # np.float64 included: it is strongly typed
         return (a.dtype, ())
     if a is None or t is str:
         return ("const", a)
@@ -123,9 +123,10 @@ class JitFunction:
         self._entries: dict[Any, _Entry] = {}
         self._lock = threading.Lock()
         self._signature = inspect.signature(fn)
+        self._n_params = len(self._signature.parameters)
 
     def __call__(self, *args, **kwargs):
-        if kwargs:
+        if kwargs or len(args) != self._n_params:
             bound = self._signature.bind(*args, **kwargs)
             bound.apply_defaults()
             args = tuple(bound.arguments.values())

@@ -54,14 +54,14 @@ def spec_of(value: Any) -> Spec:
     """The abstract argument a Python value is traced as."""
     if isinstance(value, np.ndarray):
         return ("array", value.dtype.name, value.shape)
+    if isinstance(value, np.generic):  # before float: np.float64 is a float subclass
+        return ("array", value.dtype.name, ())
     if isinstance(value, bool):
         return ("bool", value)
     if isinstance(value, int):
         return ("int", value)
     if isinstance(value, float):
         return ("float",)
-    if isinstance(value, np.generic):
-        return ("array", value.dtype.name, ())
     if isinstance(value, tuple):
         return ("tuple", [spec_of(v) for v in value])
     if isinstance(value, list):

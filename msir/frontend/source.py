@@ -85,8 +85,8 @@ def _find_definition(tree: ast.AST, fn) -> ast.FunctionDef | ast.Lambda | None:
             return lambdas[0] if lambdas else None
         # Several lambdas on one line: the code object's first positioned
         # instruction lies inside the body of the right one.
-        for _, _, line, col in code.co_positions():
-            if line is None or col is None:
+        for line, _, col, end_col in code.co_positions():
+            if line is None or col is None or (col == 0 and end_col == 0):
                 continue
             for lam in lambdas:
                 b = lam.body

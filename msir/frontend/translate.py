@@ -282,6 +282,8 @@ class Translator:
                 self.aug_assign(node, target, op, value)
             case ast.Expr(value=ast.Constant()):
                 pass  # docstrings
+            case ast.Expr(value=ast.Yield() | ast.YieldFrom() | ast.Await() as value):
+                self.expr(value)
             case ast.Expr(value=value):
                 raise self.unsupported(
                     "an expression statement (a call for its side effect, e.g. print)", value
@@ -305,7 +307,22 @@ class Translator:
             case ast.Name(id=name):
                 self.scope[name] = value
             case ast.Tuple(elts=elts) | ast.List(elts=elts):
-                items = self.unpack(value, len(elts), target)
+                starred = [i for i, e in enumerate(elts) if isinstance(e, ast.Starred)]
+                if len(starred) > 1:
+                    raise self.error(UnsupportedSyntaxError, "multiple starred expressions in assignment", target)
+                if starred:
+                    k = starred[0]
+                    n_after = len(elts) - k - 1
+                    items = self.unpack(value, None, target)
+                    if len(items) < len(elts) - 1:
+                        raise self.error(
+                            ShapeError, f"not enough values to unpack (expected at least {len(elts) - 1}, got {len(items)})", target
+                        )
+                    rest = items[k : len(items) - n_after]
+                    items = items[:k] + [rest] + items[len(items) - n_after :]
+                    elts = [e.value if isinstance(e, ast.Starred) else e for e in elts]
+                else:
+                    items = self.unpack(value, len(elts), target)
                 for t, v in zip(elts, items):
                     self.assign(t, v)
             case ast.Subscript():
@@ -320,14 +337,14 @@ class Translator:
             case _:
                 raise self.unsupported(f"assigning to '{type(target).__name__}'", target)
 
-    def unpack(self, value: Any, n: int, node: ast.AST) -> list[Any]:
+    def unpack(self, value: Any, n: int | None, node: ast.AST) -> list[Any]:
         if isinstance(value, (tuple, list)):
             items = list(value)
         elif isinstance(value, Tensor) and value.ndim > 0:
             items = [self.index(value, i, node) for i in range(value.shape[0])]
         else:
             raise self.error(UnsupportedSyntaxError, f"cannot unpack {self.describe(value)}", node)
-        if len(items) != n:
+        if n is not None and len(items) != n:
             raise self.error(
                 ShapeError, f"cannot unpack {len(items)} values into {n} targets", node
             )
@@ -492,7 +509,14 @@ class Translator:
             return t if t.weak == weak else Tensor(t.ssa, t.dtype, t.shape, weak)
         if isinstance(t.ssa.owner, M.ConstantOp) and t.ndim == 0:
             # Fold: a Python scalar meeting an array becomes a constant of its dtype.
-            value = np.asarray(_constant_scalar(t)).astype(dtype).item()
+            scalar = _constant_scalar(t)
+            if t.weak and M.is_int(dtype) and isinstance(scalar, int):
+                info = np.iinfo(dtype)
+                if not info.min <= scalar <= info.max:
+                    raise self.error(
+                        OverflowError_, f"Python integer {scalar} out of bounds for {dtype}", None
+                    )
+            value = np.asarray(scalar).astype(dtype).item()
             return self.constant(value, dtype, weak)
         return self.tensor(M.CastOp(t.ssa, dtype), weak)
 
@@ -573,6 +597,8 @@ class Translator:
         dtype, weak = promote(a.dtype, a.weak, b.dtype, b.weak)
         if name == "truediv" and kind(dtype) < 2:
             dtype = "float64"
+        if dtype == "bool" and weak and name in ("add", "sub", "mul", "floordiv", "rem", "pow"):
+            dtype = "int64"  # Python bools do arithmetic as ints (True + True == 2)
         if dtype == "bool" and name in _BOOL_EQUIVALENT:
             return self._apply_binary(_BOOL_EQUIVALENT[name], a, b, "bool", weak)
         if dtype == "bool" and name == "sub":
@@ -666,12 +692,16 @@ class Translator:
             return KnownInt(_PY_CMP[pred](va, vb), deps, t)
         if isinstance(a, tuple) and isinstance(b, tuple) and pred in ("eq", "ne"):
             return _PY_CMP[pred](a, b)
+        if pred in ("eq", "ne") and (_is_dtype_like(a) or _is_dtype_like(b)):
+            return _PY_CMP[pred](np.dtype(a) if _is_dtype_like(a) else a, np.dtype(b) if _is_dtype_like(b) else b)
         ta, tb = self.as_tensor(a, node), self.as_tensor(b, node)
         dtype, _ = promote(ta.dtype, ta.weak, tb.dtype, tb.weak)
+        if dtype == "int32" and any(_out_of_int32(x) for x in (a, b)):
+            dtype = "int64"  # NumPy compares with a Python int exactly, whatever its size
         shape = M.infer_broadcast(ta.shape, tb.shape)
         a2 = self.broadcast(self.cast(ta, dtype), shape)
         b2 = self.broadcast(self.cast(tb, dtype), shape)
-        return self.tensor(M.CompareOp(pred, a2.ssa, b2.ssa), False)
+        return self.tensor(M.CompareOp(pred, a2.ssa, b2.ssa), ta.weak and tb.weak)
 
     def compare_chain(self, left, ops, comps, node) -> Any:
         lhs = self.expr(left)
@@ -693,6 +723,11 @@ class Translator:
     def logical(self, name: str, a: Any, b: Any, node: ast.AST) -> Any:
         if isinstance(a, Tensor) or isinstance(b, Tensor):
             ta, tb = self.as_tensor(a), self.as_tensor(b)
+            if ta.ndim == 0 and tb.ndim == 0 and ta.dtype == "bool" and tb.dtype == "bool":
+                # Both sides are truth values (e.g. a chained comparison): no
+                # short-circuit is observable, so `and`/`or` are logical and/or.
+                op = M.AndOp if name == "and" else M.OrOp
+                return self.tensor(op(ta.ssa, tb.ssa), ta.weak and tb.weak)
             if ta.ndim or tb.ndim:
                 raise self.error(
                     ValueError_,
@@ -806,7 +841,7 @@ class Translator:
         )
         if v.ndim != 0:
             return self.broadcast(self.cast(v, dt, False), tuple(dims))
-        if isinstance(value, (bool, int, float)):
+        if isinstance(value, (bool, int, float)) and 0 not in dims:
             attr = DenseIntOrFPElementsAttr.from_list(
                 M.tensor_type(dims, dt), [float(value) if M.is_float(dt) else int(value)]
             )
@@ -887,9 +922,10 @@ class Translator:
                 node,
             )
         if n_ellipsis:
-            k = items.index(Ellipsis)
+            k = next(i for i, it in enumerate(items) if it is Ellipsis)
             items[k : k + 1] = [slice(None)] * (t.ndim - consumed)
-        items += [slice(None)] * (t.ndim - consumed)
+        else:
+            items += [slice(None)] * (t.ndim - consumed)
         starts, sizes, steps, takes, out_shape = [], [], [], [], []
         axis = 0
         for it in items:
@@ -1026,9 +1062,12 @@ class Translator:
         name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
         module = getattr(fn, "__module__", None) or ""
         if module.startswith("numpy") or isinstance(fn, np.ufunc):
+            sub = module.removeprefix("numpy").strip(".").split(".")
+            public = [p for p in sub if p and not p.startswith("_")]
+            qual = ".".join(["np", *public, getattr(fn, "__name__", name)])
             raise self.error(
                 UnsupportedSyntaxError,
-                f"the NumPy function np.{getattr(fn, '__name__', name)} is not supported in compiled functions",
+                f"the NumPy function {qual} is not supported in compiled functions",
                 node,
             )
         raise self.error(
@@ -1225,6 +1264,14 @@ def _constant_scalar(t: Tensor) -> float | int | None:
     return vals[0] if len(vals) == 1 else None
 
 
+def _out_of_int32(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and not -(2**31) <= v < 2**31
+
+
+def _is_dtype_like(v: Any) -> bool:
+    return isinstance(v, np.dtype) or (isinstance(v, type) and issubclass(v, np.generic))
+
+
 def _op_symbol(op: ast.operator) -> str:
     return {
         ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%",
@@ -1250,6 +1297,10 @@ class TypeError_(MsirError, TypeError):
 
 
 class ZeroDivisionError_(MsirError, ZeroDivisionError):
+    pass
+
+
+class OverflowError_(MsirError, OverflowError):
     pass
 
 
@@ -1444,6 +1495,7 @@ def _np_squeeze(tr, args, kwargs, node):
 
 
 def _np_clip(tr, args, kwargs, node):
+    kwargs = {{"min": "a_min", "max": "a_max"}.get(k, k): v for k, v in kwargs.items()}
     a, lo, hi = _params(tr, args, kwargs, ["a", "a_min", "a_max"], {"a_min": None, "a_max": None}, node, "np.clip")
     r = tr.as_tensor(a, node)
     if lo is not None:
@@ -1525,8 +1577,9 @@ def _py_minmax(name: str):
             items = [tr.index(args[0], i, node) for i in range(args[0].shape[0])]
         if not items:
             raise tr.error(ValueError_, f"{name}() arg is an empty sequence", node)
-        if all(isinstance(i, (int, float)) and not isinstance(i, Tensor) for i in items):
+        if all(isinstance(i, (int, float)) for i in items):
             return getattr(builtins, name)(items)
+        items = [tr.as_tensor(i, node) if isinstance(i, KnownInt) else i for i in items]
         best = items[0]
         for it in items[1:]:
             # Python's max(a, b) keeps a unless b > a (min: unless b < a).

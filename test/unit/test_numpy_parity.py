@@ -272,13 +272,11 @@ def chained(a, b, c):
     return a < b < c, a <= b < c, c > b > a, a < c != b, a == b == c
 
 
-@pytest.mark.xfail(strict=True, reason="chained comparison lowers to Python 'and' on runtime values: 'and' on runtime values is not supported yet")
 @pytest.mark.parametrize("values", [(1.0, 2.0, 3.0), (1.0, 3.0, 2.0), (2.0, 2.0, 2.0), (3.0, 2.0, 1.0)], ids=str)
 def test_chained_comparison_python_floats(values):
     check(chained, *values)
 
 
-@pytest.mark.xfail(strict=True, reason="chained comparison lowers to Python 'and' on runtime values: 'and' on runtime values is not supported yet")
 def test_chained_comparison_numpy_scalars():
     check(chained, F32(1.0), F32(2.0), F32(3.0))
     check(chained, I64(2), I64(2), I64(1))
@@ -323,7 +321,6 @@ def mixed(a, b):
         (rand((4,), I32, -5, 5), 2.5),  # int array + Python float -> float64
         pytest.param(
             rand((4,), F32), F64(2.5),  # NumPy float64 scalar is strong -> float64
-            marks=pytest.mark.xfail(strict=True, reason="spec_of treats np.float64 (a float subclass) as a weak Python float"),
         ),
         (rand((4,), F32), rand((4,), F64)),
         (rand((4,), I32, -5, 5), rand((4,), I64, 1, 5)),
@@ -364,7 +361,6 @@ def python_scalar_compare(a, b):
     return a < b, a == b, a >= b
 
 
-@pytest.mark.xfail(strict=True, reason="comparing weak Python scalars returns np.bool_, not a Python bool (weak flag dropped in compare)")
 @pytest.mark.parametrize("a, b", [(7, 2), (1.5, 2.5)], ids=str)
 def test_python_scalar_comparison_gives_python_bool(a, b):
     check(python_scalar_compare, a, b)
@@ -374,7 +370,6 @@ def python_bool_arith(a, b):
     return a + b, a * b, a - b
 
 
-@pytest.mark.xfail(strict=True, reason="Python bools get NumPy bool semantics: True + True gives True (Python: 2), True - True is rejected as boolean subtract")
 def test_python_bool_arithmetic_gives_int():
     check(python_bool_arith, True, True)
 
@@ -531,7 +526,6 @@ def clip_keywords(x):
     return x.clip(max=0.1), x.clip(min=-0.2), np.clip(x, min=0.0, max=0.5)
 
 
-@pytest.mark.xfail(strict=True, reason="np.clip/x.clip reject the NumPy keywords min=/max= ('keyword argument max is not supported')")
 def test_clip_keywords():
     check(clip_keywords, rand((3, 4), F32))
 
@@ -648,7 +642,6 @@ def zero_size(x):
     return np.ones((2, 0)), np.zeros(0, np.float32), x[:, 3:], x[:, 3:].sum(axis=1)
 
 
-@pytest.mark.xfail(strict=True, reason="np.ones((2, 0)) crashes the frontend with IndexError from xdsl (empty dense constant)")
 def test_zero_size_arrays():
     check(zero_size, rand((2, 3), F32))
 
@@ -815,7 +808,6 @@ def dtype_compare(x):
     return x.dtype == np.float32, x.dtype != np.float64, x * 2.0 if x.dtype == np.float32 else x
 
 
-@pytest.mark.xfail(strict=True, reason="x.dtype == np.float32 raises DTypeError 'expected an array or a number, got ... Float32DType'; compare does not handle dtypes")
 def test_dtype_comparison():
     check(dtype_compare, rand((3,), F32))
 
@@ -863,7 +855,6 @@ def ellipsis_subscripts(x):
     return x[..., 0], x[0, ..., 1], x[..., None], x[..., 1:3], x[None, ..., 0], x[1, ...], x[...]
 
 
-@pytest.mark.xfail(strict=True, reason="any index containing '...' (x[...], x[1, ...], x[..., 0]) crashes with IndexError inside xdsl")
 @pytest.mark.parametrize("dtype", [F32, I64], ids=lambda d: np.dtype(d).name)
 def test_ellipsis_subscripts(dtype):
     check(ellipsis_subscripts, rand((3, 4, 5), dtype))
@@ -937,7 +928,6 @@ def starred_unpack(x):
     return first, rest[1]
 
 
-@pytest.mark.xfail(strict=True, reason="starred assignment targets are not supported: 'a, *b = (x, y, z)' fails with 'cannot unpack 3 values into 2 targets'")
 def test_starred_unpacking():
     check(starred_unpack, rand((3,), F32))
 
@@ -1007,7 +997,6 @@ def minmax_python_int(x, n):
     return min(n, 3), max(n, 1), x * min(n, 3)
 
 
-@pytest.mark.xfail(strict=True, reason="min()/max() of a Python int argument crash: 'KnownInt' object has no attribute 'shape'")
 def test_min_max_of_python_int():
     check(minmax_python_int, rand((3,), F32), 7)
 
@@ -1032,7 +1021,6 @@ def test_numpy_scalar_arguments():
     check(numpy_scalar_args, rand((3,), I32, -5, 5), F32(1.5), B(True))
 
 
-@pytest.mark.xfail(strict=True, reason="spec_of checks isinstance(v, float) before np.generic, so np.float64 scalars are weak Python floats")
 def test_numpy_float64_scalar_argument_is_strong():
     # NEP 50: float32 array * np.float64 scalar is float64; the result of
     # np.float64 arithmetic is an np.float64, not a Python float.
@@ -1043,7 +1031,6 @@ def unary_on_float64_scalar(s):
     return np.exp(s), np.abs(s), s * 2.0
 
 
-@pytest.mark.xfail(strict=True, reason="spec_of treats np.float64 as a weak Python float: results come back as Python floats")
 def test_numpy_float64_scalar_results_are_numpy_scalars():
     check(unary_on_float64_scalar, F64(0.5))
 
@@ -1069,7 +1056,6 @@ def test_keyword_arguments():
     assert_same(jf(x, scale=0.5, shift=x), kwargs_and_defaults(x, 0.5, x))
 
 
-@pytest.mark.xfail(strict=True, reason="JitFunction.__call__ fills defaults only inside _compile; the entry is then called with the short args: 'takes 2 arguments, got 1'")
 def test_omitted_default_arguments():
     x = rand((3,), F32)
     jf = msir.jit(kwargs_and_defaults)
