@@ -112,7 +112,7 @@ def unbroadcast(B: Builder, ct: V, shape: Sequence[int]) -> V:
 
 def _expand_reduced(B: Builder, ct: V, in_shape: Sequence[int], axes: Sequence[int], keepdims: bool) -> V:
     """Broadcast a reduction's cotangent back to the input shape."""
-    if not keepdims:
+    if not keepdims and B.shape(ct) != ():
         kept = [1 if i in axes else d for i, d in enumerate(in_shape)]
         ct = B.reshape(ct, kept)
     return B.broadcast_to(ct, in_shape)
@@ -361,13 +361,20 @@ def _(B, p, xs, y, ct):
 
 @vjp("reduce_prod")
 def _(B, p, xs, y, ct):
-    # d prod / d x_i = prod / x_i (inputs containing zeros get a NaN-free but
-    # inexact result only when there is exactly one zero; documented limitation).
+    # d prod / d x_i is the product of the others: prod / x_i without zeros in the
+    # window; with one zero, the product of the non-zeros at the zero and 0
+    # elsewhere; with more zeros, 0.
     x = xs[0]
     shape, axes, keep = B.shape(x), p["axes"], p["keepdims"]
-    y_full = _expand_reduced(B, y, shape, axes, keep)
-    ct_full = _expand_reduced(B, ct, shape, axes, keep)
-    return [B.binary("div", B.binary("mul", ct_full, y_full), x)]
+    zero, one = _scalar(B, 0.0, x), _scalar(B, 1.0, x)
+    is_zero = B.compare("eq", x, zero)
+    n_zero = _expand_reduced(B, B.reduce("sum", B.cast(is_zero, B.dtype(x)), axes, keep), shape, axes, keep)
+    p_nonzero = _expand_reduced(B, B.reduce("prod", B.select(is_zero, one, x), axes, keep), shape, axes, keep)
+    safe_x = B.select(is_zero, one, x)
+    at_nonzero = B.select(B.compare("eq", n_zero, zero), B.binary("div", p_nonzero, safe_x), zero)
+    at_zero = B.select(B.compare("eq", n_zero, one), p_nonzero, zero)
+    others = B.select(is_zero, at_zero, at_nonzero)
+    return [B.binary("mul", _expand_reduced(B, ct, shape, axes, keep), others)]
 
 
 def _matmul_vjp(B: Builder, a: V, b: V, ct: V) -> list:
