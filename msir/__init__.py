@@ -17,6 +17,11 @@ _LAZY = {
     "get_context": "msir.api",
     "GRAPH_MODE": "msir.api",
     "PYNATIVE_MODE": "msir.api",
+    "grad": "msir.api",
+    "value_and_grad": "msir.api",
+    "vjp": "msir.api",
+    "jvp": "msir.api",
+    "stop_gradient": "msir.api",
     "errors": "msir.errors",
 }
 

@@ -115,7 +115,7 @@ class JitFunction:
 
     def __init__(self, fn):
         fn = getattr(fn, "__wrapped__", fn) if isinstance(fn, JitFunction) else fn
-        if not inspect.isfunction(fn):
+        if not (inspect.isfunction(fn) or isinstance(fn, (Transformed, _JvpEntry))):
             raise TypeError(f"msir.jit expects a Python function, got {type(fn).__name__}")
         functools.update_wrapper(self, fn)
         self.__wrapped__ = fn
@@ -182,6 +182,124 @@ class JitFunction:
         return self if obj is None else functools.partial(self, obj)
 
 
+# ---------------------------------------------------------------------------
+# Differentiation
+# ---------------------------------------------------------------------------
+
+
+class Transformed:
+    """A function transformed by `grad`/`value_and_grad` (or, inside compiled
+    code, `vjp`/`jvp`): calling it compiles (GRAPH_MODE) or runs eagerly
+    (PYNATIVE_MODE) the derivative. It can be transformed again and jitted."""
+
+    def __init__(self, kind: str, fn, argnums=0, has_aux: bool = False, tangents=None):
+        if not callable(fn):
+            raise TypeError(f"msir.{kind} expects a function, got {type(fn).__name__}")
+        if not isinstance(argnums, int) and not (
+            isinstance(argnums, tuple) and argnums and all(isinstance(a, int) for a in argnums)
+        ):
+            raise TypeError(f"argnums must be an int or a non-empty tuple of ints, got {argnums!r}")
+        self.kind = kind
+        self.fn = fn.__wrapped__ if isinstance(fn, JitFunction) else fn
+        self.argnums = argnums
+        self.has_aux = has_aux
+        self.tangents = tangents
+        self._jit: JitFunction | None = None
+        base = self.fn
+        while isinstance(base, Transformed):
+            base = base.fn
+        self.__name__ = f"{kind}_{getattr(base, '__name__', 'fn')}"
+        self.__qualname__ = self.__name__
+        self.__doc__ = getattr(base, "__doc__", None)
+        try:
+            self.__signature__ = inspect.signature(base)
+        except (TypeError, ValueError):
+            pass
+
+    @property
+    def source_function(self):
+        """The innermost Python function (for source locations)."""
+        base = self.fn
+        while isinstance(base, Transformed):
+            base = base.fn
+        return base
+
+    def __call__(self, *args, **kwargs):
+        if _context["mode"] == PYNATIVE_MODE:
+            from msir.eager.engine import call_transformed
+
+            return call_transformed(self, args, kwargs)
+        if self._jit is None:
+            self._jit = JitFunction(self)
+        return self._jit(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<msir.{self.kind} of {self.source_function!r} argnums={self.argnums}>"
+
+
+def grad(fn, argnums=0, has_aux: bool = False) -> Transformed:
+    """The gradient of a function with a scalar float output, with respect to
+    argument `argnums` (an int, or a tuple: then a tuple of gradients). A
+    gradient has the structure, shape and dtype of its argument. With
+    `has_aux=True` the function returns `(output, aux)` and the gradient
+    function returns `(gradient, aux)`."""
+    return Transformed("grad", fn, argnums, has_aux)
+
+
+def value_and_grad(fn, argnums=0, has_aux: bool = False) -> Transformed:
+    """Like `grad`, returning `(value, gradient)` (`((value, aux), gradient)` with `has_aux`)."""
+    return Transformed("value_and_grad", fn, argnums, has_aux)
+
+
+def vjp(fn, *primals, has_aux: bool = False):
+    """`(fn(*primals), vjp_fn)`: `vjp_fn(cotangent)` returns the cotangents of all
+    primals (a tuple). `vjp_fn` owns the residuals and can be called many times."""
+    t = Transformed("vjp", fn, tuple(range(len(primals))), has_aux)
+    if _context["mode"] == PYNATIVE_MODE:
+        from msir.eager.engine import call_transformed
+
+        return call_transformed(t, primals, {})
+    from msir.vjp_runtime import compiled_vjp
+
+    return compiled_vjp(t, primals)
+
+
+def jvp(fn, primals, tangents, has_aux: bool = False):
+    """Forward mode: `(fn(*primals), tangent of the output)` for `tangents` of the primals."""
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise TypeError("msir.jvp(fn, primals, tangents): primals and tangents must be tuples")
+    if len(primals) != len(tangents):
+        raise TypeError(f"msir.jvp: {len(primals)} primals but {len(tangents)} tangents")
+    t = Transformed("jvp", fn, tuple(range(len(primals))), has_aux, tangents=tuple(tangents))
+    if _context["mode"] == PYNATIVE_MODE:
+        from msir.eager.engine import call_transformed
+
+        return call_transformed(t, tuple(primals), {})
+    return JitFunction(_JvpEntry(t))(*primals, *tangents)
+
+
+class _JvpEntry:
+    """`jvp` as a function of (primals..., tangents...), for compiling."""
+
+    def __init__(self, t: Transformed):
+        self.t = t
+        self.n = len(t.tangents)
+        self.__name__ = t.__name__
+        self.__qualname__ = t.__name__
+        params = [inspect.Parameter(f"a{i}", inspect.Parameter.POSITIONAL_ONLY) for i in range(2 * self.n)]
+        self.__signature__ = inspect.Signature(params)
+
+
+def stop_gradient(x):
+    """`x`, with a zero derivative (in compiled code: `msir.stop_gradient`)."""
+    return x
+
+
+def is_transform_api(fn) -> bool:
+    """Is `fn` one of msir's transformations, called inside compiled code?"""
+    return fn in (grad, value_and_grad)
+
+
 def _describe(args: tuple) -> str:
     parts = []
     for a in args:
@@ -199,4 +317,7 @@ def jit(fn=None):
     return JitFunction(fn)
 
 
-__all__ = ["jit", "set_context", "get_context", "GRAPH_MODE", "PYNATIVE_MODE"]
+__all__ = [
+    "jit", "set_context", "get_context", "GRAPH_MODE", "PYNATIVE_MODE", "grad", "value_and_grad",
+    "vjp", "jvp", "stop_gradient",
+]

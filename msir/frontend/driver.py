@@ -108,6 +108,10 @@ def _bind(spec: Spec, block: Block, counter: list[int]) -> Any:
 
 def trace(fn, specs: list[Spec], kwargs_specs: dict[str, Spec] | None = None) -> Traced:
     """Translate `fn` specialised to abstract arguments `specs`."""
+    from msir.api import Transformed, _JvpEntry
+
+    if isinstance(fn, (Transformed, _JvpEntry)):
+        return _trace_transformed(fn, specs)
     src = get_source(fn)
     node = src.node
     if isinstance(node, ast.FunctionDef) and (node.args.vararg or node.args.kwarg or node.args.kwonlyargs):
@@ -140,7 +144,7 @@ def trace(fn, specs: list[Spec], kwargs_specs: dict[str, Spec] | None = None) ->
     for arg, name in zip(block.args, _leaf_names(names, specs)):
         arg.name_hint = name
     entry_name = re.sub(r"\W", "_", fn.__name__) or "fn"
-    name, (structure, weak), ftype = build_function(
+    name, (structure, weak), ftype, _ = build_function(
         tc, entry_name, src, fn.__globals__, _closure_env(fn), params, public=True, block=block
     )
     entry_op = tc.module_ops.pop()
@@ -224,3 +228,39 @@ def module_from_file(path: str, entry: str, arg_types: str) -> ModuleOp:
         raise SystemExit(f"msir-opt: {path} has no function '{entry}'")
     fn = getattr(fn, "__wrapped__", fn)
     return trace(fn, parse_arg_types(arg_types)).module
+
+
+def _trace_transformed(t, specs: list[Spec]) -> Traced:
+    """Trace an entry that applies a differentiation transform to its arguments."""
+    from msir.api import Transformed
+    from msir.frontend.translate import Translator, flatten_result
+
+    jvp_entry = not isinstance(t, Transformed)
+    base = t.t.source_function if jvp_entry else t.source_function
+    src = get_source(base)
+    tc = TraceContext()
+    block = Block()
+    tc.entry_block = block
+    counter = [0]
+    params = [_bind(s, block, counter) for s in specs]
+    tr = Translator(tc, block, src, base.__globals__, _closure_env(base))
+    if jvp_entry:
+        n = t.n
+        inner = Transformed("jvp", t.t.fn, t.t.argnums, t.t.has_aux, tangents=tuple(params[n:]))
+        value = tr.call_value(inner, params[:n], {}, src.node)
+    else:
+        value = tr.call_value(t, params, {}, src.node)
+    structure, leaves = flatten_result(value, tr, src.node)
+    from xdsl.dialects import func as func_dialect
+    from xdsl.dialects.builtin import FunctionType
+    from xdsl.ir import Region
+
+    block.add_op(func_dialect.ReturnOp(*[leaf.ssa for leaf in leaves]))
+    name = tc.unique_name(t.__name__)
+    ftype = FunctionType.from_lists([a.type for a in block.args], [leaf.ssa.type for leaf in leaves])
+    entry = func_dialect.FuncOp(name, ftype, Region(block))
+    module = ModuleOp([entry, *tc.module_ops])
+    return Traced(
+        module, name, specs, frozenset(tc.static_positions), tc.captures, structure,
+        [leaf.weak for leaf in leaves], list(ftype.outputs.data),
+    )

@@ -34,13 +34,14 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
 )
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 
 from msir.dialects import msir as M
 from msir.errors import (
     DTypeError,
     MsirError,
     MsirIndexError,
+    NotDifferentiableError,
     ShapeError,
     SourceLoc,
     UnsupportedSyntaxError,
@@ -73,6 +74,8 @@ class TraceContext:
     names: set[str] = field(default_factory=set)
     entry_block: Block | None = None
     active: list[tuple] = field(default_factory=list)
+    fn_captures: dict[Block, tuple[dict[SSAValue, Tensor], list[Tensor]]] = field(default_factory=dict)
+    """Per outlined function: values of enclosing functions it reads, as extra parameters."""
 
     def unique_name(self, base: str) -> str:
         name, i = base, 0
@@ -81,10 +84,6 @@ class TraceContext:
             name = f"{base}_{i}"
         self.names.add(name)
         return name
-
-
-class _CannotOutline(Exception):
-    """Raised while building a callee as its own function when it must be inlined."""
 
 
 _RETURN = object()
@@ -234,7 +233,6 @@ class Translator:
         self.scope: dict[str, Any] = {}
         self.params: set[int] = set()
         self.loc = source.loc(source.node)
-        self.outlining = False
 
     # -- errors and emission ------------------------------------------------
 
@@ -372,14 +370,35 @@ class Translator:
 
     def lookup(self, name: str, node: ast.AST) -> Any:
         if name in self.scope:
-            return self.scope[name]
+            return self.localize(self.scope[name])
         if name in self.closure:
-            return self.external(self.closure[name], name, node)
+            return self.localize(self.external(self.closure[name], name, node))
         if name in self.globals:
-            return self.external(self.globals[name], name, node, lambda: self.globals[name])
+            return self.localize(self.external(self.globals[name], name, node, lambda: self.globals[name]))
         if hasattr(builtins, name):
             return getattr(builtins, name)
         raise self.error(UnsupportedSyntaxError, f"name '{name}' is not defined", node)
+
+    def localize(self, value: Any) -> Any:
+        """A value of an enclosing function, made a parameter of this outlined one."""
+        if isinstance(value, Tensor):
+            owner = value.ssa.block if isinstance(value.ssa, BlockArgument) else value.ssa.owner.parent_block()
+            if owner is self.block or self.block not in self.tc.fn_captures:
+                return value
+            mapping, order = self.tc.fn_captures[self.block]
+            if value.ssa not in mapping:
+                arg = self.block.insert_arg(value.ssa.type, len(self.block.args))
+                arg.name_hint = value.ssa.name_hint
+                mapping[value.ssa] = Tensor(arg, value.dtype, value.shape, value.weak)
+                order.append(value)
+            return mapping[value.ssa]
+        if isinstance(value, KnownInt):
+            return KnownInt(value.value, value.deps, self.localize(value.tensor))
+        if isinstance(value, tuple):
+            return tuple(self.localize(v) for v in value)
+        if isinstance(value, list):
+            return [self.localize(v) for v in value]
+        return value
 
     def external(self, value: Any, name: str, node: ast.AST, getter=None) -> Any:
         """A value from an enclosing scope: arrays become hidden runtime arguments."""
@@ -390,8 +409,6 @@ class Translator:
             value = cell.cell_contents
             getter = lambda: cell.cell_contents  # noqa: E731
         if isinstance(value, np.ndarray):
-            if self.outlining:
-                raise _CannotOutline
             return self.capture(value, name, getter or (lambda: value), node)
         if isinstance(value, np.generic):
             return self.constant(value.item(), dtype_name(value.dtype), weak=False)
@@ -1048,6 +1065,27 @@ class Translator:
                 raise self.unsupported("**kwargs", kw.value)
             kwargs[kw.arg] = self.expr(kw.value)
         self.loc = self.source.loc(node)
+        return self.call_value(fn, args, kwargs, node)
+
+    def call_value(self, fn: Any, args: list[Any], kwargs: dict[str, Any], node: ast.AST) -> Any:
+        """Call a compile-time callable (user function, closure, NumPy function,
+        differentiation transform...) on frontend values."""
+        from msir.api import Transformed, is_transform_api, stop_gradient
+        from msir.api import jvp as msir_jvp
+        from msir.api import vjp as msir_vjp
+
+        if isinstance(fn, Transformed):
+            return self.call_transformed(fn, args, kwargs, node)
+        if is_transform_api(fn):
+            return fn(*args, **kwargs)
+        if fn is stop_gradient:
+            (x,) = args
+            t = self.as_tensor(x, node)
+            return self.tensor(M.StopGradientOp(t.ssa), t.weak)
+        if fn in (msir_vjp, msir_jvp):
+            return self.transform_now(fn, args, kwargs, node)
+        if isinstance(fn, FunctionValue):
+            return self.apply_function_value(fn, args, node)
         if isinstance(fn, _BoundMethod):
             return _call_method(self, fn, args, kwargs, node)
         if isinstance(fn, Closure):
@@ -1103,7 +1141,6 @@ class Translator:
         sub = Translator(self.tc, self.block, c.source, self.globals, self.closure)
         sub.scope = dict(c.env)
         sub.scope.update(bound)
-        sub.outlining = self.outlining
         if isinstance(c.node, ast.Lambda):
             return sub.expr(c.node.body)
         result = sub.run_body(c.node.body)
@@ -1118,12 +1155,9 @@ class Translator:
         closure = _closure_env(fn)
         values = list(bound.values())
         if all(isinstance(v, Tensor) for v in values):
-            outlined = self.outline(fn, src, closure, bound, node)
-            if outlined is not None:
-                return outlined
+            return self.outline(fn, src, closure, bound, node)
         sub = Translator(self.tc, self.block, src, fn.__globals__, closure)
         sub.scope.update(bound)
-        sub.outlining = self.outlining
         if isinstance(src.node, ast.Lambda):
             return sub.expr(src.node.body)
         result = sub.run_body(src.node.body)
@@ -1137,21 +1171,220 @@ class Translator:
         if key not in self.tc.callees:
             self.tc.active.append(key)
             try:
-                built = build_function(self.tc, fn.__name__, src, fn.__globals__, closure, bound, outlining=True)
-            except _CannotOutline:
-                built = None
+                self.tc.callees[key] = build_function(self.tc, fn.__name__, src, fn.__globals__, closure, bound)
             finally:
                 self.tc.active.pop()
-            self.tc.callees[key] = built
-        built = self.tc.callees[key]
-        if built is None:
-            return None
-        name, structure, ftype = built
-        call = self.emit(func.CallOp(name, [v.ssa for v in bound.values()], list(ftype.outputs.data)))
+        name, structure, ftype, captured = self.tc.callees[key]
+        operands = [v.ssa for v in bound.values()] + [self.localize(c).ssa for c in captured]
+        call = self.emit(func.CallOp(name, operands, list(ftype.outputs.data)))
         results = [
             Tensor(r, M.dtype_of(r.type), M.shape_of(r.type), weak) for r, weak in zip(call.results, structure[1])
         ]
         return _rebuild(structure[0], iter(results))
+
+    # -- function values and differentiation ----------------------------------
+
+    def outline_callable(self, fn: Any, args: list[Any], node: ast.AST) -> "Outlined":
+        """Build a private func.func that calls `fn` on parameters of `args`' types.
+
+        Runtime leaves of `args` (arrays, runtime scalars) become parameters in
+        order; Python values stay compile-time constants; values of enclosing
+        functions that `fn` reads become trailing parameters (`captured`)."""
+        block = Block()
+        self.tc.fn_captures[block] = ({}, [])
+        leaves: list[Tensor] = []
+
+        def param(v: Any) -> Any:
+            if isinstance(v, (tuple, list)):
+                items = [param(x) for x in v]
+                return tuple(items) if isinstance(v, tuple) else items
+            if isinstance(v, KnownInt):
+                leaves.append(v.tensor)
+                arg = block.insert_arg(v.tensor.ssa.type, len(block.args))
+                return KnownInt(v.value, v.deps, Tensor(arg, v.dtype, v.tensor.shape, True))
+            if isinstance(v, Tensor):
+                leaves.append(v)
+                arg = block.insert_arg(v.ssa.type, len(block.args))
+                return Tensor(arg, v.dtype, v.shape, v.weak)
+            return v
+
+        params = [param(a) for a in args]
+        n_params = len(block.args)
+        sub = Translator(self.tc, block, self.source, self.globals, self.closure)
+        sub.loc = self.loc
+        value = sub.call_value(fn, params, {}, node)
+        structure, results = flatten_result(value, sub, node)
+        ret = func.ReturnOp(*[r.ssa for r in results])
+        ret.location = _loc_attr(self.loc)
+        block.add_op(ret)
+        name = self.tc.unique_name(_callable_name(fn))
+        ftype = FunctionType.from_lists([a.type for a in block.args], [r.ssa.type for r in results])
+        f = func.FuncOp(name, ftype, Region(block), visibility="private")
+        f.location = _loc_attr(self.loc)
+        self.tc.module_ops.append(f)
+        captured = [self.localize(c) for c in self.tc.fn_captures[block][1]]
+        visible = FunctionType.from_lists([a.type for a in block.args[:n_params]], [r.ssa.type for r in results])
+        return Outlined(name, visible, leaves, captured, structure, [r.weak for r in results])
+
+    def closure_of(self, o: "Outlined") -> SSAValue:
+        op = M.ClosureOp(o.name, [c.ssa for c in o.captured], o.type)
+        return self.emit(op).results[0]
+
+    def apply(self, fn: SSAValue, args: list[SSAValue]) -> list[SSAValue]:
+        return list(self.emit(M.ApplyOp(fn, args)).results)
+
+    def transform_now(self, fn: Any, args: list[Any], kwargs: dict[str, Any], node: ast.AST) -> Any:
+        """`msir.vjp(f, *primals)` / `msir.jvp(f, primals, tangents)` inside compiled code."""
+        from msir.api import Transformed
+        from msir.api import jvp as msir_jvp
+
+        has_aux = bool(kwargs.pop("has_aux", False))
+        if kwargs:
+            raise self.error(UnsupportedSyntaxError, f"unexpected keyword {next(iter(kwargs))}", node)
+        f, *rest = args
+        if fn is msir_jvp:
+            primals, tangents = rest
+            t = Transformed("jvp", f, tuple(range(len(primals))), has_aux, tangents=tuple(tangents))
+            return self.call_transformed(t, list(primals), {}, node)
+        t = Transformed("vjp", f, tuple(range(len(rest))), has_aux)
+        return self.call_transformed(t, list(rest), {}, node)
+
+    def apply_function_value(self, fv: "FunctionValue", args: list[Any], node: ast.AST) -> Any:
+        leaves: list[Tensor] = []
+        for a in args:
+            _, ls = flatten_result(a, self, node)
+            leaves.extend(ls)
+        expected = list(fv.ssa.type.inputs.data)
+        got = [leaf.ssa.type for leaf in leaves]
+        if got != expected:
+            raise self.error(
+                ShapeError,
+                f"the function value expects arguments of types ({', '.join(map(str, expected))}), "
+                f"got ({', '.join(map(str, got))})",
+                node,
+            )
+        outs = self.apply(fv.ssa, [leaf.ssa for leaf in leaves])
+        return _rebuild(fv.structure, iter(_tensors(outs, fv.weak)))
+
+    def call_transformed(self, t: Any, args: list[Any], kwargs: dict[str, Any], node: ast.AST) -> Any:
+        """`msir.grad(f)(*args)` and friends: outline `f`, apply the transform op."""
+        if kwargs:
+            raise self.error(UnsupportedSyntaxError, "keyword arguments to a differentiated function", node)
+        argnums = (t.argnums,) if isinstance(t.argnums, int) else tuple(t.argnums)
+        for a in argnums:
+            if not -len(args) <= a < len(args):
+                raise self.error(
+                    ValueError_, f"argnums {t.argnums} out of range for {len(args)} arguments", node
+                )
+        argnums = tuple(a % len(args) for a in argnums)
+        o = self.outline_callable(t.fn, list(args), node)
+        # leaf positions of each Python argument
+        spans, start = [], 0
+        for a in args:
+            n = len(_runtime_leaves(a))
+            spans.append(range(start, start + n))
+            start += n
+        leaf_nums = [i for a in argnums for i in spans[a]]
+        for a in argnums:
+            for i in spans[a]:
+                if not M.is_float(o.leaves[i].dtype):
+                    raise self.error(
+                        NotDifferentiableError,
+                        f"cannot differentiate with respect to argument {a}: it holds a value of dtype "
+                        f"{o.leaves[i].dtype}; only float arguments have derivatives",
+                        node,
+                    )
+        has_aux = bool(getattr(t, "has_aux", False))
+        main_struct, aux_struct = o.structure, None
+        if has_aux:
+            if o.structure[0] != "tuple" or len(o.structure[1]) != 2:
+                raise self.error(
+                    ValueError_, "with has_aux=True the function must return a pair (output, aux)", node
+                )
+            main_struct, aux_struct = o.structure[1]
+        n_main = len(_struct_leaves(main_struct))
+        if t.kind in ("grad", "value_and_grad"):
+            if n_main != 1:
+                raise self.error(
+                    ShapeError, "grad needs a function returning one scalar (rank-0) float value", node
+                )
+            out_t = o.type.outputs.data[0]
+            if M.shape_of(out_t) != ():
+                raise self.error(
+                    ShapeError,
+                    f"grad needs a scalar output, but the function returns an array of shape "
+                    f"{M.fmt_shape(M.shape_of(out_t))}; reduce it (e.g. .sum()) or use msir.vjp",
+                    node,
+                )
+            if not M.is_float(M.dtype_of(out_t)):
+                raise self.error(
+                    NotDifferentiableError,
+                    f"cannot differentiate a function whose output has dtype {M.dtype_of(out_t)}",
+                    node,
+                )
+        closure = self.closure_of(o)
+        leaf_ssa = [self.localize(leaf).ssa for leaf in o.leaves]
+
+        def grads_of(values: list[SSAValue]) -> Any:
+            it = iter(_tensors(values, [o.leaves[i].weak for i in leaf_nums]))
+            per_arg = [_rebuild_like(args[a], it) for a in argnums]
+            return per_arg[0] if isinstance(t.argnums, int) else tuple(per_arg)
+
+        if t.kind in ("grad", "value_and_grad"):
+            op_cls = M.GradOp if t.kind == "grad" else M.ValueAndGradOp
+            g = self.emit(op_cls(closure, leaf_nums, has_aux)).results[0]
+            outs = self.apply(g, leaf_ssa)
+            n_out = len(o.type.outputs.data)
+            if t.kind == "grad":
+                grads = grads_of(outs[: len(leaf_nums)])
+                if has_aux:
+                    aux = _rebuild(aux_struct, iter(_tensors(outs[len(leaf_nums) :], o.weak[1:])))
+                    return grads, aux
+                return grads
+            n_vals = n_out if has_aux else 1
+            values = _rebuild(o.structure if has_aux else main_struct, iter(_tensors(outs[:n_vals], o.weak)))
+            return values, grads_of(outs[n_vals:])
+        if t.kind == "vjp":
+            v = self.emit(M.VjpOp(closure, leaf_nums, has_aux)).results[0]
+            outs = self.apply(v, leaf_ssa)
+            results = _rebuild(o.structure, iter(_tensors(outs[:-1], o.weak)))
+            arg_struct = [args[a] for a in argnums]
+            pb = FunctionValue(
+                outs[-1],
+                ("tuple", [_structure_of(a) for a in arg_struct]) if not isinstance(t.argnums, int)
+                else _structure_of(arg_struct[0]),
+                [o.leaves[i].weak for i in leaf_nums],
+            )
+            if has_aux:
+                return results[0], pb, results[1]
+            return results, pb
+        if t.kind == "jvp":
+            tangents = t.tangents
+            t_leaves = [self.localize(x) for x in _runtime_leaves(tangents)]
+            t_leaves = [self.as_tensor(x, node) for x in t_leaves]
+            for i, tl in zip(leaf_nums, t_leaves):
+                if tl.ssa.type != o.leaves[i].ssa.type:
+                    tl_cast = self.cast(tl, o.leaves[i].dtype) if tl.shape == o.leaves[i].shape else None
+                    if tl_cast is None:
+                        raise self.error(
+                            ShapeError,
+                            f"tangent of shape {M.fmt_shape(tl.shape)} does not match its primal's shape "
+                            f"{M.fmt_shape(o.leaves[i].shape)}",
+                            node,
+                        )
+            if len(t_leaves) != len(leaf_nums):
+                raise self.error(ShapeError, "jvp needs one tangent per primal", node)
+            t_ssa = [self.cast(tl, o.leaves[i].dtype).ssa for i, tl in zip(leaf_nums, t_leaves)]
+            j = self.emit(M.JvpOp(closure, leaf_nums, has_aux)).results[0]
+            outs = self.apply(j, leaf_ssa + t_ssa)
+            n_out = len(o.type.outputs.data)
+            primal_out = _rebuild(o.structure, iter(_tensors(outs[:n_out], o.weak)))
+            tangent_out = _rebuild(main_struct, iter(_tensors(outs[n_out:], o.weak)))
+            if has_aux:
+                return primal_out[0], tangent_out, primal_out[1]
+            return primal_out, tangent_out
+        raise AssertionError(t.kind)
+
 
 
 # ---------------------------------------------------------------------------
@@ -1200,21 +1433,21 @@ def build_function(
     globals_: dict,
     closure: dict,
     params: dict[str, Any],
-    outlining: bool = False,
     public: bool = False,
     block: Block | None = None,
 ) -> tuple[str, tuple, FunctionType]:
     """Translate a function whose runtime parameters are Tensors (block arguments).
 
-    For callees (`outlining`), `params` maps names to the caller's Tensors, whose
-    types become the new function's argument types. For the entry, the caller
+    For callees, `params` maps names to the caller's Tensors, whose types become
+    the new function's argument types; values of enclosing functions the callee
+    reads become extra trailing parameters (returned as `captured`). For the entry, the caller
     has already created the block and the parameter values.
     """
     entry = block is not None
     if block is None:
         block = Block(arg_types=[M.tensor_type(v.shape, v.dtype) for v in params.values()])
+        tc.fn_captures[block] = ({}, [])
     tr = Translator(tc, block, src, globals_, closure)
-    tr.outlining = outlining
     if entry:
         tr.scope.update(params)
         tr.params = {id(v) for v in _leaves(list(params.values()))}
@@ -1237,7 +1470,85 @@ def build_function(
     f = func.FuncOp(fname, ftype, Region(block), visibility=None if public else "private")
     f.location = _loc_attr(src.loc(node))
     tc.module_ops.append(f)
-    return fname, (structure, [leaf.weak for leaf in leaves]), ftype
+    captured = tc.fn_captures.get(block, ({}, []))[1]
+    return fname, (structure, [leaf.weak for leaf in leaves]), ftype, captured
+
+
+@dataclass
+class Outlined:
+    """A callable built as its own function by `Translator.outline_callable`."""
+
+    name: str
+    type: FunctionType  # the parameters for `leaves` only (captures are bound)
+    leaves: list[Tensor]
+    captured: list[Tensor]
+    structure: Any
+    weak: list[bool]
+
+
+@dataclass
+class FunctionValue:
+    """A runtime function value (e.g. the pullback `msir.vjp` returns)."""
+
+    ssa: SSAValue
+    structure: Any
+    weak: list[bool]
+
+
+def _tensors(values: Sequence[SSAValue], weak: Sequence[bool]) -> list[Tensor]:
+    out = []
+    for k, v in enumerate(values):
+        w = weak[k] if k < len(weak) else False
+        out.append(Tensor(v, M.dtype_of(v.type), M.shape_of(v.type), w))
+    return out
+
+
+def _runtime_leaves(v: Any) -> list[Any]:
+    if isinstance(v, (tuple, list)):
+        return [x for item in v for x in _runtime_leaves(item)]
+    if isinstance(v, (Tensor, KnownInt)):
+        return [v]
+    return []
+
+
+def _structure_of(v: Any) -> Any:
+    if isinstance(v, tuple):
+        return ("tuple", [_structure_of(x) for x in v])
+    if isinstance(v, list):
+        return ("list", [_structure_of(x) for x in v])
+    if isinstance(v, (Tensor, KnownInt)):
+        return ("leaf", 0)
+    return ("const", v)
+
+
+def _struct_leaves(structure: Any) -> list[Any]:
+    kind_, payload = structure
+    if kind_ in ("tuple", "list"):
+        return [x for s in payload for x in _struct_leaves(s)]
+    return [structure] if kind_ == "leaf" else []
+
+
+def _rebuild_like(template: Any, leaves) -> Any:
+    """`template`'s structure with its runtime leaves taken from `leaves`."""
+    if isinstance(template, tuple):
+        return tuple(_rebuild_like(x, leaves) for x in template)
+    if isinstance(template, list):
+        return [_rebuild_like(x, leaves) for x in template]
+    if isinstance(template, (Tensor, KnownInt)):
+        return next(leaves)
+    return None
+
+
+def _callable_name(fn: Any) -> str:
+    import re
+
+    if isinstance(fn, Closure):
+        name = getattr(fn.node, "name", "lambda")
+    else:
+        name = getattr(getattr(fn, "fn", None), "__name__", None) or getattr(fn, "__name__", "fn")
+        if hasattr(fn, "kind"):
+            name = f"{fn.kind}_{name}"
+    return re.sub(r"\W", "_", name) or "fn"
 
 
 def _leaves(values: list[Any]) -> list[Tensor]:
