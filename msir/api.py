@@ -193,7 +193,7 @@ class Transformed:
     (PYNATIVE_MODE) the derivative. It can be transformed again and jitted."""
 
     def __init__(self, kind: str, fn, argnums=0, has_aux: bool = False, tangents=None):
-        if not callable(fn):
+        if not callable(fn) and type(fn).__name__ != "Closure":  # frontend closures are compile-time
             raise TypeError(f"msir.{kind} expects a function, got {type(fn).__name__}")
         if not isinstance(argnums, int) and not (
             isinstance(argnums, tuple) and argnums and all(isinstance(a, int) for a in argnums)
@@ -209,6 +209,8 @@ class Transformed:
         while isinstance(base, Transformed):
             base = base.fn
         self.__name__ = f"{kind}_{getattr(base, '__name__', 'fn')}"
+        if not callable(base):
+            return
         self.__qualname__ = self.__name__
         self.__doc__ = getattr(base, "__doc__", None)
         try:
@@ -288,6 +290,9 @@ class _JvpEntry:
         self.__qualname__ = t.__name__
         params = [inspect.Parameter(f"a{i}", inspect.Parameter.POSITIONAL_ONLY) for i in range(2 * self.n)]
         self.__signature__ = inspect.Signature(params)
+
+    def __call__(self, *args):
+        raise TypeError("a jvp entry is only traced, not called")
 
 
 def stop_gradient(x):

@@ -1,7 +1,7 @@
 """The compilation pipeline from a traced `msir` module to a native function.
 
     msir (value semantics)
-      -- msir-grad, msir-specialize  differentiation ops into ordinary functions
+      -- msir-grad, msir-jvp, msir-specialize   differentiation ops into ordinary functions
       -- dce
       -- msir-fuse                 elementwise chains into one loop nest each
       -- convert-msir-to-loops      memref buffers, scf loops, arith, math
@@ -68,7 +68,7 @@ def compile_module(module: ModuleOp, entry: str) -> Compiled:
     from msir.lowering.to_llvm import MsirLowerToLlvm
     from msir.lowering.to_loops import ConvertMsirToLoops
     from msir.passes.fuse import MsirFuse
-    from msir.passes.grad import differentiate
+    from msir.passes.jvp import differentiate_all
 
     ctx = make_context()
     _dump("the frontend", module)
@@ -76,7 +76,7 @@ def compile_module(module: ModuleOp, entry: str) -> Compiled:
         module.verify()
     except Exception as e:  # a frontend bug: the frontend types what it builds
         raise CompileError(f"internal error: the traced module does not verify: {e}") from e
-    differentiate(module)
+    differentiate_all(module)
     _dump("msir-grad", module)
     DeadCodeElimination().apply(ctx, module)
     MsirFuse().apply(ctx, module)

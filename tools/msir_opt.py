@@ -31,6 +31,7 @@ def _lazy(module: str, cls: str) -> Callable[[], type[ModulePass]]:
 MSIR_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "msir-fuse": _lazy("msir.passes.fuse", "MsirFuse"),
     "msir-grad": _lazy("msir.passes.grad", "MsirGrad"),
+    "msir-jvp": _lazy("msir.passes.jvp", "MsirJvp"),
     "msir-specialize": _lazy("msir.passes.specialize", "MsirSpecialize"),
     "convert-msir-to-loops": _lazy("msir.lowering.to_loops", "ConvertMsirToLoops"),
     "msir-lower-to-llvm": _lazy("msir.lowering.to_llvm", "MsirLowerToLlvm"),

@@ -1,0 +1,196 @@
+"""`msir-jvp`: forward-mode differentiation as a transformation of the IR.
+
+Contract
+--------
+Expects: like `msir-grad`, a module whose `msir.jvp` ops take a function value
+made by `msir.closure`.
+
+Generates, per function `@f` and set of parameters with tangents ("active"),
+`@f__jvp(params..., tangents of the active params...) -> (results..., tangents
+of the results...)`: `@f`'s body with, after each op, its tangent computed by the
+op's forward rule from `passes/grad_rules.py` (`JVP`); a `func.call @g` becomes a
+call of `@g__jvp` for the active arguments of that call. Values without a
+tangent (integers, values independent of the active parameters) get none, so no
+work is spent on them. Then `msir.jvp` becomes `msir.closure` of a function
+returning the results and the tangents of the non-aux results.
+
+Guarantees: after the pass no `msir.jvp` remains (run together with `msir-grad`
+by `differentiate_all`, any nesting of forward and reverse mode expands
+innermost first); the module verifies. An op without a forward rule raises
+`NotDifferentiableError` at its source location.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.passes import ModulePass
+
+from msir.dialects import msir as M
+from msir.errors import NotDifferentiableError
+from msir.passes.ad_ir import IRBuilder, op_params
+from msir.passes.grad import REVERSE_OPS, ModuleAD, differentiate, expand, is_float_type, source_loc
+from msir.passes.grad_rules import JVP, NON_DIFFERENTIABLE
+
+
+def jvp_function(ad: ModuleAD, name: str, active: tuple[int, ...], at: Operation) -> str:
+    """`@name__jvp` for tangents of the parameters `active` (memoised)."""
+    key = ("jvp", name, active)
+    if key in ad.wrappers:
+        return ad.wrappers[key]
+    if key in ad.in_progress:
+        raise NotDifferentiableError(
+            f"forward-mode differentiation of the recursive function '{name}' is not supported yet",
+            source_loc(at),
+        )
+    f = ad.funcs.get(name)
+    if f is None or not f.body.blocks:
+        raise NotDifferentiableError(f"cannot differentiate the external function '{name}'", source_loc(at))
+    ad.in_progress.add(key)
+    try:
+        ad.wrappers[key] = _build(ad, f, active)
+    finally:
+        ad.in_progress.discard(key)
+    return ad.wrappers[key]
+
+
+def _build(ad: ModuleAD, f: func.FuncOp, active: tuple[int, ...]) -> str:
+    params = list(f.function_type.inputs.data)
+    block = Block(arg_types=params + [params[i] for i in active])
+    value: dict[SSAValue, SSAValue] = dict(zip(f.body.block.args, block.args))
+    tangent: dict[SSAValue, SSAValue | None] = {}
+    for k, i in enumerate(active):
+        tangent[f.body.block.args[i]] = block.args[len(params) + k]
+    B = IRBuilder(block, f.location)
+    ret: func.ReturnOp | None = None
+    for op in f.body.block.ops:
+        B.loc = op.location
+        if isinstance(op, func.ReturnOp):
+            ret = op
+            continue
+        if isinstance(op, func.CallOp):
+            _call(ad, op, block, value, tangent)
+            continue
+        clone = op.clone(value_mapper=dict(value))
+        block.add_op(clone)
+        for old, new in zip(op.results, clone.results):
+            value[old] = new
+        ts = [tangent.get(v) for v in op.operands]
+        if all(t is None for t in ts):
+            continue
+        if len(op.results) != 1:
+            raise NotDifferentiableError(f"cannot differentiate '{op.name}'", source_loc(op))
+        y = op.results[0]
+        name, p = op_params(op)
+        if name in NON_DIFFERENTIABLE or not is_float_type(y.type):
+            continue
+        rule = JVP.get(name)
+        if rule is None:
+            raise NotDifferentiableError(f"'{op.name}' has no forward-mode rule", source_loc(op))
+        tangent[y] = rule(B, p, [value[v] for v in op.operands], value[y], ts)
+    assert ret is not None
+    B.loc = f.location
+    outs = [value[v] for v in ret.operands]
+    t_outs = []
+    for v in ret.operands:
+        t = tangent.get(v)
+        t_outs.append(t if t is not None else B.constant(0.0, M.dtype_of(v.type), M.shape_of(v.type)))
+    t_outs = [B.cast(t, M.dtype_of(v.type)) for t, v in zip(t_outs, ret.operands)]
+    block.add_op(func.ReturnOp(*outs, *t_outs))
+    name = ad.fresh_name(f"{f.sym_name.data}__jvp")
+    ad.add_func(name, block, [v.type for v in outs + t_outs], f.location)
+    return name
+
+
+def _call(ad: ModuleAD, op: func.CallOp, block: Block, value, tangent) -> None:
+    callee = op.callee.string_value()
+    active = tuple(i for i, v in enumerate(op.arguments) if tangent.get(v) is not None)
+    args = [value[v] for v in op.arguments]
+    if not active:
+        call = func.CallOp(callee, args, [r.type for r in op.results])
+        call.location = op.location
+        block.add_op(call)
+        for old, new in zip(op.results, call.results):
+            value[old] = new
+        return
+    name = jvp_function(ad, callee, active, op)
+    types = [r.type for r in op.results]
+    call = func.CallOp(name, args + [tangent[op.arguments[i]] for i in active], types + types)
+    call.location = op.location
+    block.add_op(call)
+    n = len(op.results)
+    for k, old in enumerate(op.results):
+        value[old] = call.results[k]
+        if is_float_type(old.type):
+            tangent[old] = call.results[n + k]
+
+
+def expand_jvp(ad: ModuleAD, op: M.JvpOp) -> None:
+    """Replace one `msir.jvp` by a closure of a function returning results and tangents."""
+    closure = op.fn.owner
+    assert isinstance(closure, M.ClosureOp)
+    fname = closure.callee.string_value()
+    f = ad.funcs[fname]
+    params = list(f.function_type.inputs.data)
+    for a in op.argnums_list:
+        if not is_float_type(params[a]):
+            raise NotDifferentiableError(
+                f"cannot differentiate with respect to argument {a} of type {params[a]}", source_loc(op)
+            )
+    has_aux = op.has_aux is not None
+    key = ("jvp-wrapper", fname, op.argnums_list, has_aux)
+    if key not in ad.wrappers:
+        inner = jvp_function(ad, fname, op.argnums_list, op)
+        if has_aux:
+            ad.wrappers[key] = _drop_aux_tangents(ad, f, inner, op)
+        else:
+            ad.wrappers[key] = inner
+    new = M.ClosureOp(ad.wrappers[key], list(closure.captures), op.result.type)  # type: ignore[arg-type]
+    new.location = op.location
+    block = op.parent_block()
+    assert block is not None
+    block.insert_op_before(new, op)
+    op.result.replace_all_uses_with(new.result)
+    block.erase_op(op)
+
+
+def _drop_aux_tangents(ad: ModuleAD, f: func.FuncOp, inner: str, op: M.JvpOp) -> str:
+    """With has_aux, only the first result's tangent is returned."""
+    params = list(f.function_type.inputs.data)
+    outputs = list(f.function_type.outputs.data)
+    block = Block(arg_types=params + [params[a] for a in op.argnums_list])
+    call = func.CallOp(inner, list(block.args), outputs + outputs)
+    call.location = op.location
+    block.add_op(call)
+    n = len(outputs)
+    rets = list(call.results[:n]) + [call.results[n]]
+    block.add_op(func.ReturnOp(*rets))
+    name = ad.fresh_name(f"{f.sym_name.data}__jvp_aux")
+    ad.add_func(name, block, [v.type for v in rets], op.location)
+    return name
+
+
+def _expand_any(ad: ModuleAD, op: Operation) -> None:
+    if isinstance(op, M.JvpOp):
+        expand_jvp(ad, op)
+    else:
+        expand(ad, op)  # type: ignore[arg-type]
+
+
+def differentiate_all(module: ModuleOp) -> None:
+    """Expand every differentiation op, forward and reverse, innermost first."""
+    differentiate(module, REVERSE_OPS + (M.JvpOp,), _expand_any)
+
+
+@dataclass(frozen=True)
+class MsirJvp(ModulePass):
+    """Forward-mode differentiation (see the module docstring)."""
+
+    name = "msir-jvp"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        differentiate(op, (M.JvpOp,), _expand_any)
