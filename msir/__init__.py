@@ -22,6 +22,9 @@ _LAZY = {
     "vjp": "msir.api",
     "jvp": "msir.api",
     "stop_gradient": "msir.api",
+    "jacrev": "msir.api",
+    "jacfwd": "msir.api",
+    "hessian": "msir.api",
     "errors": "msir.errors",
 }
 

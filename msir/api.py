@@ -295,6 +295,22 @@ class _JvpEntry:
         raise TypeError("a jvp entry is only traced, not called")
 
 
+def jacrev(fn, argnums=0, has_aux: bool = False) -> Transformed:
+    """The Jacobian by reverse mode: one forward pass, then one adjoint per
+    output element, in one compiled function. Shape: output shape + input shape."""
+    return Transformed("jacrev", fn, argnums, has_aux)
+
+
+def jacfwd(fn, argnums=0, has_aux: bool = False) -> Transformed:
+    """The Jacobian by forward mode: one tangent pass per input element."""
+    return Transformed("jacfwd", fn, argnums, has_aux)
+
+
+def hessian(fn, argnums=0) -> Transformed:
+    """The Hessian of a scalar function: `jacfwd(jacrev(fn))`."""
+    return jacfwd(jacrev(fn, argnums), argnums)
+
+
 def stop_gradient(x):
     """`x`, with a zero derivative (in compiled code: `msir.stop_gradient`)."""
     return x
@@ -302,7 +318,7 @@ def stop_gradient(x):
 
 def is_transform_api(fn) -> bool:
     """Is `fn` one of msir's transformations, called inside compiled code?"""
-    return fn in (grad, value_and_grad)
+    return fn in (grad, value_and_grad, jacrev, jacfwd, hessian)
 
 
 def _describe(args: tuple) -> str:
@@ -324,5 +340,5 @@ def jit(fn=None):
 
 __all__ = [
     "jit", "set_context", "get_context", "GRAPH_MODE", "PYNATIVE_MODE", "grad", "value_and_grad",
-    "vjp", "jvp", "stop_gradient",
+    "vjp", "jvp", "jacrev", "jacfwd", "hessian", "stop_gradient",
 ]

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects import arith, builtin, func, llvm, math, memref, scf
@@ -60,15 +60,18 @@ def _sites(module: ModuleOp) -> list[SourceLoc | None]:
 class Compiled:
     native: object  # the NativeFunction of msir.lowering.jit
     native_module: object
+    functions: dict = field(default_factory=dict)
 
 
-def compile_module(module: ModuleOp, entry: str) -> Compiled:
-    """Lower a verified msir module and JIT-compile function `entry`."""
+def compile_module(module: ModuleOp, entry: str, also: tuple[str, ...] = ()) -> Compiled:
+    """Lower a verified msir module and JIT-compile function `entry` (and the
+    public functions `also`, in `Compiled.functions`)."""
     from msir.lowering.jit import compile_llvm_module
     from msir.lowering.to_llvm import MsirLowerToLlvm
     from msir.lowering.to_loops import ConvertMsirToLoops
     from msir.passes.fuse import MsirFuse
     from msir.passes.jvp import differentiate_all
+    from msir.passes.specialize import remove_unreachable_functions
 
     ctx = make_context()
     _dump("the frontend", module)
@@ -77,6 +80,7 @@ def compile_module(module: ModuleOp, entry: str) -> Compiled:
     except Exception as e:  # a frontend bug: the frontend types what it builds
         raise CompileError(f"internal error: the traced module does not verify: {e}") from e
     differentiate_all(module)
+    remove_unreachable_functions(module)
     _dump("msir-grad", module)
     DeadCodeElimination().apply(ctx, module)
     MsirFuse().apply(ctx, module)
@@ -89,4 +93,5 @@ def compile_module(module: ModuleOp, entry: str) -> Compiled:
     with _lock:
         native_module = compile_llvm_module(module)
     native = native_module.function(entry, sites=sites)
-    return Compiled(native, native_module)
+    functions = {name: native_module.function(name, sites=sites) for name in also}
+    return Compiled(native, native_module, functions)

@@ -1233,6 +1233,78 @@ class Translator:
     def apply(self, fn: SSAValue, args: list[SSAValue]) -> list[SSAValue]:
         return list(self.emit(M.ApplyOp(fn, args)).results)
 
+    def basis(self, index: Tensor, i: int, shape: tuple[int, ...], dtype: str) -> Tensor:
+        """The i-th unit array of `shape` (row-major), built from a shared iota."""
+        flat = math.prod(shape)
+        hit = self.tensor(M.CompareOp("eq", index.ssa, self.constant(i, "int64", shape=(flat,)).ssa))
+        return self.reshape(self.cast(hit, dtype, False), shape, None)
+
+    def jacobian(self, t: Any, args: list[Any], argnums: tuple[int, ...], node: ast.AST) -> Any:
+        """jacrev: one forward and one adjoint call per output element; jacfwd: one
+        forward-mode call per input element; all in this one function."""
+        from msir.api import Transformed
+
+        for a in argnums:
+            if not isinstance(args[a], Tensor):
+                raise self.error(
+                    UnsupportedSyntaxError,
+                    f"{t.kind} needs array (or float) arguments at argnums, got {self.describe(args[a])}",
+                    node,
+                )
+        single = isinstance(t.argnums, int)
+        aux = None
+        if t.kind == "jacrev":
+            res = self.call_transformed(Transformed("vjp", t.fn, tuple(argnums), t.has_aux), args, {}, node)
+            out, pb = res[0], res[1]
+            aux = res[2] if t.has_aux else None
+            if not isinstance(out, Tensor):
+                raise self.error(UnsupportedSyntaxError, "jacrev needs a function returning one array", node)
+            m = math.prod(out.shape)
+            if m > _MAX_JACOBIAN:
+                raise self.error(
+                    ShapeError,
+                    f"jacrev of an output with {m} elements would unroll {m} adjoint calls "
+                    f"(limit {_MAX_JACOBIAN}); use jacfwd or vjp",
+                    node,
+                )
+            index = self.tensor(M.IotaOp(0, M.tensor_type((m,), "int64")))
+            rows = []
+            for i in range(m):
+                g = self.apply_function_value(pb, [self.basis(index, i, out.shape, out.dtype)], node)
+                rows.append(g if isinstance(g, tuple) else (g,))
+            jac = []
+            for k, a in enumerate(argnums):
+                stacked = self.tensor(M.StackOp([r[k].ssa for r in rows], 0))
+                jac.append(self.reshape(stacked, (*out.shape, *args[a].shape), node))
+        else:
+            jac = []
+            for a in argnums:
+                x = args[a]
+                n = math.prod(x.shape)
+                if n > _MAX_JACOBIAN:
+                    raise self.error(
+                        ShapeError,
+                        f"jacfwd of an input with {n} elements would unroll {n} forward-mode calls "
+                        f"(limit {_MAX_JACOBIAN}); use jacrev or jvp",
+                        node,
+                    )
+                index = self.tensor(M.IotaOp(0, M.tensor_type((n,), "int64")))
+                cols, out = [], None
+                for j in range(n):
+                    tangent = self.basis(index, j, x.shape, x.dtype)
+                    jt = Transformed("jvp", t.fn, (a,), t.has_aux, tangents=(tangent,))
+                    res = self.call_transformed(jt, args, {}, node)
+                    out, tan = res[0], res[1]
+                    if t.has_aux:
+                        aux = res[2]
+                    if not isinstance(tan, Tensor):
+                        raise self.error(UnsupportedSyntaxError, "jacfwd needs a function returning one array", node)
+                    cols.append(tan)
+                stacked = self.tensor(M.StackOp([c.ssa for c in cols], len(out.shape)))
+                jac.append(self.reshape(stacked, (*out.shape, *x.shape), node))
+        result = jac[0] if single else tuple(jac)
+        return (result, aux) if t.has_aux else result
+
     def transform_now(self, fn: Any, args: list[Any], kwargs: dict[str, Any], node: ast.AST) -> Any:
         """`msir.vjp(f, *primals)` / `msir.jvp(f, primals, tangents)` inside compiled code."""
         from msir.api import Transformed
@@ -1277,6 +1349,8 @@ class Translator:
                     ValueError_, f"argnums {t.argnums} out of range for {len(args)} arguments", node
                 )
         argnums = tuple(a % len(args) for a in argnums)
+        if t.kind in ("jacrev", "jacfwd"):
+            return self.jacobian(t, list(args), argnums, node)
         o = self.outline_callable(t.fn, list(args), node)
         # leaf positions of each Python argument
         spans, start = [], 0
@@ -1605,6 +1679,10 @@ class ValueError_(MsirError, ValueError):
 
 class TypeError_(MsirError, TypeError):
     pass
+
+
+_MAX_JACOBIAN = 4096
+"""Jacobians unroll one call per output (jacrev) or input (jacfwd) element."""
 
 
 class ZeroDivisionError_(MsirError, ZeroDivisionError):
