@@ -25,6 +25,7 @@ _LAZY = {
     "jacrev": "msir.api",
     "jacfwd": "msir.api",
     "hessian": "msir.api",
+    "custom_vjp": "msir.api",
     "errors": "msir.errors",
 }
 

@@ -311,6 +311,36 @@ def hessian(fn, argnums=0) -> Transformed:
     return jacfwd(jacrev(fn, argnums), argnums)
 
 
+class custom_vjp:
+    """A function with a user-defined reverse-mode rule (in the spirit of
+    MindSpore's `Cell.bprop` and JAX's `custom_vjp`)::
+
+        @msir.custom_vjp
+        def f(x): ...
+        def f_fwd(x): return f(x), (residuals...)
+        def f_bwd(residuals, g): return (gradient of each argument,)
+        f.defvjp(f_fwd, f_bwd)
+
+    All three are compiled. Differentiating `f` calls `f_fwd` in the forward
+    pass and `f_bwd` in the adjoint; calling `f` runs `f`."""
+
+    def __init__(self, fn):
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+        self.fwd = None
+        self.bwd = None
+        self._jit: JitFunction | None = None
+
+    def defvjp(self, fwd, bwd) -> "custom_vjp":
+        self.fwd, self.bwd = fwd, bwd
+        return self
+
+    def __call__(self, *args, **kwargs):
+        if self._jit is None:
+            self._jit = JitFunction(self.fn)
+        return self._jit(*args, **kwargs)
+
+
 def stop_gradient(x):
     """`x`, with a zero derivative (in compiled code: `msir.stop_gradient`)."""
     return x
@@ -340,5 +370,5 @@ def jit(fn=None):
 
 __all__ = [
     "jit", "set_context", "get_context", "GRAPH_MODE", "PYNATIVE_MODE", "grad", "value_and_grad",
-    "vjp", "jvp", "jacrev", "jacfwd", "hessian", "stop_gradient",
+    "vjp", "jvp", "jacrev", "jacfwd", "hessian", "stop_gradient", "custom_vjp",
 ]

@@ -119,11 +119,40 @@ class ModuleAD:
             raise NotDifferentiableError(f"cannot differentiate the external function '{name}'", source_loc(at))
         self.in_progress.add(name)
         try:
-            pair = _PairBuilder(self, f).build()
+            rule = f.attributes.get("msir.custom_vjp")
+            pair = self.custom_pair(f, rule) if rule is not None else _PairBuilder(self, f).build()
         finally:
             self.in_progress.discard(name)
         self.pairs[name] = pair
         return pair
+
+
+    def custom_pair(self, f: func.FuncOp, rule: Attribute) -> Pair:
+        """The pair of a function with a user rule: its `fwd` returns the results
+        then the residuals; its `bwd(residuals..., cts of all results...)`
+        returns a cotangent for every parameter."""
+        fwd_name, bwd_name = (r.string_value() for r in rule.data)  # type: ignore[attr-defined]
+        fwd, bwd = self.funcs[fwd_name], self.funcs[bwd_name]
+        outputs = list(f.function_type.outputs.data)
+        params = list(f.function_type.inputs.data)
+        residual_types = list(fwd.function_type.outputs.data)[len(outputs) :]
+        float_results = [i for i, t in enumerate(outputs) if is_float_type(t)]
+        float_args = [i for i, t in enumerate(params) if is_float_type(t)]
+        block = Block(arg_types=[outputs[i] for i in float_results] + residual_types)
+        B = IRBuilder(block, f.location)
+        given = dict(zip(float_results, block.args))
+        cts = [
+            given[i] if i in given else B.constant(0.0, M.dtype_of(t), M.shape_of(t))
+            for i, t in enumerate(outputs)
+        ]
+        residuals = list(block.args[len(float_results) :])
+        call = func.CallOp(bwd_name, residuals + cts, params)
+        call.location = f.location
+        block.add_op(call)
+        block.add_op(func.ReturnOp(*[call.results[i] for i in float_args]))
+        name = self.fresh_name(f"{f.sym_name.data}__bwd")
+        self.add_func(name, block, [params[i] for i in float_args], f.location)
+        return Pair(fwd_name, name, len(outputs), residual_types, float_results, float_args)
 
 
 class _PairBuilder:

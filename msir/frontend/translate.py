@@ -27,6 +27,8 @@ from typing import Any
 import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
+    ArrayAttr,
+    SymbolRefAttr,
     DenseIntOrFPElementsAttr,
     FileLineColLoc,
     FunctionType,
@@ -1070,12 +1072,14 @@ class Translator:
     def call_value(self, fn: Any, args: list[Any], kwargs: dict[str, Any], node: ast.AST) -> Any:
         """Call a compile-time callable (user function, closure, NumPy function,
         differentiation transform...) on frontend values."""
-        from msir.api import Transformed, is_transform_api, stop_gradient
+        from msir.api import Transformed, custom_vjp, is_transform_api, stop_gradient
         from msir.api import jvp as msir_jvp
         from msir.api import vjp as msir_vjp
 
         if isinstance(fn, Transformed):
             return self.call_transformed(fn, args, kwargs, node)
+        if isinstance(fn, custom_vjp):
+            return self.call_custom_vjp(fn, args, node)
         if is_transform_api(fn):
             return fn(*args, **kwargs)
         if fn is stop_gradient:
@@ -1304,6 +1308,56 @@ class Translator:
                 jac.append(self.reshape(stacked, (*out.shape, *x.shape), node))
         result = jac[0] if single else tuple(jac)
         return (result, aux) if t.has_aux else result
+
+    def call_custom_vjp(self, cv: Any, args: list[Any], node: ast.AST) -> Any:
+        """A call of a `msir.custom_vjp` function: the primal function carries its
+        rule (`msir.custom_vjp = [@fwd, @bwd]`) for `msir-grad` to use."""
+        if cv.fwd is None or cv.bwd is None:
+            raise self.error(UnsupportedSyntaxError, f"custom_vjp function '{cv.__name__}' has no defvjp(fwd, bwd)", node)
+        primal = self.outline_callable(cv.fn, args, node)
+        fwd = self.outline_callable(cv.fwd, args, node)
+        if fwd.structure[0] != "tuple" or len(fwd.structure[1]) != 2:
+            raise self.error(ValueError_, f"the custom_vjp forward '{cv.fwd.__name__}' must return (output, residuals)", node)
+        n_out = len(primal.type.outputs.data)
+        fwd_types = list(fwd.type.outputs.data)
+        if fwd_types[:n_out] != list(primal.type.outputs.data):
+            raise self.error(
+                ShapeError,
+                f"the custom_vjp forward '{cv.fwd.__name__}' returns outputs of types "
+                f"({', '.join(map(str, fwd_types[:n_out]))}), the function "
+                f"({', '.join(map(str, primal.type.outputs.data))})",
+                node,
+            )
+        res_struct, out_struct = fwd.structure[1][1], primal.structure
+
+        def placeholders(structure: Any, types: list) -> Any:
+            # Values of the right types for tracing `bwd`; only their types are used.
+            dummy = Block(arg_types=list(types))
+            return _rebuild(structure, iter(_tensors(list(dummy.args), [False] * len(types))))
+
+        res_vals = placeholders(res_struct, fwd_types[n_out:])
+        ct_vals = placeholders(out_struct, list(primal.type.outputs.data))
+        bwd = self.outline_callable(cv.bwd, [res_vals, ct_vals], node)
+        arg_leaf_types = [leaf.ssa.type for leaf in primal.leaves]
+        if list(bwd.type.outputs.data) != arg_leaf_types:
+            raise self.error(
+                ShapeError,
+                f"the custom_vjp backward '{cv.bwd.__name__}' must return one gradient per argument, of its "
+                f"shape and dtype: ({', '.join(map(str, arg_leaf_types))}), got "
+                f"({', '.join(map(str, bwd.type.outputs.data))})",
+                node,
+            )
+        for o in (primal, fwd, bwd):
+            if o.captured:
+                raise self.error(
+                    UnsupportedSyntaxError,
+                    "custom_vjp functions must not read arrays from enclosing scopes; pass them as arguments",
+                    node,
+                )
+        f_op = next(op for op in self.tc.module_ops if isinstance(op, func.FuncOp) and op.sym_name.data == primal.name)
+        f_op.attributes["msir.custom_vjp"] = ArrayAttr([SymbolRefAttr(fwd.name), SymbolRefAttr(bwd.name)])
+        call = self.emit(func.CallOp(primal.name, [self.localize(x).ssa for x in primal.leaves], list(primal.type.outputs.data)))
+        return _rebuild(primal.structure, iter(_tensors(list(call.results), primal.weak)))
 
     def transform_now(self, fn: Any, args: list[Any], kwargs: dict[str, Any], node: ast.AST) -> Any:
         """`msir.vjp(f, *primals)` / `msir.jvp(f, primals, tangents)` inside compiled code."""
