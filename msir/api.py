@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from msir.errors import MsirError
+
 GRAPH_MODE = 0
 """Compile functions (and their derivatives) to native code."""
 PYNATIVE_MODE = 1
@@ -134,11 +136,15 @@ class JitFunction:
         static = self._static.get(key0)
         key = key0 if not static else (key0, self._static_values(args, static))
         entry = self._entries.get(key)
-        if entry is not None:
-            result = entry.call(args)
-            if result is not _STALE:
-                return result
-        return self._compile(args, key0).call(args)
+        try:
+            if entry is not None:
+                result = entry.call(args)
+                if result is not _STALE:
+                    return result
+            return self._compile(args, key0).call(args)
+        except MsirError as e:
+            # The user's source location is in the message: cut msir's frames.
+            raise e.with_traceback(None) from None
 
     @staticmethod
     def _static_values(args: tuple, positions: frozenset[int]) -> tuple:

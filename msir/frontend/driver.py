@@ -140,7 +140,12 @@ def trace(fn, specs: list[Spec], kwargs_specs: dict[str, Spec] | None = None) ->
     block = Block()
     tc.entry_block = block
     counter = [0]
-    params = {name: _bind(s, block, counter) for name, s in zip(names, specs)}
+    params = {}
+    for i, (name, s) in enumerate(zip(names, specs)):
+        try:
+            params[name] = _bind(s, block, counter)
+        except DTypeError as e:
+            raise DTypeError(f"argument '{name}': {e.message}", src.loc(node.args.args[i])) from None
     for arg, name in zip(block.args, _leaf_names(names, specs)):
         arg.name_hint = name
     entry_name = re.sub(r"\W", "_", fn.__name__) or "fn"

@@ -330,7 +330,6 @@ def identity_param(x):  # E:param
     return x * 1
 
 
-@pytest.mark.xfail(strict=True, reason="DTypeError for an unsupported argument dtype has loc=None; it should point at the parameter")
 def test_unsupported_argument_dtype_location():
     err = raises(DTypeError, identity_param, np.ones(3, np.float16))
     assert_at(err, "param", "x")
@@ -382,7 +381,6 @@ def test_str_of_syntax_error_uses_the_same_format():
     assert str(err).splitlines()[2].endswith("^")
 
 
-@pytest.mark.xfail(strict=True, reason="tracebacks of msir errors keep internal msir/frontend frames (STYLE point 5: cut at the API boundary)")
 def test_traceback_has_no_internal_frames():
     try:
         msir.jit(add)(np.ones((2, 3)), np.ones(4))
