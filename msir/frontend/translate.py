@@ -1230,6 +1230,29 @@ class Translator:
         visible = FunctionType.from_lists([a.type for a in block.args[:n_params]], [r.ssa.type for r in results])
         return Outlined(name, visible, leaves, captured, structure, [r.weak for r in results])
 
+    def not_differentiable_output(self, o: "Outlined", node: ast.AST) -> MsirError:
+        """An error naming the op that made the (integer or boolean) output."""
+        funcs = {op.sym_name.data: op for op in self.tc.module_ops if isinstance(op, func.FuncOp)}
+        ret = funcs[o.name].body.block.last_op
+        value = ret.operands[0] if ret is not None and ret.operands else None
+        dtype = M.dtype_of(value.type) if value is not None else "?"
+        producer = value.owner if value is not None else None
+        while isinstance(producer, func.CallOp) and producer.callee.string_value() in funcs:
+            callee_ret = funcs[producer.callee.string_value()].body.block.last_op
+            value = callee_ret.operands[list(producer.results).index(value)]
+            producer = value.owner
+        if isinstance(producer, Operation) and isinstance(producer.location, FileLineColLoc):
+            loc = producer.location
+            where = SourceLoc(loc.filename.data, loc.line.data, loc.column.data)
+            return NotDifferentiableError(
+                f"cannot differentiate: the output is computed by '{producer.name}', whose {dtype} "
+                "result has no derivative",
+                where,
+            )
+        return self.error(
+            NotDifferentiableError, f"cannot differentiate a function whose output has dtype {dtype}", node
+        )
+
     def closure_of(self, o: "Outlined") -> SSAValue:
         op = M.ClosureOp(o.name, [c.ssa for c in o.captured], o.type)
         return self.emit(op).results[0]
@@ -1445,11 +1468,7 @@ class Translator:
                     node,
                 )
             if not M.is_float(M.dtype_of(out_t)):
-                raise self.error(
-                    NotDifferentiableError,
-                    f"cannot differentiate a function whose output has dtype {M.dtype_of(out_t)}",
-                    node,
-                )
+                raise self.not_differentiable_output(o, node)
         closure = self.closure_of(o)
         leaf_ssa = [self.localize(leaf).ssa for leaf in o.leaves]
 
