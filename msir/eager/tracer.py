@@ -116,7 +116,7 @@ class Tracer:
         return f"Tracer(level={self.trace.level}, shape={self.shape}, dtype={self._dtype}, value={base_value(self)!r})"
 
     def __getattr__(self, name: str) -> Any:
-        if hasattr(np.ndarray, name):
+        if not name.startswith("_") and hasattr(np.ndarray, name):
             raise UnsupportedSyntaxError(f"array attribute '.{name}' is not supported in compiled functions")
         raise AttributeError(name)
 
