@@ -335,7 +335,15 @@ class ReverseTrace(Trace):
             ct = cts.pop(out_id, None)
             if ct is None:
                 continue
-            grads = VJP[name](B, p, list(xs), y, ct)
+            if name == "matmul" and None in in_ids and len(_shape(xs[0])) == 2 and len(_shape(xs[1])) == 2:
+                # Only one operand is traced: skip the other's (often largest) product.
+                a, b = xs
+                grads = (
+                    [None, B.matmul(B.transpose(a, (1, 0)), ct)] if in_ids[0] is None
+                    else [B.matmul(ct, B.transpose(b, (1, 0))), None]
+                )
+            else:
+                grads = VJP[name](B, p, list(xs), y, ct)
             for i, g in zip(in_ids, grads):
                 if i is None or g is None:
                     continue
