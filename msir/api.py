@@ -55,9 +55,16 @@ def _key(a: Any) -> Any:
         return (a.dtype, ())
     if a is None or t is str:
         return ("const", a)
+    if t.__module__ == "msir.eager.tracer":
+        raise _EagerArgument  # a PyNative tracer: run the function eagerly
     from msir.frontend.driver import spec_of
 
     return spec_of(a)  # raises a DTypeError naming the type
+
+
+class _EagerArgument(Exception):
+    """Raised by `_key` for a PyNative tracer: a jitted function called inside an
+    eager transformation runs eagerly, so that the transformation sees its ops."""
 
 
 def _leaves(a: Any, out: list[Any]) -> None:
@@ -132,7 +139,10 @@ class JitFunction:
             bound = self._signature.bind(*args, **kwargs)
             bound.apply_defaults()
             args = tuple(bound.arguments.values())
-        key0 = tuple([(a.dtype, a.shape) if type(a) is np.ndarray else _key(a) for a in args])
+        try:
+            key0 = tuple([(a.dtype, a.shape) if type(a) is np.ndarray else _key(a) for a in args])
+        except _EagerArgument:
+            return self.__wrapped__(*args)
         static = self._static.get(key0)
         key = key0 if not static else (key0, self._static_values(args, static))
         entry = self._entries.get(key)
@@ -349,6 +359,10 @@ class custom_vjp:
 
 def stop_gradient(x):
     """`x`, with a zero derivative (in compiled code: `msir.stop_gradient`)."""
+    if _context["mode"] == PYNATIVE_MODE:
+        from msir.eager.engine import stop_gradient as eager_stop_gradient
+
+        return eager_stop_gradient(x)
     return x
 
 

@@ -1426,6 +1426,11 @@ class Translator:
                     ValueError_, f"argnums {t.argnums} out of range for {len(args)} arguments", node
                 )
         argnums = tuple(a % len(args) for a in argnums)
+        # Python numbers differentiated with respect to become (weak) runtime values.
+        args = [
+            self.as_tensor(a, node) if i in argnums and isinstance(a, (int, float)) else a
+            for i, a in enumerate(args)
+        ]
         if t.kind in ("jacrev", "jacfwd"):
             return self.jacobian(t, list(args), argnums, node)
         o = self.outline_callable(t.fn, list(args), node)

@@ -356,7 +356,6 @@ def calls_jitted(x):
     return jitted_sq(x) * 2.0
 
 
-@pytest.mark.xfail(reason="JitFunction refuses eager tracers: api.py should call __wrapped__ on them", strict=False)
 def test_jit_inside_pynative_grad():
     np.testing.assert_allclose(msir.grad(calls_jitted)(B4), 4 * B4)
 
@@ -433,8 +432,6 @@ def sg_user(x):
     return msir.stop_gradient(x * x) * x
 
 
-@pytest.mark.xfail(reason="msir.stop_gradient is a plain identity in api.py: PyNative needs it to dispatch "
-                   "to msir.eager.engine.stop_gradient", strict=False)
 def test_msir_stop_gradient_pynative():
     assert msir.grad(sg_user)(3.0) == in_graph(lambda: msir.grad(sg_user)(3.0)) == 9.0
 
