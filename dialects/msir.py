@@ -1540,7 +1540,7 @@ class YieldOp(IRDLOperation):
 
     name = "msir.yield"
     values = var_operand_def(AnyAttr())
-    traits = lazy_traits_def(lambda: (IsTerminator(), HasParent(FusionOp), Pure()))
+    traits = lazy_traits_def(lambda: (IsTerminator(), HasParent(FusionOp, IfOp, ForOp, WhileOp), Pure()))
     assembly_format = "($values^ `:` type($values))? attr-dict"
 
     def __init__(self, *values: SSAValue | Operation):
@@ -1668,6 +1668,274 @@ class FusionOp(IRDLOperation):
         printer.print_region(self.body, print_entry_block_args=True)
 
 
+# ---------------------------------------------------------------------------
+# Structured control flow
+# ---------------------------------------------------------------------------
+
+
+def _scalar_type(t: Attribute, dtypes: Sequence[str]) -> bool:
+    return isinstance(t, TensorType) and shape_of(t) == () and dtype_of(t) in dtypes
+
+
+def _verify_yield(op: Operation, region: Region, types: Sequence[Attribute], what: str) -> None:
+    term = region.block.last_op
+    if not isinstance(term, YieldOp):
+        raise VerifyException(f"'{op.name}' {what} must end with msir.yield")
+    got = [v.type for v in term.values]
+    if got != list(types):
+        raise VerifyException(
+            f"'{op.name}' {what} yields ({', '.join(map(str, got))}) but the op has results "
+            f"({', '.join(map(str, types))})"
+        )
+
+
+def _parse_values_and_types(parser: Parser) -> tuple[list, list]:
+    """`(%a, %b) : (t1, t2)` or `() : ()`."""
+    parser.parse_punctuation("(")
+    names = parser.parse_optional_undelimited_comma_separated_list(
+        parser.parse_optional_unresolved_operand, parser.parse_unresolved_operand
+    ) or []
+    parser.parse_punctuation(")")
+    parser.parse_punctuation(":")
+    parser.parse_punctuation("(")
+    types = parser.parse_optional_undelimited_comma_separated_list(parser.parse_optional_type, parser.parse_type) or []
+    parser.parse_punctuation(")")
+    return parser.resolve_operands(names, types, parser.pos), list(types)
+
+
+def _print_values_and_types(printer: Printer, values: Sequence[SSAValue]) -> None:
+    printer.print_string("(")
+    printer.print_list(values, printer.print_operand)
+    printer.print_string(") : (")
+    printer.print_list([v.type for v in values], printer.print_attribute)
+    printer.print_string(")")
+
+
+@irdl_op_definition
+class IfOp(IRDLOperation):
+    """Runs one of two regions on a rank-0 boolean condition; both yield values of
+    the result types (the variables the branches assign, in SSA form).
+
+    ```mlir
+    %r = msir.if %c -> (tensor<4xf32>) {
+      %0 = msir.exp %x : tensor<4xf32>
+      msir.yield %0 : tensor<4xf32>
+    } else {
+      msir.yield %x : tensor<4xf32>
+    }
+    ```
+    """
+
+    name = "msir.if"
+    cond = operand_def(_TensorT)
+    res = var_result_def(AnyAttr())
+    then_region = region_def("single_block")
+    else_region = region_def("single_block")
+
+    def __init__(self, cond: SSAValue, result_types: Sequence[Attribute], then_region: Region, else_region: Region):
+        super().__init__(operands=[cond], result_types=[list(result_types)], regions=[then_region, else_region])
+
+    def verify_(self) -> None:
+        if not _scalar_type(self.cond.type, ("bool",)):
+            raise VerifyException(f"'{self.name}' condition has type {self.cond.type}, expected tensor<i1>")
+        types = [r.type for r in self.res]
+        _verify_yield(self, self.then_region, types, "then region")
+        _verify_yield(self, self.else_region, types, "else region")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> IfOp:
+        c = parser.parse_unresolved_operand()
+        types: list[Attribute] = []
+        if parser.parse_optional_punctuation("->") is not None:
+            parser.parse_punctuation("(")
+            types = parser.parse_optional_undelimited_comma_separated_list(parser.parse_optional_type, parser.parse_type) or []
+            parser.parse_punctuation(")")
+        (cond,) = parser.resolve_operands([c], [TensorType(IntegerType(1), [])], parser.pos)
+        then_region = parser.parse_region()
+        parser.parse_keyword("else")
+        else_region = parser.parse_region()
+        attrs = parser.parse_optional_attr_dict_with_keyword()
+        op = cls(cond, types, then_region, else_region)
+        if attrs is not None:
+            op.attributes.update(attrs.data)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.cond)
+        if self.res:
+            printer.print_string(" -> (")
+            printer.print_list([r.type for r in self.res], printer.print_attribute)
+            printer.print_string(")")
+        printer.print_string(" ")
+        printer.print_region(self.then_region)
+        printer.print_string(" else ")
+        printer.print_region(self.else_region)
+        if self.attributes:
+            printer.print_op_attributes(self.attributes, print_keyword=True)
+
+
+@irdl_op_definition
+class ForOp(IRDLOperation):
+    """A counted loop: the body runs for i = lower, lower + step, ... while
+    i < upper (i > upper for a negative step), with loop-carried values. The body
+    takes the counter (tensor<i64>) and the carried values, and yields the next
+    carried values; the results are the last ones (the initial ones if the body
+    never runs).
+
+    ```mlir
+    %r = msir.for %lb to %ub step %st (%h0) : (tensor<4xf32>) {
+    ^bb0(%i: tensor<i64>, %h: tensor<4xf32>):
+      %0 = msir.tanh %h : tensor<4xf32>
+      msir.yield %0 : tensor<4xf32>
+    }
+    ```
+    """
+
+    name = "msir.for"
+    lower = operand_def(_TensorT)
+    upper = operand_def(_TensorT)
+    step = operand_def(_TensorT)
+    inits = var_operand_def(AnyAttr())
+    res = var_result_def(AnyAttr())
+    body = region_def("single_block")
+
+    def __init__(self, lower, upper, step, inits: Sequence[SSAValue], body: Region):
+        super().__init__(
+            operands=[lower, upper, step, list(inits)], result_types=[[v.type for v in inits]], regions=[body]
+        )
+
+    def verify_(self) -> None:
+        for what, v in (("lower bound", self.lower), ("upper bound", self.upper), ("step", self.step)):
+            if not _scalar_type(v.type, ("int64",)):
+                raise VerifyException(f"'{self.name}' {what} has type {v.type}, expected tensor<i64>")
+        types = [v.type for v in self.inits]
+        args = [a.type for a in self.body.block.args]
+        if args != [TensorType(i64, []), *types]:
+            raise VerifyException(
+                f"'{self.name}' body takes ({', '.join(map(str, args))}), expected the counter "
+                f"tensor<i64> and the carried types ({', '.join(map(str, types))})"
+            )
+        _verify_yield(self, self.body, types, "body")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ForOp:
+        i64t = TensorType(i64, [])
+        bounds = [parser.parse_unresolved_operand()]
+        parser.parse_keyword("to")
+        bounds.append(parser.parse_unresolved_operand())
+        parser.parse_keyword("step")
+        bounds.append(parser.parse_unresolved_operand())
+        lower, upper, step = parser.resolve_operands(bounds, [i64t] * 3, parser.pos)
+        inits, _ = _parse_values_and_types(parser)
+        body = parser.parse_region()
+        attrs = parser.parse_optional_attr_dict_with_keyword()
+        op = cls(lower, upper, step, inits, body)
+        if attrs is not None:
+            op.attributes.update(attrs.data)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.lower)
+        printer.print_string(" to ")
+        printer.print_operand(self.upper)
+        printer.print_string(" step ")
+        printer.print_operand(self.step)
+        printer.print_string(" ")
+        _print_values_and_types(printer, self.inits)
+        printer.print_string(" ")
+        printer.print_region(self.body, print_entry_block_args=True)
+        if self.attributes:
+            printer.print_op_attributes(self.attributes, print_keyword=True)
+
+
+@irdl_op_definition
+class ConditionOp(IRDLOperation):
+    """Terminates the condition region of `msir.while` with a rank-0 boolean.
+
+    ```mlir
+    msir.condition %c : tensor<i1>
+    ```
+    """
+
+    name = "msir.condition"
+    cond = operand_def(_TensorT)
+    traits = lazy_traits_def(lambda: (IsTerminator(), HasParent(WhileOp), Pure()))
+    assembly_format = "$cond attr-dict `:` type($cond)"
+
+    def __init__(self, cond: SSAValue):
+        super().__init__(operands=[cond])
+
+
+@irdl_op_definition
+class WhileOp(IRDLOperation):
+    """A loop whose trip count depends on data: while the condition region (taking
+    the carried values) yields true, the body maps the carried values to the next
+    ones. The results are the carried values when the condition fails.
+
+    ```mlir
+    %r = msir.while (%x0) : (tensor<f64>) {
+    ^bb0(%x: tensor<f64>):
+      %c = msir.compare gt, %x, %one : tensor<f64>
+      msir.condition %c : tensor<i1>
+    } do {
+    ^bb0(%x: tensor<f64>):
+      %h = msir.mul %x, %half : tensor<f64>
+      msir.yield %h : tensor<f64>
+    }
+    ```
+    """
+
+    name = "msir.while"
+    inits = var_operand_def(AnyAttr())
+    res = var_result_def(AnyAttr())
+    cond_region = region_def("single_block")
+    body = region_def("single_block")
+
+    def __init__(self, inits: Sequence[SSAValue], cond_region: Region, body: Region):
+        super().__init__(
+            operands=[list(inits)], result_types=[[v.type for v in inits]], regions=[cond_region, body]
+        )
+
+    def verify_(self) -> None:
+        types = [v.type for v in self.inits]
+        for what, region in (("condition region", self.cond_region), ("body", self.body)):
+            args = [a.type for a in region.block.args]
+            if args != types:
+                raise VerifyException(
+                    f"'{self.name}' {what} takes ({', '.join(map(str, args))}), expected the carried types "
+                    f"({', '.join(map(str, types))})"
+                )
+        term = self.cond_region.block.last_op
+        if not isinstance(term, ConditionOp) or not _scalar_type(term.cond.type, ("bool",)):
+            raise VerifyException(f"'{self.name}' condition region must end with msir.condition of a tensor<i1>")
+        _verify_yield(self, self.body, types, "body")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> WhileOp:
+        inits, _ = _parse_values_and_types(parser)
+        cond_region = parser.parse_region()
+        parser.parse_keyword("do")
+        body = parser.parse_region()
+        attrs = parser.parse_optional_attr_dict_with_keyword()
+        op = cls(inits, cond_region, body)
+        if attrs is not None:
+            op.attributes.update(attrs.data)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        _print_values_and_types(printer, self.inits)
+        printer.print_string(" ")
+        printer.print_region(self.cond_region, print_entry_block_args=True)
+        printer.print_string(" do ")
+        printer.print_region(self.body, print_entry_block_args=True)
+        if self.attributes:
+            printer.print_op_attributes(self.attributes, print_keyword=True)
+
+
+
 FUSIBLE_ELEMENTWISE = (ElementwiseBinaryOp, ElementwiseUnaryOp, CompareOp, SelectOp, CastOp)
 
 
@@ -1733,6 +2001,10 @@ Msir = Dialect(
         ValueAndGradOp,
         VjpOp,
         JvpOp,
+        IfOp,
+        ForOp,
+        WhileOp,
+        ConditionOp,
     ],
     [],
 )
