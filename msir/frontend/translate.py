@@ -36,7 +36,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
 )
-from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
 
 from msir.dialects import msir as M
 from msir.errors import (
@@ -76,6 +76,8 @@ class TraceContext:
     names: set[str] = field(default_factory=set)
     entry_block: Block | None = None
     active: list[tuple] = field(default_factory=list)
+    block_fn: dict[Block, Block] = field(default_factory=dict)
+    """The entry block of the function each region block belongs to."""
     fn_captures: dict[Block, tuple[dict[SSAValue, Tensor], list[Tensor]]] = field(default_factory=dict)
     """Per outlined function: values of enclosing functions it reads, as extra parameters."""
 
@@ -196,8 +198,6 @@ _UNSUPPORTED_STMTS = {
     ast.AsyncWith: "async with",
     ast.Global: "global declarations",
     ast.Nonlocal: "nonlocal declarations",
-    ast.While: "while loops",
-    ast.For: "for loops",
     ast.AsyncFor: "async for",
     ast.Delete: "del",
     ast.Raise: "raise",
@@ -229,6 +229,7 @@ class Translator:
     def __init__(self, tc: TraceContext, block: Block, source: FunctionSource, globals_: dict, closure: dict):
         self.tc = tc
         self.block = block
+        self.fn_block = tc.block_fn.get(block, block)
         self.source = source
         self.globals = globals_
         self.closure = closure
@@ -257,8 +258,18 @@ class Translator:
     # -- statements ---------------------------------------------------------
 
     def run_body(self, stmts: Sequence[ast.stmt]) -> Any:
-        """Translate statements; returns the returned value or None (fell off the end)."""
-        for stmt in stmts:
+        """Translate statements; returns (_RETURN, value) or None (fell off the end)."""
+        stmts = list(stmts)
+        for k, stmt in enumerate(stmts):
+            if isinstance(stmt, ast.If) and (_may_return(stmt.body) or _may_return(stmt.orelse)):
+                self.loc = self.source.loc(stmt)
+                cond = self.expr(stmt.test)
+                if not isinstance(cond, Tensor):
+                    taken = self.static_bool(cond, stmt.test, "an if condition")
+                    return self.run_body((stmt.body if taken else stmt.orelse) + stmts[k + 1 :])
+                # An early return: both branches continue with the rest of the body.
+                rest = stmts[k + 1 :]
+                return (_RETURN, self.if_returning(stmt, cond, list(stmt.body) + rest, list(stmt.orelse) + rest))
             result = self.stmt(stmt)
             if result is not None:
                 return result
@@ -291,8 +302,19 @@ class Translator:
             case ast.Pass():
                 pass
             case ast.If(test=test, body=body, orelse=orelse):
-                cond = self.static_bool(self.expr(test), test, "an if condition")
-                return self.run_body(body if cond else orelse)
+                cond = self.expr(test)
+                if isinstance(cond, Tensor):
+                    self.if_stmt(node, cond)
+                    return None
+                return self.run_body(body if self.static_bool(cond, test, "an if condition") else orelse)
+            case ast.For():
+                self.for_stmt(node)
+            case ast.While():
+                self.while_stmt(node)
+            case ast.Break() | ast.Continue():
+                raise self.unsupported(f"'{type(node).__name__.lower()}'", node)
+            case ast.Expr(value=ast.Call(func=ast.Attribute(value=ast.Name(id=lname), attr="append"), args=[arg])) if isinstance(self.scope.get(lname), list):
+                self.scope[lname].append(self.expr(arg))
             case ast.FunctionDef():
                 if node.decorator_list:
                     raise self.unsupported("decorators on nested functions", node.decorator_list[0])
@@ -372,7 +394,10 @@ class Translator:
 
     def lookup(self, name: str, node: ast.AST) -> Any:
         if name in self.scope:
-            return self.localize(self.scope[name])
+            v = self.scope[name]
+            if isinstance(v, _Undefined):
+                raise self.error(UnsupportedSyntaxError, f"variable '{name}' {v.why}", node)
+            return self.localize(v)
         if name in self.closure:
             return self.localize(self.external(self.closure[name], name, node))
         if name in self.globals:
@@ -385,11 +410,12 @@ class Translator:
         """A value of an enclosing function, made a parameter of this outlined one."""
         if isinstance(value, Tensor):
             owner = value.ssa.block if isinstance(value.ssa, BlockArgument) else value.ssa.owner.parent_block()
-            if owner is self.block or self.block not in self.tc.fn_captures:
+            owner = self.tc.block_fn.get(owner, owner)
+            if owner is self.fn_block or self.fn_block not in self.tc.fn_captures:
                 return value
-            mapping, order = self.tc.fn_captures[self.block]
+            mapping, order = self.tc.fn_captures[self.fn_block]
             if value.ssa not in mapping:
-                arg = self.block.insert_arg(value.ssa.type, len(self.block.args))
+                arg = self.fn_block.insert_arg(value.ssa.type, len(self.fn_block.args))
                 arg.name_hint = value.ssa.name_hint
                 mapping[value.ssa] = Tensor(arg, value.dtype, value.shape, value.weak)
                 order.append(value)
@@ -1186,6 +1212,290 @@ class Translator:
         ]
         return _rebuild(structure[0], iter(results))
 
+    # -- control flow -------------------------------------------------------
+
+    def truth(self, cond: Tensor, node: ast.AST) -> Tensor:
+        """A condition as a rank-0 bool (Python truthiness of a scalar)."""
+        if cond.ndim != 0:
+            raise self.error(
+                ValueError_,
+                f"the truth value of an array of shape {M.fmt_shape(cond.shape)} is ambiguous; "
+                "use .any() / .all() or np.where",
+                node,
+            )
+        return cond if cond.dtype == "bool" else self.compare("ne", cond, 0, node)
+
+    def new_block(self, arg_types: Sequence[Attribute] = ()) -> Block:
+        block = Block(arg_types=list(arg_types))
+        self.tc.block_fn[block] = self.fn_block
+        return block
+
+    def in_block(self, block: Block, scope: dict[str, Any], fn: Callable[[], Any]) -> tuple[dict[str, Any], Any]:
+        """Translate `fn()` with ops going to `block` and variables in a copy of `scope`."""
+        saved_block, saved_scope, saved_loc = self.block, self.scope, self.loc
+        self.block, self.scope = block, dict(scope)
+        try:
+            result = fn()
+            return self.scope, result
+        finally:
+            self.block, self.scope, self.loc = saved_block, saved_scope, saved_loc
+
+    def to_tensors(self, value: Any, node: ast.AST, what: str) -> tuple[Any, list[Tensor]]:
+        """A value made of runtime leaves: its structure and leaves (numbers become weak tensors)."""
+        if isinstance(value, (tuple, list)):
+            parts = [self.to_tensors(v, node, what) for v in value]
+            leaves = [leaf for _, ls in parts for leaf in ls]
+            return (type(value).__name__, [st for st, _ in parts]), leaves
+        if isinstance(value, (bool, int, float, KnownInt, Tensor)):
+            return ("leaf", 0), [self.as_tensor(value, node)]
+        raise self.error(UnsupportedSyntaxError, f"{what} holds {self.describe(value)}, which cannot change at run time", node)
+
+    def unify(self, a: list[Tensor], b: list[Tensor], names: list[str], node: ast.AST) -> list[str]:
+        """The common dtype of each pair of leaves (they must have equal shapes)."""
+        dtypes = []
+        for x, y, name in zip(a, b, names):
+            if x.shape != y.shape:
+                raise self.error(
+                    ShapeError,
+                    f"variable '{name}' has shape {M.fmt_shape(x.shape)} on one path and "
+                    f"{M.fmt_shape(y.shape)} on the other; it must keep one shape",
+                    node,
+                )
+            dtypes.append(promote(x.dtype, x.weak, y.dtype, y.weak))
+        return dtypes
+
+    def if_stmt(self, node: ast.If, cond: Tensor) -> None:
+        """A runtime `if`: every variable a branch assigns becomes a result of msir.if."""
+        c = self.truth(cond, node.test)
+        names = sorted(_assigned(node.body) | _assigned(node.orelse))
+        before = self.scope
+        then_block, else_block = self.new_block(), self.new_block()
+        then_scope, _ = self.in_block(then_block, before, lambda: self.run_body(node.body))
+        else_scope, _ = self.in_block(else_block, before, lambda: self.run_body(node.orelse))
+        merged, undefined = [], {}
+        for name in names:
+            in_then, in_else = name in then_scope, name in else_scope
+            if not (in_then and in_else) or isinstance(then_scope[name], _Undefined) or isinstance(else_scope[name], _Undefined):
+                undefined[name] = _Undefined(f"is assigned in only one branch of the if at line {node.lineno}")
+                continue
+            tv, ev = then_scope[name], else_scope[name]
+            if tv is ev or (_is_static(tv) and _is_static(ev) and type(tv) is type(ev) and tv == ev):
+                self.scope[name] = tv
+                continue
+            merged.append(name)
+        struct_t, leaves_t, struct_e, leaves_e = {}, [], {}, []
+        for name in merged:
+            self.block, saved = then_block, self.block
+            st, lt = self.to_tensors(then_scope[name], node, f"variable '{name}'")
+            self.block = else_block
+            se, le = self.to_tensors(else_scope[name], node, f"variable '{name}'")
+            self.block = saved
+            if st != se:
+                raise self.error(
+                    UnsupportedSyntaxError, f"variable '{name}' has a different structure in the two branches", node
+                )
+            struct_t[name] = st
+            leaves_t += [(name, x) for x in lt]
+            leaves_e += le
+        names_flat = [n for n, _ in leaves_t]
+        lt = [x for _, x in leaves_t]
+        dtypes = self.unify(lt, leaves_e, names_flat, node)
+        results = self.emit_if(c, then_block, else_block, lt, leaves_e, dtypes)
+        it = iter(results)
+        for name in merged:
+            self.scope[name] = _rebuild(struct_t[name], it)
+        self.scope.update(undefined)
+
+    def emit_if(self, c: Tensor, then_block: Block, else_block: Block, lt, le, dtypes) -> list[Tensor]:
+        for block, leaves in ((then_block, lt), (else_block, le)):
+            self.block, saved = block, self.block
+            ys = [self.cast(x, d, w).ssa for x, (d, w) in zip(leaves, dtypes)]
+            self.block = saved
+            block.add_op(M.YieldOp(*ys))
+        types = [M.tensor_type(x.shape, d) for x, (d, _) in zip(lt, dtypes)]
+        op = self.emit(M.IfOp(c.ssa, types, Region(then_block), Region(else_block)))
+        return [Tensor(r, d, x.shape, w) for r, x, (d, w) in zip(op.results, lt, dtypes)]
+
+    def if_returning(self, node: ast.If, cond: Tensor, then_stmts, else_stmts) -> Any:
+        """An `if` whose branches end the function: msir.if yields the returned values."""
+        c = self.truth(cond, node.test)
+        then_block, else_block = self.new_block(), self.new_block()
+        values = []
+        for block, stmts in ((then_block, then_stmts), (else_block, else_stmts)):
+            _, result = self.in_block(block, self.scope, lambda stmts=stmts: self.run_body(stmts))
+            values.append(None if result is None else result[1])
+        self.block, saved = then_block, self.block
+        st, lt = self.to_tensors(values[0], node, "the returned value")
+        self.block = else_block
+        se, le = self.to_tensors(values[1], node, "the returned value")
+        self.block = saved
+        if st != se:
+            raise self.error(
+                UnsupportedSyntaxError, "the function returns values of different structures on different paths", node
+            )
+        dtypes = self.unify(lt, le, ["<return value>"] * len(lt), node)
+        return _rebuild(st, iter(self.emit_if(c, then_block, else_block, lt, le, dtypes)))
+
+    def loop_carried(self, body: Sequence[ast.stmt], node: ast.AST, exclude: set[str]) -> list[str]:
+        assigned = _assigned(body) - exclude
+        carried = []
+        for name in sorted(assigned):
+            v = self.scope.get(name)
+            if name in self.scope and not isinstance(v, (_Undefined, Closure)) and not _is_static_non_number(v):
+                carried.append(name)
+        return carried
+
+    def loop(self, node: ast.AST, names: list[str], build) -> None:
+        """Build a loop whose carried variables are `names`; `build(inits, structs)`
+        creates the op for initial leaves and returns its results. Dtypes that
+        change in the body (a Python float meeting float32) are promoted and the
+        body translated again."""
+        structs, inits, labels = {}, [], []
+        for name in names:
+            st, leaves = self.to_tensors(self.scope[name], node, f"variable '{name}'")
+            structs[name] = st
+            inits += leaves
+            labels += [name] * len(leaves)
+        for _ in range(4):
+            result = build(inits, structs, labels)
+            if result is not None:
+                break
+        else:
+            raise self.error(UnsupportedSyntaxError, "loop-carried variables keep changing dtype", node)
+        it = iter(result)
+        for name in names:
+            self.scope[name] = _rebuild(structs[name], it)
+
+    def body_block(self, stmts, inits: list[Tensor], structs, names, extra: list[tuple[str, Tensor]], node, labels):
+        """Translate a loop body whose carried leaves are block arguments; returns
+        (block, yielded leaves) or (None, promoted inits) when a dtype changed."""
+        block = self.new_block([x.ssa.type for _, x in extra] + [x.ssa.type for x in inits])
+        args = list(block.args)
+        scope = dict(self.scope)
+        for (name, x), a in zip(extra, args):
+            scope[name] = Tensor(a, x.dtype, x.shape, x.weak)
+        it = iter(Tensor(a, x.dtype, x.shape, x.weak) for a, x in zip(args[len(extra) :], inits))
+        for name in names:
+            scope[name] = _rebuild(structs[name], it)
+
+        def run():
+            result = self.run_body(stmts)
+            if result is not None:
+                raise self.error(UnsupportedSyntaxError, "'return' inside a loop is not supported yet", node)
+            out = []
+            for name in names:
+                _, leaves = self.to_tensors(self.scope[name], node, f"variable '{name}'")
+                out += leaves
+            return out
+
+        body_scope, outs = self.in_block(block, scope, run)
+        dtypes = self.unify(inits, outs, labels, node)
+        if any(d != x.dtype or w != x.weak for (d, w), x in zip(dtypes, inits)):
+            return None, [self.cast(x, d, w) for x, (d, w) in zip(inits, dtypes)]
+        self.block, saved = block, self.block
+        ys = [self.cast(y, x.dtype, x.weak).ssa for y, x in zip(outs, inits)]
+        self.block = saved
+        block.add_op(M.YieldOp(*ys))
+        self.mark_loop_locals(stmts, names, node)
+        return block, None
+
+    def mark_loop_locals(self, stmts, names, node) -> None:
+        for name in _assigned(stmts) - set(names):
+            if name not in self.scope or isinstance(self.scope[name], _Undefined):
+                self.scope[name] = _Undefined(
+                    f"is assigned only inside the loop at line {node.lineno}; define it before the loop"
+                )
+
+    def for_stmt(self, node: ast.For) -> None:
+        if node.orelse:
+            raise self.unsupported("for ... else", node)
+        it = self.expr(node.iter)
+        if isinstance(it, (tuple, list)) or (isinstance(it, RangeValue) and it.static and _appends(node.body)):
+            items = list(it) if not isinstance(it, RangeValue) else list(range(*it.static))
+            if len(items) > _MAX_UNROLL:
+                raise self.error(UnsupportedSyntaxError, f"a loop building a list unrolls at most {_MAX_UNROLL} iterations", node)
+            for item in items:
+                self.assign(node.target, item)
+                if self.run_body(node.body) is not None:
+                    raise self.error(UnsupportedSyntaxError, "'return' inside a loop is not supported yet", node)
+            return
+        if _appends(node.body):
+            raise self.error(
+                UnsupportedSyntaxError,
+                "appending to a list in a loop needs a trip count known at compile time", node,
+            )
+        array = None
+        if isinstance(it, Tensor):
+            if it.ndim == 0:
+                raise self.error(TypeError_, "iteration over a 0-d array", node)
+            array, it = it, RangeValue(0, it.shape[0], 1)
+        if not isinstance(it, RangeValue):
+            raise self.error(UnsupportedSyntaxError, f"iterating over {self.describe(it)}", node.iter)
+        if not isinstance(node.target, ast.Name) and array is None:
+            raise self.unsupported("this loop target", node.target)
+        bounds = [self.cast(self.as_tensor(b, node), "int64", True) for b in (it.start, it.stop, it.step)]
+        if isinstance(it.step, int) and it.step == 0:
+            raise self.error(ValueError_, "range() arg 3 must not be zero", node)
+        target_names = _assigned([ast.Assign(targets=[node.target], value=ast.Constant(0))])
+        names = self.loop_carried(node.body, node, target_names)
+        counter = Tensor(bounds[0].ssa, "int64", (), True)
+
+        def build(inits, structs, labels):
+            stmts = node.body
+            if array is not None:
+                # `for row in array`: the body starts with row = array[i].
+                stmts = [ast.Assign(targets=[node.target], value=_Sub("__msir_iter_array", "__msir_iter_index"), lineno=node.lineno, col_offset=node.col_offset)] + list(node.body)
+                self.scope["__msir_iter_array"] = array
+                extra = [("__msir_iter_index", counter)]
+            else:
+                extra = [(node.target.id, counter)]
+            block, promoted = self.body_block(stmts, inits, structs, names, extra, node, labels)
+            if block is None:
+                inits[:] = promoted
+                return None
+            op = self.emit(M.ForOp(bounds[0].ssa, bounds[1].ssa, bounds[2].ssa, [x.ssa for x in inits], Region(block)))
+            return [Tensor(r, x.dtype, x.shape, x.weak) for r, x in zip(op.results, inits)]
+
+        self.loop(node, names, build)
+        self.scope.pop("__msir_iter_array", None)
+        self.scope.pop("__msir_iter_index", None)
+        for name in target_names:
+            self.scope[name] = _Undefined(f"is the target of the loop at line {node.lineno}; its last value is not kept")
+
+    def while_stmt(self, node: ast.While) -> None:
+        if node.orelse:
+            raise self.unsupported("while ... else", node)
+        test = self.expr(node.test)
+        if not isinstance(test, Tensor) and not self.static_bool(test, node.test, "a while condition"):
+            return
+        names = self.loop_carried(node.body, node, set())
+        if not names:
+            raise self.error(
+                UnsupportedSyntaxError, "a while loop whose body assigns no variable defined before it never ends", node
+            )
+
+        def build(inits, structs, labels):
+            cond_block = self.new_block([x.ssa.type for x in inits])
+            scope = dict(self.scope)
+            it = iter(Tensor(a, x.dtype, x.shape, x.weak) for a, x in zip(cond_block.args, inits))
+            for name in names:
+                scope[name] = _rebuild(structs[name], it)
+
+            def cond():
+                v = self.expr(node.test)
+                t = self.truth(self.as_tensor(v, node.test), node.test)
+                self.block.add_op(M.ConditionOp(t.ssa))
+
+            self.in_block(cond_block, scope, cond)
+            block, promoted = self.body_block(node.body, inits, structs, names, [], node, labels)
+            if block is None:
+                inits[:] = promoted
+                return None
+            op = self.emit(M.WhileOp([x.ssa for x in inits], Region(cond_block), Region(block)))
+            return [Tensor(r, x.dtype, x.shape, x.weak) for r, x in zip(op.results, inits)]
+
+        self.loop(node, names, build)
+
     # -- function values and differentiation ----------------------------------
 
     def outline_callable(self, fn: Any, args: list[Any], node: ast.AST) -> "Outlined":
@@ -1624,6 +1934,99 @@ def build_function(
     tc.module_ops.append(f)
     captured = tc.fn_captures.get(block, ({}, []))[1]
     return fname, (structure, [leaf.weak for leaf in leaves]), ftype, captured
+
+
+_MAX_UNROLL = 1024
+"""Loops over tuples, lists, and loops that build lists, are unrolled up to this."""
+
+
+@dataclass
+class _Undefined:
+    """A variable that is not defined on every path (reading it is an error)."""
+
+    why: str
+
+
+@dataclass
+class RangeValue:
+    """`range(start, stop, step)`; bounds are ints, known ints or runtime values."""
+
+    start: Any
+    stop: Any
+    step: Any
+
+    @property
+    def static(self) -> tuple[int, int, int] | None:
+        vals = (self.start, self.stop, self.step)
+        if all(isinstance(v, int) and not isinstance(v, bool) for v in vals):
+            return vals  # type: ignore[return-value]
+        return None
+
+
+def _Sub(array_name: str, index_name: str) -> ast.Subscript:
+    return ast.Subscript(value=ast.Name(id=array_name, ctx=ast.Load()), slice=ast.Name(id=index_name, ctx=ast.Load()), ctx=ast.Load())
+
+
+def _assigned(stmts: Sequence[ast.stmt]) -> set[str]:
+    """Names a statement list assigns (not inside nested functions)."""
+    names: set[str] = set()
+
+    def targets(t: ast.AST) -> None:
+        if isinstance(t, ast.Name):
+            names.add(t.id)
+        elif isinstance(t, (ast.Tuple, ast.List)):
+            for e in t.elts:
+                targets(e)
+        elif isinstance(t, ast.Starred):
+            targets(t.value)
+
+    def walk(node: ast.AST) -> None:
+        if isinstance(node, (ast.FunctionDef, ast.Lambda, ast.AsyncFunctionDef, ast.ClassDef)):
+            if isinstance(node, ast.FunctionDef):
+                names.add(node.name)
+            return
+        if isinstance(node, ast.Assign):
+            for t in node.targets:
+                targets(t)
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets(node.target)
+        elif isinstance(node, (ast.For, ast.AsyncFor)):
+            targets(node.target)
+        elif isinstance(node, ast.NamedExpr):
+            targets(node.target)
+        for child in ast.iter_child_nodes(node):
+            walk(child)
+
+    for s_ in stmts:
+        walk(s_)
+    return names
+
+
+def _may_return(stmts: Sequence[ast.stmt]) -> bool:
+    for s_ in stmts:
+        for node in ast.walk(s_):
+            if isinstance(node, ast.Return):
+                return True
+    return False
+
+
+def _appends(stmts: Sequence[ast.stmt]) -> bool:
+    for s_ in stmts:
+        for node in ast.walk(s_):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "append":
+                return True
+    return False
+
+
+def _is_static(v: Any) -> bool:
+    return v is None or isinstance(v, (bool, int, float, str))
+
+
+def _is_static_non_number(v: Any) -> bool:
+    """Compile-time values a loop cannot carry (functions, modules, dtypes...)."""
+    if isinstance(v, (tuple, list)):
+        return any(_is_static_non_number(x) for x in v)
+    return not isinstance(v, (bool, int, float, KnownInt, Tensor))
 
 
 @dataclass
@@ -2106,7 +2509,13 @@ def _py_convert(name: str):
 
 
 def _py_range(tr, args, kwargs, node):
-    raise tr.error(UnsupportedSyntaxError, "range() outside a for loop is not supported", node)
+    if kwargs or not 1 <= len(args) <= 3:
+        raise tr.error(TypeError_, "range() takes 1 to 3 positional arguments", node)
+    for a in args:
+        if isinstance(a, float) or (isinstance(a, Tensor) and (a.ndim != 0 or kind(a.dtype) != 1)):
+            raise tr.error(TypeError_, f"range() needs integers, got {tr.describe(a)}", node)
+    start, stop, step = (0, args[0], 1) if len(args) == 1 else (args[0], args[1], args[2] if len(args) == 3 else 1)
+    return RangeValue(start, stop, step)
 
 
 _NUMPY_HANDLERS: dict[Any, Callable] = {
