@@ -94,6 +94,7 @@ from xdsl.passes import ModulePass
 
 from msir.dialects import msir
 from msir.errors import CompileError, SourceLoc
+from msir.lowering import blas
 
 ERROR_FUNC = "__msir_error"
 ERR_INDEX = 1
@@ -227,6 +228,7 @@ class _Lowering:
         self.dest: dict[SSAValue, SSAValue] = {}
         self.returned: set[SSAValue] = set()
         self.owned: set[SSAValue] = set()
+        self.skipped: set[Operation] = set()
 
     # -- op creation --------------------------------------------------------
 
@@ -462,8 +464,9 @@ class _Lowering:
 
     def _fold_aliases(self, ops: list[Operation]) -> None:
         """Values that need no code of their own: tuple elements and identity
-        casts/broadcasts/reshapes/transposes, mapped to the value they equal."""
-        self.skipped: set[Operation] = set()
+        casts/broadcasts/reshapes/transposes, mapped to the value they equal, and
+        transposes read in place by the matmuls using them (`_matmul_absorbs`),
+        mapped to their input."""
         for op in ops:
             if isinstance(op, msir.MakeTupleOp):
                 self.skipped.add(op)
@@ -477,8 +480,8 @@ class _Lowering:
                     op.input.type == op.result.type:
                 self.alias[op.result] = self.canon(op.input)
                 self.skipped.add(op)
-            elif isinstance(op, msir.TransposeOp) and list(msir._ints(op.permutation)) == sorted(
-                    msir._ints(op.permutation)):
+            elif isinstance(op, msir.TransposeOp) and (list(msir._ints(op.permutation)) == sorted(
+                    msir._ints(op.permutation)) or _matmul_absorbs(op)):
                 self.alias[op.result] = self.canon(op.input)
                 self.skipped.add(op)
         for op in ops:
@@ -493,7 +496,7 @@ class _Lowering:
         for k, op in enumerate(ops):
             if op in self.skipped:
                 continue
-            for v in op.operands:
+            for v in _used_values(op):
                 last_use[self.canon(v)] = k
         ret = ops[-1] if ops and isinstance(ops[-1], func.ReturnOp) else None
         if ret is not None:
@@ -509,8 +512,65 @@ class _Lowering:
                     self.returned.add(v)
         return last_use
 
+    def lower_region(self, block: Block, arg_bufs: Sequence[SSAValue]) -> tuple[list[SSAValue], set[SSAValue]]:
+        """Lower a region's ops into `self.block` with its arguments bound to
+        `arg_bufs`. Returns the buffers of the terminator's operands and the
+        buffers the region allocated that are still alive (the caller copies
+        what it needs out of them, then frees them)."""
+        for arg, buf in zip(block.args, arg_bufs):
+            self.define(arg, buf)
+        ops = list(block.ops)
+        self._fold_aliases(ops[:-1])
+        last_use: dict[SSAValue, int] = {}
+        for k, op in enumerate(ops):
+            if op not in self.skipped:
+                for v in _used_values(op):
+                    last_use[self.canon(v)] = k
+        term = ops[-1]
+        yielded = {self.canon(v) for v in term.operands}
+        for v in yielded:  # kept alive past the terminator
+            last_use[v] = len(ops)
+        outer_owned, self.owned = self.owned, set()
+        saved = self.loc, self.msir_op
+        try:
+            for k, op in enumerate(ops[:-1]):
+                if op in self.skipped:
+                    continue
+                emitter = EMITTERS.get(type(op))
+                if emitter is None:
+                    raise _fail(op, "is not supported by the lowering to loops")
+                self.loc, self.msir_op = op.location, op
+                emitter(self, op)
+                self._release(op, k, last_use)
+            return [self.get(v) for v in term.operands], {self.buf[v] for v in self.owned}
+        finally:
+            self.owned = outer_owned
+            self.loc, self.msir_op = saved
+
+    def copy_out(self, srcs: Sequence[SSAValue], dsts: Sequence[SSAValue], values: Sequence[SSAValue],
+                 local: set[SSAValue]) -> None:
+        """Copy yielded buffers into the op's buffers (through temporaries when a
+        source is another destination, e.g. `a, b = b, a`), then free `local`."""
+        dst_set = set(dsts)
+        staged = []
+        for src, dst, v in zip(srcs, dsts, values):
+            dims = self.dims_of(v)
+            if src in dst_set and src is not dst:
+                tmp = self.alloc(_memref_type(v.type), dims)  # type: ignore[arg-type]
+                self.copy(src, tmp, dims)
+                staged.append((tmp, dst, dims, True))
+            else:
+                staged.append((src, dst, dims, False))
+        for src, dst, dims, temporary in staged:
+            if src is not dst:
+                self.copy(src, dst, dims)
+            if temporary:
+                self.emit(memref.DeallocOp, [src])
+        for buf in local:
+            self.emit(memref.DeallocOp, [buf])
+
     def _release(self, op: Operation, k: int, last_use: dict[SSAValue, int]) -> None:
-        dead = {self.canon(v) for v in op.operands if last_use.get(self.canon(v)) == k}
+        dead = {self.canon(v) for v in _used_values(op) if last_use.get(self.canon(v)) == k}
         dead.update(r for r in op.results if r not in last_use)
         for v in dead:
             if v in self.owned:
@@ -1131,11 +1191,44 @@ def _argreduce(L: _Lowering, op: msir.ArgReduceOp) -> None:
     L.loops(outer, body)
 
 
+_BLAS_MIN_MNK = 32 * 32 * 32
+"""Static products with m*n*k below this stay on the loop kernel: a BLAS call
+costs about a microsecond of fixed overhead (argument checks, dispatch), which the
+inlined, vectorised loops beat on small operands. Dynamic sizes always call."""
+
+
+def _matmul_absorbs(op: msir.TransposeOp) -> bool:
+    """A transpose of the last two axes whose every use is a matmul: the matmul
+    reads the transpose's input in place (a transpose flag for the BLAS, swapped
+    indices for the loop kernel), so the transpose gets no buffer or code."""
+    perm = list(msir._ints(op.permutation))
+    r = len(perm)
+    return r >= 2 and perm == [*range(r - 2), r - 1, r - 2] and bool(op.result.uses) and all(
+        isinstance(u.operation, msir.MatmulOp) for u in op.result.uses)
+
+
+def _matmul_operand(L: _Lowering, v: SSAValue) -> tuple[SSAValue, list[Dim], bool]:
+    """The buffer holding matmul operand `v`, that buffer's dims, and whether `v`
+    is the (absorbed) transpose of it over the last two axes."""
+    owner = v.owner
+    trans = isinstance(owner, msir.TransposeOp) and owner in L.skipped and list(
+        msir._ints(owner.permutation)) != sorted(msir._ints(owner.permutation))
+    return L.get(v), L.dims_of(v), trans
+
+
 def _matmul(L: _Lowering, op: msir.MatmulOp) -> None:
-    """np.matmul: loops batch..., i, k, j (j innermost and contiguous) accumulating
-    into the zeroed output; 1-D operands drop their promoted axis."""
-    a, b = L.get(op.lhs), L.get(op.rhs)
-    ad, bd = L.dims_of(op.lhs), L.dims_of(op.rhs)
+    """np.matmul. 1-D operands drop their promoted axis; batch axes broadcast; an
+    operand produced by a transpose of its last two axes is read in place (see
+    `_matmul_absorbs`). float32/float64 call the BLAS (`msir.lowering.blas`) when
+    it is loaded and the product is not tiny; otherwise (ints, no BLAS) loops
+    batch..., i, k, j (j innermost and contiguous) accumulate into the zeroed output."""
+    a, a_buf_dims, a_tr = _matmul_operand(L, op.lhs)
+    b, b_buf_dims, b_tr = _matmul_operand(L, op.rhs)
+
+    def logical(dims: list[Dim], tr: bool) -> list[Dim]:
+        return [*dims[:-2], dims[-1], dims[-2]] if tr else list(dims)
+
+    ad, bd = logical(a_buf_dims, a_tr), logical(b_buf_dims, b_tr)
     a_shape, b_shape = _shape(op.lhs.type), _shape(op.rhs.type)
     a_vec, b_vec = len(ad) == 1, len(bd) == 1
     a_batch, b_batch = ([] if a_vec else ad[:-2]), ([] if b_vec else bd[:-2])
@@ -1150,12 +1243,20 @@ def _matmul(L: _Lowering, op: msir.MatmulOp) -> None:
     out_dims = [*batch, *([m] if m is not None else []), *([n] if n is not None else [])]
     out = L.result(op.result, out_dims)
     et = op.result.type.element_type  # type: ignore[attr-defined]
-    zero = L.const(0.0 if _is_float(et) else 0, et)
-    L.loops(out_dims, lambda ivs, _: L.store(zero, out, ivs))
 
     def batch_index(ivs, shape, nbatch):
         off = nb - nbatch
         return [L.index(0) if shape[j] == 1 and batch[j + off] != 1 else ivs[j + off] for j in range(nbatch)]
+
+    sizes = [m if m is not None else 1, n if n is not None else 1, k_dim]
+    small = all(isinstance(s, int) for s in sizes) and pymath.prod(sizes) < _BLAS_MIN_MNK  # type: ignore[arg-type]
+    if isinstance(et, Float32Type | Float64Type) and not small and blas.available():
+        _matmul_blas(L, et, (a, a_buf_dims, a_tr, a_vec, a_shape, len(a_batch)),
+                     (b, b_buf_dims, b_tr, b_vec, b_shape, len(b_batch)), out, batch, sizes, batch_index)
+        return
+
+    zero = L.const(0.0 if _is_float(et) else 0, et)
+    L.loops(out_dims, lambda ivs, _: L.store(zero, out, ivs))
 
     def outer(ovs, _):
         bvs, i = ovs[:nb], (ovs[nb] if m is not None else None)
@@ -1165,7 +1266,7 @@ def _matmul(L: _Lowering, op: msir.MatmulOp) -> None:
 
         def kloop(kvs, _):
             k = kvs[0]
-            x = L.load(a, [*ab, i, k] if i is not None else [k])
+            x = L.load(a, ([*ab, k, i] if a_tr else [*ab, i, k]) if i is not None else [k])
             if n is None:
                 acc = L.load(out, o_prefix)
                 L.store(L.add(acc, L.mul(x, L.load(b, [*bb, k]))), out, o_prefix)
@@ -1174,13 +1275,64 @@ def _matmul(L: _Lowering, op: msir.MatmulOp) -> None:
             def jloop(jvs, _):
                 oi = [*o_prefix, jvs[0]]
                 acc = L.load(out, oi)
-                L.store(L.add(acc, L.mul(x, L.load(b, [*bb, k, jvs[0]]))), out, oi)
+                L.store(L.add(acc, L.mul(x, L.load(b, [*bb, jvs[0], k] if b_tr else [*bb, k, jvs[0]]))), out, oi)
 
             L.loops([n], jloop)
 
         L.loops([k_dim], kloop)
 
     L.loops([*batch, *([m] if m is not None else [])], outer)
+
+
+def _matmul_blas(L: _Lowering, et: Attribute, a_info, b_info, out: SSAValue, batch: list[Dim],
+                 sizes: list[Dim], batch_index) -> None:
+    """One `__msir_gemm_<t>(ta, tb, m, n, k, a, a_off, lda, b, b_off, ldb, c, c_off, ldc)`
+    call per batch element (row-major, offsets in elements; ABI in
+    `msir.lowering.blas`). A vector is a 1 x k row (lhs) or a k x 1 column (rhs).
+    Without batch axes on the rhs the lhs batch folds into the rows of one call."""
+    name = blas.GEMM_SYMBOLS["f32" if isinstance(et, Float32Type) else "f64"]
+    ptr_t = MemRefType(et, [])
+    block = L.mod.module.body.block
+    if not any(isinstance(o, func.FuncOp) and o.sym_name.data == name for o in block.ops):
+        block.add_op(func.FuncOp(name, ([i64] * 5 + [ptr_t, i64, i64] * 3, []), Region(), "private"))
+    (a, a_dims, a_tr, a_vec, a_shape, na), (b, b_dims, b_tr, b_vec, b_shape, nbb) = a_info, b_info
+    m, n, k = sizes
+    nb = len(batch)
+
+    def i64v(d: Dim) -> SSAValue:
+        return L.const(d, i64) if isinstance(d, int) else L.v(arith.IndexCastOp, d, type=i64)
+
+    def prod(ds: Sequence[Dim]) -> Dim:
+        p: Dim = 1
+        for d in ds:
+            p = L.index_mul(p, d)
+        return p
+
+    ptrs = [L.v(memref.CastOp, x, type=ptr_t) for x in (a, b, out)]
+    lda, ldb, ldc = a_dims[-1], (1 if b_vec else b_dims[-1]), n
+    flags = [L.const(int(a_tr), i64), L.const(int(b_tr), i64)]
+
+    def call(rows: Dim, offs: Sequence[Dim]) -> None:
+        args = [*flags, i64v(rows), i64v(n), i64v(k)]
+        for p, off, ld in zip(ptrs, offs, (lda, ldb, ldc)):
+            args += [p, i64v(off), i64v(ld)]
+        L.emit(func.CallOp, args, [], {"callee": SymbolRefAttr(name)})
+
+    if nb == 0:
+        call(m, (0, 0, 0))
+        return
+    if nbb == 0 and not a_tr and not a_vec:
+        call(L.index_mul(prod(batch), m), (0, 0, 0))
+        return
+    a_mat, b_mat, c_mat = prod(a_dims[-2:] if not a_vec else []), prod(b_dims[-2:] if not b_vec else []), L.index_mul(m, n)
+
+    def body(bvs, _):
+        ab, bb = batch_index(bvs, a_shape, na), batch_index(bvs, b_shape, nbb)
+        offs = [L.index_mul(L.linearize(ivs, dims), size) if ivs else 0
+                for ivs, dims, size in ((ab, a_dims[:na], a_mat), (bb, b_dims[:nbb], b_mat), (bvs, batch, c_mat))]
+        call(m, offs)
+
+    L.loops(batch, body)
 
 
 def _call(L: _Lowering, op: func.CallOp) -> None:
@@ -1267,6 +1419,93 @@ def _fusion(L: _Lowering, op: msir.FusionOp) -> None:
     L.loops(dims, inner)
 
 
+def _used_values(op: Operation) -> list[SSAValue]:
+    """The operands of `op` and the values its regions read from outside them."""
+    if not op.regions:
+        return list(op.operands)
+    inside: set[SSAValue] = set()
+    used: list[SSAValue] = list(op.operands)
+    for inner in op.walk():
+        for region in inner.regions:
+            for blk in region.blocks:
+                inside.update(blk.args)
+        if inner is not op:
+            inside.update(inner.results)
+    for inner in op.walk():
+        if inner is op:
+            continue
+        used += [v for v in inner.operands if v not in inside]
+    return used
+
+
+def _scalar(L: _Lowering, v: SSAValue) -> SSAValue:
+    """The element of a rank-0 tensor value."""
+    return L.load(L.get(v), [])
+
+
+def _if(L: _Lowering, op: msir.IfOp) -> None:
+    outs = [L.result(r, list(_shape(r.type))) for r in op.res]
+
+    def branch(region: Region):
+        def emit():
+            bufs, local = L.lower_region(region.block, [])
+            L.copy_out(bufs, outs, [L.canon(v) for v in region.block.last_op.operands], local)
+        return emit
+
+    L.if_(_scalar(L, op.cond), branch(op.then_region), branch(op.else_region))
+
+
+def _carried(L: _Lowering, op: Operation, inits: Sequence[SSAValue]) -> list[SSAValue]:
+    """Buffers for a loop's carried values (its results), holding the initial values."""
+    bufs = []
+    for r, v in zip(op.results, inits):
+        buf = L.result(r, L.dims_of(v))
+        if buf is not L.get(v):
+            L.copy(L.get(v), buf, L.dims_of(v))
+        bufs.append(buf)
+    return bufs
+
+
+def _for(L: _Lowering, op: msir.ForOp) -> None:
+    lb, ub, step = (_scalar(L, v) for v in (op.lower, op.upper, op.step))
+    bufs = _carried(L, op, op.inits)
+    counter = L.alloc(MemRefType(i64, []), [])
+    # trip count = max(0, ceil((ub - lb) / step)), for either sign of step
+    span = L.v(arith.SubiOp, ub, lb)
+    adjust = L.select(L.cmpi("sgt", step, L.const(0, i64)), L.const(-1, i64), L.const(1, i64))
+    trips = L.v(arith.DivSIOp, L.v(arith.AddiOp, span, L.v(arith.AddiOp, step, adjust)), step)
+    trips = L.v(arith.MaxSIOp, trips, L.const(0, i64))
+    body = op.body.block
+
+    def iteration(ivs, _):
+        k = L.v(arith.IndexCastOp, ivs[0], type=i64)
+        L.store(L.v(arith.AddiOp, lb, L.v(arith.MuliOp, k, step)), counter, [])
+        yielded, local = L.lower_region(body, [counter, *bufs])
+        L.copy_out(yielded, bufs, [L.canon(v) for v in body.last_op.operands], local)
+
+    L.loops([L.to_index(trips)], iteration)
+    L.emit(memref.DeallocOp, [counter])
+
+
+def _while(L: _Lowering, op: msir.WhileOp) -> None:
+    bufs = _carried(L, op, op.inits)
+    before, after = Block(), Block()
+    loop = L.emit(scf.WhileOp, [], [], regions=[Region(before), Region(after)])
+    outer = L.block
+    L.block = before
+    (cond_buf,), local = L.lower_region(op.cond_region.block, bufs)
+    cond = L.load(cond_buf, [])
+    for buf in local:
+        L.emit(memref.DeallocOp, [buf])
+    L.emit(scf.ConditionOp, [cond])
+    L.block = after
+    yielded, local = L.lower_region(op.body.block, bufs)
+    L.copy_out(yielded, bufs, [L.canon(v) for v in op.body.block.last_op.operands], local)
+    L.emit(scf.YieldOp, [])
+    L.block = outer
+    del loop
+
+
 EMITTERS: dict[type[Operation], Callable[[_Lowering, Operation], None]] = {
     **{cls: _elementwise(fn) for cls, fn in SCALAR.items()},
     msir.CompareOp: _compare,
@@ -1292,6 +1531,9 @@ EMITTERS: dict[type[Operation], Callable[[_Lowering, Operation], None]] = {
     msir.ArgminOp: _argreduce,
     msir.MatmulOp: _matmul,
     msir.FusionOp: _fusion,
+    msir.IfOp: _if,
+    msir.ForOp: _for,
+    msir.WhileOp: _while,
     func.CallOp: _call,
     func.ReturnOp: _return,
 }
