@@ -1936,6 +1936,99 @@ class WhileOp(IRDLOperation):
 
 
 
+# ---------------------------------------------------------------------------
+# Tapes: per-iteration residuals of differentiated loops
+# ---------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class TapeAllocOp(IRDLOperation):
+    """A tape of `%n` rows (the result's dynamic first dimension), each of the
+    shape of the rest of the type; rows are written by `msir.tape_set` before they
+    are read. Reverse mode stores the residuals of a loop's iterations in tapes.
+
+    ```mlir
+    %t = msir.tape_alloc %n : tensor<i64> to tensor<?x4xf32>
+    ```
+    """
+
+    name = "msir.tape_alloc"
+    rows = operand_def(_TensorT)
+    result = result_def(_TensorT)
+    assembly_format = "$rows attr-dict `:` type($rows) `to` type($result)"
+
+    def __init__(self, rows: SSAValue, row_type: TensorType):
+        t = TensorType(row_type.element_type, [DYNAMIC, *row_type.get_shape()])
+        super().__init__(operands=[rows], result_types=[t])
+
+    def verify_(self) -> None:
+        if not _scalar_type(self.rows.type, ("int64",)):
+            raise VerifyException(f"'{self.name}' row count has type {self.rows.type}, expected tensor<i64>")
+        shape = shape_of(self.result.type)
+        if not shape or shape[0] >= 0:
+            raise VerifyException(f"'{self.name}' result type {self.result.type} needs a dynamic first dimension")
+
+
+@irdl_op_definition
+class TapeSetOp(IRDLOperation):
+    """The tape with row `%k` replaced by `%v` (updated in place when lowered:
+    a tape value is used once).
+
+    ```mlir
+    %t2 = msir.tape_set %t[%k], %v : tensor<?x4xf32>, tensor<i64>, tensor<4xf32>
+    ```
+    """
+
+    name = "msir.tape_set"
+    T: ClassVar = VarConstraint("T", _TensorT)
+    tape = operand_def(T)
+    index = operand_def(_TensorT)
+    value = operand_def(_TensorT)
+    result = result_def(T)
+    assembly_format = "$tape `[` $index `]` `,` $value attr-dict `:` type($tape) `,` type($index) `,` type($value)"
+
+    def __init__(self, tape: SSAValue, index: SSAValue, value: SSAValue):
+        super().__init__(operands=[tape, index, value], result_types=[tape.type])
+
+    def verify_(self) -> None:
+        _verify_tape_row(self, self.tape.type, self.index.type, self.value.type)
+
+
+@irdl_op_definition
+class TapeGetOp(IRDLOperation):
+    """Row `%k` of a tape (the tape is not consumed).
+
+    ```mlir
+    %v = msir.tape_get %t[%k] : tensor<?x4xf32>, tensor<i64> to tensor<4xf32>
+    ```
+    """
+
+    name = "msir.tape_get"
+    tape = operand_def(_TensorT)
+    index = operand_def(_TensorT)
+    result = result_def(_TensorT)
+    traits = traits_def(Pure())
+    assembly_format = "$tape `[` $index `]` attr-dict `:` type($tape) `,` type($index) `to` type($result)"
+
+    def __init__(self, tape: SSAValue, index: SSAValue):
+        t = tape.type
+        assert isinstance(t, TensorType)
+        super().__init__(operands=[tape, index], result_types=[TensorType(t.element_type, list(t.get_shape())[1:])])
+
+    def verify_(self) -> None:
+        _verify_tape_row(self, self.tape.type, self.index.type, self.result.type)
+
+
+def _verify_tape_row(op: Operation, tape: Attribute, index: Attribute, row: Attribute) -> None:
+    if not _scalar_type(index, ("int64",)):
+        raise VerifyException(f"'{op.name}' index has type {index}, expected tensor<i64>")
+    if not isinstance(tape, TensorType) or not isinstance(row, TensorType) or (
+        TensorType(row.element_type, [DYNAMIC, *row.get_shape()]) != tape
+    ):
+        raise VerifyException(f"'{op.name}' row type {row} does not match the tape type {tape}")
+
+
+
 FUSIBLE_ELEMENTWISE = (ElementwiseBinaryOp, ElementwiseUnaryOp, CompareOp, SelectOp, CastOp)
 
 
@@ -2005,6 +2098,9 @@ Msir = Dialect(
         ForOp,
         WhileOp,
         ConditionOp,
+        TapeAllocOp,
+        TapeSetOp,
+        TapeGetOp,
     ],
     [],
 )
