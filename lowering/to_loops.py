@@ -480,6 +480,9 @@ class _Lowering:
                     op.input.type == op.result.type:
                 self.alias[op.result] = self.canon(op.input)
                 self.skipped.add(op)
+            elif isinstance(op, msir.TapeSetOp):
+                # A tape is updated in place: the new tape is the old buffer.
+                self.alias[op.result] = self.canon(op.tape)
             elif isinstance(op, msir.TransposeOp) and (list(msir._ints(op.permutation)) == sorted(
                     msir._ints(op.permutation)) or _matmul_absorbs(op)):
                 self.alias[op.result] = self.canon(op.input)
@@ -1506,6 +1509,25 @@ def _while(L: _Lowering, op: msir.WhileOp) -> None:
     del loop
 
 
+def _tape_alloc(L: _Lowering, op: msir.TapeAllocOp) -> None:
+    rows = L.to_index(_scalar(L, op.rows))
+    L.result(op.result, [rows, *_shape(op.result.type)[1:]])
+
+
+def _tape_set(L: _Lowering, op: msir.TapeSetOp) -> None:
+    tape, value = L.get(op.tape), L.get(op.value)
+    k = L.to_index(_scalar(L, op.index))
+    L.loops(L.dims_of(op.value), lambda ivs, _: L.store(L.load(value, ivs), tape, [k, *ivs]))
+
+
+def _tape_get(L: _Lowering, op: msir.TapeGetOp) -> None:
+    tape = L.get(op.tape)
+    k = L.to_index(_scalar(L, op.index))
+    dims = L.dims_of(op.tape)[1:]
+    out = L.result(op.result, dims)
+    L.loops(dims, lambda ivs, _: L.store(L.load(tape, [k, *ivs]), out, ivs))
+
+
 EMITTERS: dict[type[Operation], Callable[[_Lowering, Operation], None]] = {
     **{cls: _elementwise(fn) for cls, fn in SCALAR.items()},
     msir.CompareOp: _compare,
@@ -1534,6 +1556,9 @@ EMITTERS: dict[type[Operation], Callable[[_Lowering, Operation], None]] = {
     msir.IfOp: _if,
     msir.ForOp: _for,
     msir.WhileOp: _while,
+    msir.TapeAllocOp: _tape_alloc,
+    msir.TapeSetOp: _tape_set,
+    msir.TapeGetOp: _tape_get,
     func.CallOp: _call,
     func.ReturnOp: _return,
 }
