@@ -48,6 +48,10 @@ from msir.passes.ad_ir import IRBuilder, Lazy, op_params
 from msir.passes.grad_rules import NON_DIFFERENTIABLE, VJP
 from msir.passes.specialize import specialize
 
+from msir.passes.grad_control import CONTROL_FLOW, outline_regions  # noqa: E402
+from msir.passes.grad_control import adjoint as control_adjoint  # noqa: E402
+from msir.passes.grad_control import forward as control_forward  # noqa: E402
+
 REVERSE_OPS = (M.GradOp, M.ValueAndGradOp, M.VjpOp)
 
 
@@ -119,6 +123,7 @@ class ModuleAD:
             raise NotDifferentiableError(f"cannot differentiate the external function '{name}'", source_loc(at))
         self.in_progress.add(name)
         try:
+            outline_regions(self, f)
             rule = f.attributes.get("msir.custom_vjp")
             pair = self.custom_pair(f, rule) if rule is not None else _PairBuilder(self, f).build()
         finally:
@@ -172,6 +177,7 @@ class _PairBuilder:
         self.residuals: list[SSAValue] = []
         self.residual_arg: dict[SSAValue, SSAValue] = {}
         self.remat: dict[SSAValue, SSAValue] = {}
+        self.cf_residuals: dict[Operation, list] = {}
 
     # -- forward ----------------------------------------------------------------
 
@@ -194,6 +200,9 @@ class _PairBuilder:
                 for old, new in zip(op.results, call.results):
                     self.fwd_of[old] = new
                 self.call_residuals[op] = list(call.results[len(op.results) :])
+                continue
+            if isinstance(op, CONTROL_FLOW):
+                control_forward(self, op)
                 continue
             if isinstance(op, REVERSE_OPS + (M.JvpOp,)):
                 raise AssertionError("nested transformations are expanded before their callers")
@@ -245,6 +254,9 @@ class _PairBuilder:
             B.loc = op.location
             if isinstance(op, func.CallOp):
                 self.adjoint_of_call(op, ct, B, accumulate)
+                continue
+            if isinstance(op, CONTROL_FLOW):
+                control_adjoint(self, op, ct, B, accumulate)
                 continue
             self.adjoint_of_op(op, ct, B, accumulate)
         outs: list[SSAValue] = []

@@ -1,0 +1,372 @@
+"""Reverse mode through `msir.if`, `msir.for` and `msir.while` (used by `msir-grad`).
+
+Each region is first outlined into its own function (`outline_regions`), so that
+a region holds one `func.call` and its terminator, and the differentiation of
+the region's code is the ordinary per-function pair (augmented forward and
+adjoint). Node by node, what is generated:
+
+* `msir.if %c`: the forward `msir.if` calls the branch's augmented forward and
+  also yields its residuals (the other branch's residual slots get placeholders);
+  the adjoint `msir.if %c` (the predicate is a residual) calls the taken branch's
+  adjoint and yields a cotangent for every float value either branch reads.
+* `msir.for`: the forward computes the trip count N, allocates one tape
+  (`msir.tape_alloc`, a `tensor<?x...>` of N rows) per residual of the body, and
+  runs the loop with the tapes as loop-carried values, storing the residuals of
+  iteration k in row k (`msir.tape_set`, in place). The adjoint runs k = N-1
+  down to 0, reads row k (`msir.tape_get`), calls the body's adjoint, carries
+  the cotangents of the loop-carried values and accumulates those of the values
+  the body reads from outside the loop.
+* `msir.while`: the trip count depends on data, so the forward first runs the
+  loop counting its iterations N (the condition is evaluated as written), then
+  replays the body N times from the same initial values as the `msir.for` above
+  would, recording residuals. The adjoint is the `msir.for` adjoint. (The
+  replay doubles the forward work; a growing tape would avoid it.)
+
+Integer and boolean loop-carried values (counters) never enter a tape and get
+no cotangent.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from xdsl.dialects import func
+from xdsl.dialects.builtin import StringAttr, TensorType
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+
+from msir.dialects import msir as M
+from msir.errors import NotDifferentiableError
+from msir.passes.ad_ir import IRBuilder, Lazy
+
+if TYPE_CHECKING:
+    from msir.passes.grad import ModuleAD, _PairBuilder
+
+CONTROL_FLOW = (M.IfOp, M.ForOp, M.WhileOp)
+OUTLINED = "msir.outlined"
+I64 = TensorType(M.i64, [])
+
+
+def _outer_values(block: Block) -> list[SSAValue]:
+    """Values a block (and the regions nested in it) reads from outside, in order."""
+    inside: set[SSAValue] = set(block.args)
+    seen: list[SSAValue] = []
+    for op in block.walk():
+        for region in op.regions:
+            for b in region.blocks:
+                inside.update(b.args)
+        inside.update(op.results)
+    for op in block.walk():
+        for v in op.operands:
+            if v not in inside and v not in seen:
+                seen.append(v)
+    return seen
+
+
+def outline_regions(ad: ModuleAD, f: func.FuncOp) -> None:
+    """Move every region of `f`'s control-flow ops into a function of its own."""
+    for op in list(f.body.block.ops):
+        if not isinstance(op, CONTROL_FLOW) or OUTLINED in op.attributes:
+            continue
+        for k, region in enumerate(op.regions):
+            _outline(ad, f, op, region, k)
+        op.attributes[OUTLINED] = StringAttr("")
+
+
+def _outline(ad: ModuleAD, f: func.FuncOp, op: Operation, region: Region, k: int) -> None:
+    block = region.block
+    outer = _outer_values(block)
+    term = block.last_op
+    assert term is not None
+    params = [a.type for a in block.args] + [v.type for v in outer]
+    body = Block(arg_types=params)
+    mapping: dict[SSAValue, SSAValue] = dict(zip([*block.args, *outer], body.args))
+    for inner in list(block.ops):
+        if inner is term:
+            continue
+        clone = inner.clone(value_mapper=mapping)
+        body.add_op(clone)
+        for r, cr in zip(inner.results, clone.results):
+            mapping[r] = cr
+    results = [mapping.get(v, v) for v in term.operands]
+    ret = func.ReturnOp(*results)
+    ret.location = term.location
+    body.add_op(ret)
+    name = ad.fresh_name(f"{f.sym_name.data}__{op.name.removeprefix('msir.')}_region{k}")
+    ad.add_func(name, body, [v.type for v in results], op.location)
+    new = Block(arg_types=[a.type for a in block.args])
+    call = func.CallOp(name, [*new.args, *outer], [v.type for v in results])
+    call.location = op.location
+    new.add_op(call)
+    new_term = term.clone(value_mapper=dict(zip(term.operands, call.results)))
+    new.add_op(new_term)
+    for old_op in reversed(list(block.ops)):
+        old_op.detach()
+        old_op.erase(safe_erase=False)
+    region.detach_block(block)
+    region.add_block(new)
+
+
+def _region_call(region: Region) -> func.CallOp:
+    call = region.block.first_op
+    assert isinstance(call, func.CallOp)
+    return call
+
+
+def placeholder(B: IRBuilder, t: Attribute) -> SSAValue:
+    """A value of type `t` for a residual slot that a path does not fill."""
+    shape = M.shape_of(t)
+    if shape and shape[0] < 0:
+        return B.emit(M.TapeAllocOp(B.constant(0, "int64"), TensorType(t.element_type, list(shape[1:]))))
+    return B.constant(0.0, M.dtype_of(t), shape)
+
+
+def trip_count(B: IRBuilder, lb: SSAValue, ub: SSAValue, step: SSAValue) -> SSAValue:
+    """max(0, ceil((ub - lb) / step)) for either sign of step, in msir ops."""
+    zero = B.constant(0, "int64")
+    sign = B.select(B.compare("gt", step, zero), B.constant(1, "int64"), B.constant(-1, "int64"))
+    span = B.binary("sub", B.binary("add", B.binary("sub", ub, lb), step), sign)
+    return B.binary("maximum", B.binary("floordiv", span, step), zero)
+
+
+def _check_tapeable(types: list[Attribute], op: Operation) -> None:
+    for t in types:
+        shape = M.shape_of(t)
+        if any(d < 0 for d in shape):
+            raise NotDifferentiableError(
+                "reverse mode through a loop nested in a loop (whose inner trip count may vary per "
+                "iteration) is not supported yet",
+                _loc(op),
+            )
+
+
+def _loc(op: Operation):
+    from msir.passes.grad import source_loc
+
+    return source_loc(op)
+
+
+# ---------------------------------------------------------------------------
+# Forward
+# ---------------------------------------------------------------------------
+
+
+def forward(pb: _PairBuilder, op: Operation) -> None:
+    if isinstance(op, M.IfOp):
+        _forward_if(pb, op)
+    elif isinstance(op, M.ForOp):
+        _forward_for(pb, op)
+    else:
+        _forward_while(pb, op)
+
+
+def _forward_if(pb: _PairBuilder, op: M.IfOp) -> None:
+    calls = [_region_call(op.then_region), _region_call(op.else_region)]
+    pairs = [pb.ad.pair(c.callee.string_value(), op) for c in calls]
+    res_types = [r.type for r in op.res]
+    slots = [p.residual_types for p in pairs]
+    regions = []
+    for k, (call, pair) in enumerate(zip(calls, pairs)):
+        block = Block()
+        B = IRBuilder(block, op.location)
+        fcall = func.CallOp(pair.fwd, [pb.fwd_of[v] for v in call.arguments], res_types + pair.residual_types)
+        fcall.location = op.location
+        block.add_op(fcall)
+        values = list(fcall.results[: len(res_types)])
+        for j, types in enumerate(slots):
+            if j == k:
+                values += list(fcall.results[len(res_types) :])
+            else:
+                values += [placeholder(B, t) for t in types]
+        block.add_op(M.YieldOp(*values))
+        regions.append(Region(block))
+    new = M.IfOp(pb.fwd_of[op.cond], res_types + slots[0] + slots[1], regions[0], regions[1])
+    new.location = op.location
+    pb.fwd_block.add_op(new)
+    n = len(res_types)
+    for old, r in zip(op.res, new.res):
+        pb.fwd_of[old] = r
+    pb.cf_residuals[op] = [list(new.res[n : n + len(slots[0])]), list(new.res[n + len(slots[0]) :])]
+
+
+def _forward_for(pb: _PairBuilder, op: M.ForOp) -> None:
+    call = _region_call(op.body)
+    pair = pb.ad.pair(call.callee.string_value(), op)
+    _check_tapeable(pair.residual_types, op)
+    B = IRBuilder(pb.fwd_block, op.location)
+    lb, ub, step = (pb.fwd_of[v] for v in (op.lower, op.upper, op.step))
+    n = trip_count(B, lb, ub, step)
+    tapes = [B.emit(M.TapeAllocOp(n, t)) for t in pair.residual_types]  # type: ignore[arg-type]
+    inits = [pb.fwd_of[v] for v in op.inits]
+    carried_types = [v.type for v in inits]
+    block = Block(arg_types=[I64, *carried_types, *[t.type for t in tapes]])
+    i, carried, tape_args = block.args[0], block.args[1 : 1 + len(inits)], block.args[1 + len(inits) :]
+    IB = IRBuilder(block, op.location)
+    k = IB.binary("floordiv", IB.binary("sub", i, lb), step)
+    mapping = {op.body.block.args[0]: i, **dict(zip(op.body.block.args[1:], carried))}
+    args = [mapping.get(v) or pb.fwd_of[v] for v in call.arguments]
+    fcall = func.CallOp(pair.fwd, args, carried_types + pair.residual_types)
+    fcall.location = op.location
+    block.add_op(fcall)
+    new_tapes = [
+        IB.emit(M.TapeSetOp(t, k, r)) for t, r in zip(tape_args, fcall.results[len(inits) :])
+    ]
+    block.add_op(M.YieldOp(*fcall.results[: len(inits)], *new_tapes))
+    loop = M.ForOp(lb, ub, step, inits + tapes, Region(block))
+    loop.location = op.location
+    pb.fwd_block.add_op(loop)
+    for old, r in zip(op.res, loop.res):
+        pb.fwd_of[old] = r
+    pb.cf_residuals[op] = [[n, lb, step], list(loop.res[len(inits) :])]
+
+
+def _forward_while(pb: _PairBuilder, op: M.WhileOp) -> None:
+    cond_call, body_call = _region_call(op.cond_region), _region_call(op.body)
+    pair = pb.ad.pair(body_call.callee.string_value(), op)
+    _check_tapeable(pair.residual_types, op)
+    B = IRBuilder(pb.fwd_block, op.location)
+    inits = [pb.fwd_of[v] for v in op.inits]
+    types = [v.type for v in inits]
+    zero = B.constant(0, "int64")
+    # 1. the primal loop, counting its iterations
+    cond_block = Block(arg_types=[*types, I64])
+    m = dict(zip(op.cond_region.block.args, cond_block.args))
+    c = func.CallOp(cond_call.callee.string_value(), [m.get(v) or pb.fwd_of[v] for v in cond_call.arguments],
+                    [r.type for r in cond_call.results])
+    cond_block.add_op(c)
+    cond_block.add_op(M.ConditionOp(c.results[0]))
+    body_block = Block(arg_types=[*types, I64])
+    m = dict(zip(op.body.block.args, body_block.args))
+    b = func.CallOp(body_call.callee.string_value(), [m.get(v) or pb.fwd_of[v] for v in body_call.arguments], types)
+    body_block.add_op(b)
+    BB = IRBuilder(body_block, op.location)
+    count = BB.binary("add", body_block.args[-1], BB.constant(1, "int64"))
+    body_block.add_op(M.YieldOp(*b.results, count))
+    counted = M.WhileOp(inits + [zero], Region(cond_block), Region(body_block))
+    counted.location = op.location
+    pb.fwd_block.add_op(counted)
+    n = counted.res[-1]
+    # 2. the replay, recording residuals
+    tapes = [B.emit(M.TapeAllocOp(n, t)) for t in pair.residual_types]  # type: ignore[arg-type]
+    block = Block(arg_types=[I64, *types, *[t.type for t in tapes]])
+    k, carried, tape_args = block.args[0], block.args[1 : 1 + len(inits)], block.args[1 + len(inits) :]
+    IB = IRBuilder(block, op.location)
+    m = dict(zip(op.body.block.args, carried))
+    fcall = func.CallOp(pair.fwd, [m.get(v) or pb.fwd_of[v] for v in body_call.arguments], types + pair.residual_types)
+    fcall.location = op.location
+    block.add_op(fcall)
+    new_tapes = [IB.emit(M.TapeSetOp(t, k, r)) for t, r in zip(tape_args, fcall.results[len(inits) :])]
+    block.add_op(M.YieldOp(*fcall.results[: len(inits)], *new_tapes))
+    one = B.constant(1, "int64")
+    replay = M.ForOp(zero, n, one, inits + tapes, Region(block))
+    replay.location = op.location
+    pb.fwd_block.add_op(replay)
+    for old, r in zip(op.res, replay.res):
+        pb.fwd_of[old] = r
+    pb.cf_residuals[op] = [[n, zero, one], list(replay.res[len(inits) :])]
+
+
+# ---------------------------------------------------------------------------
+# Adjoint
+# ---------------------------------------------------------------------------
+
+
+def adjoint(pb: _PairBuilder, op: Operation, ct: dict, B: IRBuilder, accumulate) -> None:
+    if isinstance(op, M.IfOp):
+        _adjoint_if(pb, op, ct, B, accumulate)
+    else:
+        _adjoint_loop(pb, op, ct, B, accumulate)
+
+
+def _ct_or_zero(B: IRBuilder, ct: dict, v: SSAValue) -> SSAValue:
+    return ct[v] if v in ct else B.constant(0.0, M.dtype_of(v.type), M.shape_of(v.type))
+
+
+def _adjoint_if(pb: _PairBuilder, op: M.IfOp, ct: dict, B: IRBuilder, accumulate) -> None:
+    from msir.passes.grad import is_float_type
+
+    calls = [_region_call(op.then_region), _region_call(op.else_region)]
+    pairs = [pb.ad.pairs[c.callee.string_value()] for c in calls]
+    targets: list[SSAValue] = []
+    for call, pair in zip(calls, pairs):
+        for i in pair.float_args:
+            v = call.arguments[i]
+            if is_float_type(v.type) and v not in targets:
+                targets.append(v)
+    regions = []
+    for k, (call, pair) in enumerate(zip(calls, pairs)):
+        block = Block()
+        RB = IRBuilder(block, op.location, pb.resolve)
+        cts = [_ct_or_zero(RB, ct, op.res[i]) for i in pair.float_results]
+        residuals = [pb.resolve(Lazy(r)) for r in pb.cf_residuals[op][k]]
+        bcall = func.CallOp(pair.bwd, cts + residuals, [call.arguments[i].type for i in pair.float_args])
+        bcall.location = op.location
+        block.add_op(bcall)
+        sums: dict[SSAValue, SSAValue] = {}
+        for i, g in zip(pair.float_args, bcall.results):
+            v = call.arguments[i]
+            sums[v] = g if v not in sums else RB.binary("add", sums[v], g)
+        block.add_op(M.YieldOp(*[sums[v] if v in sums else RB.constant(0.0, M.dtype_of(v.type), M.shape_of(v.type)) for v in targets]))
+        regions.append(Region(block))
+    cond = pb.resolve(Lazy(pb.fwd_of[op.cond]))
+    adj = M.IfOp(cond, [v.type for v in targets], regions[0], regions[1])
+    adj.location = op.location
+    pb.bwd_block.add_op(adj)
+    for v, g in zip(targets, adj.res):
+        accumulate(v, g)
+
+
+def _adjoint_loop(pb: _PairBuilder, op: M.ForOp | M.WhileOp, ct: dict, B: IRBuilder, accumulate) -> None:
+    from msir.passes.grad import is_float_type
+
+    call = _region_call(op.body)
+    pair = pb.ad.pairs[call.callee.string_value()]
+    has_counter = isinstance(op, M.ForOp)
+    block_args = list(op.body.block.args)
+    carried_args = block_args[1:] if has_counter else block_args
+    n_carried = len(carried_args)
+    # body parameter position -> what it is
+    carried_pos = {call.arguments.index(a): j for j, a in enumerate(carried_args) if a in call.arguments}
+    float_carried = [j for j in range(n_carried) if is_float_type(op.res[j].type)]
+    outer: list[SSAValue] = []
+    for i in pair.float_args:
+        v = call.arguments[i]
+        if v not in block_args and v not in outer:
+            outer.append(v)
+    (n, _, _), tapes = pb.cf_residuals[op]
+    n = pb.resolve(Lazy(n))
+    tapes = [pb.resolve(Lazy(t)) for t in tapes]
+    init_cts = [_ct_or_zero(B, ct, op.res[j]) for j in float_carried]
+    init_acc = [B.constant(0.0, M.dtype_of(v.type), M.shape_of(v.type)) for v in outer]
+    block = Block(arg_types=[I64, *[v.type for v in init_cts], *[v.type for v in init_acc]])
+    k = block.args[0]
+    ct_c = dict(zip(float_carried, block.args[1 : 1 + len(float_carried)]))
+    acc = dict(zip(outer, block.args[1 + len(float_carried) :]))
+    RB = IRBuilder(block, op.location, pb.resolve)
+    rows = [RB.emit(M.TapeGetOp(t, k)) for t in tapes]
+    # the body function's results are the carried values, in order
+    cts = [ct_c.get(r) if r in ct_c else RB.constant(0.0, M.dtype_of(op.res[r].type), M.shape_of(op.res[r].type))
+           for r in pair.float_results]
+    bcall = func.CallOp(pair.bwd, cts + rows, [call.arguments[i].type for i in pair.float_args])
+    bcall.location = op.location
+    block.add_op(bcall)
+    new_ct = {j: RB.constant(0.0, M.dtype_of(op.res[j].type), M.shape_of(op.res[j].type)) for j in float_carried}
+    new_acc = dict(acc)
+    for i, g in zip(pair.float_args, bcall.results):
+        if i in carried_pos and carried_pos[i] in new_ct:
+            j = carried_pos[i]
+            new_ct[j] = RB.binary("add", new_ct[j], g)
+        elif call.arguments[i] in new_acc:
+            v = call.arguments[i]
+            new_acc[v] = RB.binary("add", new_acc[v], g)
+    block.add_op(M.YieldOp(*[new_ct[j] for j in float_carried], *[new_acc[v] for v in outer]))
+    one = B.constant(1, "int64")
+    start = B.binary("sub", n, one)
+    minus_one = B.constant(-1, "int64")
+    loop = M.ForOp(start, minus_one, minus_one, init_cts + init_acc, Region(block))
+    loop.location = op.location
+    pb.bwd_block.add_op(loop)
+    for j, r in zip(float_carried, loop.res):
+        accumulate(op.inits[j], r)
+    for v, r in zip(outer, loop.res[len(float_carried) :]):
+        accumulate(v, r)
+
