@@ -116,12 +116,14 @@ def _entry_metadata(module: ModuleOp) -> dict[str, tuple[list, list, int]]:
 
 
 def compile_llvm_module(
-    module: ModuleOp, sites: Sequence[SourceLoc] | None = None
+    module: ModuleOp, sites: Sequence[SourceLoc] | None = None, object_sink=None
 ) -> NativeModule:
     """Compile a module of the `llvm` dialect to native code for this machine.
 
     `sites` maps the site numbers passed to `@__msir_error` to source
     locations; it is the default for every function of the module.
+    `object_sink(obj: bytes)`, if given, receives the object code MCJIT
+    generates (for the persistent cache: see `load_native_module`).
     """
     metadata = _entry_metadata(module)
     with _LOCK:
@@ -141,9 +143,35 @@ def compile_llvm_module(
         _optimise(mod, tm)
         optimised = str(mod)
         engine = llvm.create_mcjit_compiler(mod, tm)
+        if object_sink is not None:
+            engine.set_object_cache(lambda _module, obj: object_sink(obj))
         engine.finalize_object()
         engine.run_static_constructors()
     return NativeModule(engine, optimised, metadata, list(sites or []))
+
+
+def load_native_module(
+    obj: bytes,
+    llvm_ir: str,
+    metadata: dict[str, tuple[list, list, int]],
+    sites: Sequence[SourceLoc] | None = None,
+    required_symbols: Sequence[str] = (),
+) -> NativeModule:
+    """A NativeModule from object code given to `compile_llvm_module`'s
+    `object_sink` (in this or another process: `msir.cache`), without LLVM
+    optimisation or code generation. `metadata` is `_entry_metadata` of the
+    module; `required_symbols` are the external symbols the object calls: a
+    CompileError if one does not resolve (MCJIT would abort the process).
+    The object must have no static constructors (they are not run)."""
+    with _LOCK:
+        _initialise()
+        missing = [s for s in required_symbols if not llvm.address_of_symbol(s)]
+        if missing:
+            raise CompileError(f"unresolved symbols in cached object code: {', '.join(missing)}")
+        engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _target_machine())
+        engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+        engine.finalize_object()
+    return NativeModule(engine, llvm_ir, metadata, list(sites or []))
 
 
 class NativeModule:

@@ -8,7 +8,12 @@
       -- msir-lower-to-llvm         the llvm dialect, with an entry wrapper per function
       -- llvmlite                   O3 for the host CPU, MCJIT
 
-`MSIR_DUMP=1` prints the IR after each stage on stderr.
+`MSIR_DUMP=1` prints the IR after each stage on stderr (and bypasses the
+persistent cache's lookup, so that the stages run).
+
+Before the stages, `compile_module` looks the traced module up in the
+persistent compile cache (`msir.cache`): on a hit it loads the cached object
+code and skips every stage below the frontend. `MSIR_CACHE=0` disables it.
 """
 
 from __future__ import annotations
@@ -63,9 +68,45 @@ class Compiled:
     functions: dict = field(default_factory=dict)
 
 
+PIPELINE = "msir-grad,msir-jvp,msir-specialize,dce,msir-fuse,convert-msir-to-loops,msir-lower-to-llvm,llvm-O3"
+
+
+def pipeline_options() -> dict:
+    """What, besides the module and msir's source, decides the generated code
+    (part of the persistent cache key)."""
+    options: dict = {"pipeline": PIPELINE}
+    try:
+        from msir.lowering import blas
+    except ImportError:
+        pass
+    else:
+        options["blas"] = bool(getattr(blas, "enabled", False))
+    return options
+
+
 def compile_module(module: ModuleOp, entry: str, also: tuple[str, ...] = ()) -> Compiled:
     """Lower a verified msir module and JIT-compile function `entry` (and the
-    public functions `also`, in `Compiled.functions`)."""
+    public functions `also`, in `Compiled.functions`).
+
+    The persistent cache (`msir.cache`) is consulted first; on a miss the
+    module goes through the stages and the object code is stored."""
+    from msir import cache
+
+    key = locs = None
+    if cache.enabled():
+        try:
+            key, locs = cache.module_key(module, entry, tuple(also), pipeline_options())
+        except Exception as e:  # never fail a compile because of the cache
+            cache._log(f"no key: {type(e).__name__}: {e}")
+            key = None
+        if key is not None and not os.environ.get("MSIR_DUMP"):
+            hit = cache.load(key, locs)
+            if hit is not None:
+                native_module, sites = hit
+                native = native_module.function(entry, sites=sites)
+                functions = {name: native_module.function(name, sites=sites) for name in also}
+                return Compiled(native, native_module, functions)
+
     from msir.lowering.jit import compile_llvm_module
     from msir.lowering.to_llvm import MsirLowerToLlvm
     from msir.lowering.to_loops import ConvertMsirToLoops
@@ -90,8 +131,19 @@ def compile_module(module: ModuleOp, entry: str, also: tuple[str, ...] = ()) -> 
     sites = _sites(module)
     MsirLowerToLlvm().apply(ctx, module)
     _dump("msir-lower-to-llvm", module)
+    objects: list[bytes] = []
     with _lock:
-        native_module = compile_llvm_module(module)
+        native_module = compile_llvm_module(
+            module, object_sink=objects.append if key is not None else None
+        )
     native = native_module.function(entry, sites=sites)
     functions = {name: native_module.function(name, sites=sites) for name in also}
+    if key is not None:
+        if len(objects) == 1:
+            try:
+                cache.store(key, locs, objects[0], native_module.llvm_ir, native_module._metadata, sites)
+            except Exception as e:  # never fail a compile because of the cache
+                cache._log(f"not caching {key[:12]}: {type(e).__name__}: {e}")
+        else:
+            cache._log(f"not caching {key[:12]}: MCJIT produced {len(objects)} objects")
     return Compiled(native, native_module, functions)

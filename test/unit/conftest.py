@@ -1,0 +1,22 @@
+"""Session-wide test setup.
+
+The persistent compile cache (`msir.cache`) is pointed at a temporary directory
+for the whole session (subprocesses inherit it), so the test suite never reads
+or writes the user's real cache directory.
+"""
+
+import os
+
+import pytest
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_compile_cache(tmp_path_factory):
+    saved = {k: os.environ.get(k) for k in ("MSIR_CACHE_DIR",)}
+    os.environ["MSIR_CACHE_DIR"] = str(tmp_path_factory.mktemp("msir-cache"))
+    yield
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
