@@ -202,15 +202,15 @@ def test_function_defined_with_exec():
 
 
 def if_on_array(x):
-    if x.sum() > 0:  # E:if
+    if x > 0:  # E:if
         return x
     return -x
 
 
-def test_if_on_runtime_array():
-    err = raises(UnsupportedSyntaxError, if_on_array, X)
-    assert "if condition on a runtime array value is not supported" in err.message
-    assert_at(err, "if", "x.sum()")
+def test_if_on_a_whole_array_is_ambiguous():
+    err = raises(ValueError, if_on_array, X)
+    assert "the truth value of an array of shape" in err.message and "is ambiguous" in err.message
+    assert_at(err, "if", "x > 0")
 
 
 def mask_index(x):
