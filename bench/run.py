@@ -1,0 +1,404 @@
+"""msir side by side with NumPy, JAX, PyTorch (eager and torch.compile) and MindSpore.
+
+    python bench/run.py [--quick] [--json out.json] [--only W1,W4-1024] [--frameworks msir,numpy]
+
+Every (framework, thread count) pair runs in its own process (bench/peers.py) with the
+thread environment set before anything is imported: OMP/MKL/OPENBLAS_NUM_THREADS,
+XLA_FLAGS (1 thread: no multi-threaded Eigen, intra_op_parallelism_threads=1),
+torch.set_num_threads, and the CPU affinity cut to that many cores. All harness
+processes run with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE removed (the environment's
+Haswell setting halves OpenBLAS's sgemm, see DESIGN.md). Each process gets fresh msir
+and TorchInductor cache directories, so "first call" is a cold compile.
+
+Per workload and framework: first call (compile + one run, imports excluded), median
+of repeated steady-state runs after warm-up, agreement with NumPy (max|out-ref| /
+max|ref| <= tol), GB/s against the measured copy bandwidth, GFLOP/s against the
+measured NumPy sgemm, and each framework's time divided by msir's from the same run
+("x msir": above 1 means msir is faster). MindSpore runs with the python of its own
+virtualenv (bench/setup_peers.sh); a framework that is not installed is "skipped".
+W8 (compile time of a 200-op function, first and second process) runs apart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import workloads as W  # noqa: E402
+from peers import FRAMEWORKS  # noqa: E402
+
+PEERS = [f for f in FRAMEWORKS if f != "msir"]
+
+
+def ms_python() -> Path:
+    venv = Path(os.environ.get("MSIR_BENCH_MS_VENV", HERE.parent / ".venv-mindspore"))
+    return venv / "bin" / "python"
+
+
+def thread_env(n: int, scratch: Path) -> dict:
+    env = dict(os.environ)
+    for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "XLA_FLAGS"):
+        env.pop(k, None)
+    for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS"):
+        env[k] = str(n)
+    if n == 1:
+        env["XLA_FLAGS"] = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+    env["JAX_PLATFORMS"] = "cpu"
+    env["TF_CPP_MIN_LOG_LEVEL"] = "2"
+    env["GLOG_v"] = "3"  # MindSpore: errors only
+    scratch.mkdir(parents=True, exist_ok=True)
+    env["MSIR_CACHE_DIR"] = str(scratch / "msir-cache")
+    env["TORCHINDUCTOR_CACHE_DIR"] = str(scratch / "inductor-cache")
+    return env
+
+
+def availability(frameworks: list[str]) -> dict[str, dict]:
+    """Cheap checks in this process; a worker that then fails to import reports skipped."""
+    out = {}
+    for f in frameworks:
+        if f == "mindspore":
+            py = ms_python()
+            ok = py.exists()
+            reason = f"no MindSpore virtualenv at {py.parent.parent} (run bench/setup_peers.sh)"
+        elif f == "torch.compile":
+            ok = importlib.util.find_spec("torch") is not None and shutil.which("gcc") is not None
+            reason = "torch or a C compiler (gcc) for TorchInductor is missing"
+        else:
+            mod = {"msir": "msir", "numpy": "numpy", "jax": "jax", "torch": "torch"}[f]
+            ok = importlib.util.find_spec(mod) is not None
+            reason = f"{mod} not installed (bash bench/setup_peers.sh)"
+        out[f] = {"status": "ok"} if ok else {"status": "skipped", "reason": reason}
+    return out
+
+
+def run_worker(args: list[str], env: dict, python: str, timeout: float, log) -> dict:
+    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
+        out = Path(f.name)
+    try:
+        p = subprocess.run([python, str(HERE / "peers.py"), *args, "--out", str(out)], env=env,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
+        if p.returncode != 0 or not out.stat().st_size:
+            tail = "\n".join(p.stdout.strip().splitlines()[-5:])
+            log(f"    worker failed (exit {p.returncode}): {tail}")
+            return {"status": "error", "error": f"worker exit {p.returncode}: {tail[-400:]}"}
+        return json.loads(out.read_text())
+    except subprocess.TimeoutExpired:
+        return {"status": "error", "error": f"worker timed out after {timeout:.0f} s"}
+    finally:
+        out.unlink(missing_ok=True)
+
+
+# --------------------------------------------------------------------------------------
+# reporting
+
+
+def _fmt_t(s):
+    if s is None:
+        return "-"
+    return f"{s * 1e3:.3f}" if s < 1e-2 else f"{s * 1e3:.2f}" if s < 1 else f"{s * 1e3:.0f}"
+
+
+def _cell(r: dict | None, key: str):
+    return r.get(key) if r and r.get("status") == "ok" else None
+
+
+def build_table(report: dict) -> str:
+    threads = report["config"]["threads"]
+    lim = report["machine"]["limits"]
+    hdr = ["workload", "framework"] + [f"{t}T ms" for t in threads] + [f"{t}T x msir" for t in threads]
+    tl = threads[-1]
+    hdr += [f"{tl}T GB/s|GFLOP/s", "% limit", "1st call s", "rel err", "ok"]
+    rows = [hdr]
+    for name, wr in report["workloads"].items():
+        for fw, per_t in wr["results"].items():
+            row = [name, fw]
+            statuses = {r.get("status") for r in per_t.values()}
+            if statuses - {"ok"}:
+                bad = next(r for r in per_t.values() if r.get("status") != "ok")
+                if bad.get("status") in ("skipped", "n/a"):
+                    continue
+            for t in threads:
+                r = per_t.get(str(t))
+                row.append(_fmt_t(_cell(r, "median_s")) if _cell(r, "median_s") else (r or {}).get("status", "-"))
+            for t in threads:
+                ratio = _cell(per_t.get(str(t)), "x_msir")
+                row.append(f"{ratio:.2f}" if ratio is not None else "-")
+            r = per_t.get(str(tl))
+            if _cell(r, "gflop_s") is not None:
+                row.append(f"{r['gflop_s']:.1f} GF")
+                row.append(f"{100 * r['gflop_s'] / lim[str(tl)]['sgemm_gflop_s_best']:.0f}%")
+            elif _cell(r, "gb_s") is not None:
+                row.append(f"{r['gb_s']:.1f} GB")
+                row.append(f"{100 * r['gb_s'] / lim[str(tl)]['copy_gb_s_best']:.0f}%")
+            else:
+                row += ["-", "-"]
+            firsts = [_cell(x, "first_call_s") for x in per_t.values() if _cell(x, "first_call_s") is not None]
+            row.append(f"{min(firsts):.3f}" if firsts else "-")
+            errs = [_cell(x, "max_rel_err") for x in per_t.values() if _cell(x, "max_rel_err") is not None]
+            row.append(f"{max(errs):.1e}" if errs else "-")
+            agrees = [x.get("agree") for x in per_t.values() if x.get("status") == "ok"]
+            row.append("yes" if agrees and all(agrees) else "NO" if agrees else "-")
+            rows.append(row)
+    widths = [max(len(r[i]) for r in rows) for i in range(len(hdr))]
+    lines = ["  ".join(c.rjust(w) if i > 1 else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in rows]
+    lines.insert(1, "-" * len(lines[0]))
+    return "\n".join(lines)
+
+
+def build_w8_table(w8: dict, quick: bool) -> str:
+    ops = 40 if quick else 200
+    lines = [f"W8: first call (trace + compile + run, imports excluded) of a {ops}-op function, seconds"]
+    lines.append(f"  {'framework':14s} {'process 1':>10s} {'process 2':>10s}  ok")
+    for fw, r in w8.items():
+        if r.get("status") != "ok":
+            lines.append(f"  {fw:14s} {r.get('status')}: {r.get('reason') or r.get('error', '')}"[:160])
+            continue
+        p1, p2 = r["process1"], r["process2"]
+        f = lambda x: f"{x['first_call_s']:.3f}" if x.get("status") == "ok" else x.get("status", "-")  # noqa: E731
+        ok = all(x.get("agree") for x in (p1, p2))
+        lines.append(f"  {fw:14s} {f(p1):>10s} {f(p2):>10s}  {'yes' if ok else 'NO'}")
+    return "\n".join(lines)
+
+
+def targets(report: dict) -> list[str]:
+    """The issue's targets, judged on the highest thread count of this run."""
+    t = str(report["config"]["threads"][-1])
+    wl = report["workloads"]
+
+    def med(w, fw):
+        return _cell(wl.get(w, {}).get("results", {}).get(fw, {}).get(t), "median_s")
+
+    out = []
+
+    def judge(label, ours, theirs, factor, who):
+        if ours is None or theirs is None:
+            out.append(f"{label}: not measured ({who} missing)")
+            return
+        ratio = ours / theirs
+        verdict = "met" if ratio <= factor else f"MISSED by {ratio / factor:.2f}x"
+        out.append(f"{label}: msir {ours * 1e3:.2f} ms vs {who} {theirs * 1e3:.2f} ms -> {ratio:.2f}x (target <= {factor}x): {verdict}")
+
+    judge("W1 <= JAX", med("W1", "msir"), med("W1", "jax"), 1.0, "jax")
+    for w, factor in (("W2", 1.0), ("W3", 1.1)):
+        peers = {fw: med(w, fw) for fw in ("jax", "torch", "torch.compile", "mindspore")}
+        peers = {k: v for k, v in peers.items() if v is not None}
+        best = min(peers, key=peers.get) if peers else None
+        judge(f"{w} <= {factor}x best peer", med(w, "msir"), peers.get(best), factor, best or "peers")
+    for v in ("W4-1024", "W4-1024-Ta", "W4-1024-Tb"):
+        ours = _cell(wl.get(v, {}).get("results", {}).get("msir", {}).get(t), "gflop_s")
+        np_all = [_cell(wl.get(x, {}).get("results", {}).get("numpy", {}).get(t), "gflop_s")
+                  for x in ("W4-1024", "W4-1024-Ta", "W4-1024-Tb")]
+        np_all = [x for x in np_all if x is not None]
+        if ours is None or not np_all:
+            out.append(f"{v} >= 0.8x NumPy BLAS: not measured")
+            continue
+        frac = ours / max(np_all)
+        verdict = "met" if frac >= 0.8 else f"MISSED by {0.8 / frac:.2f}x"
+        out.append(f"{v} >= 0.8x NumPy BLAS best kernel: msir {ours:.1f} vs {max(np_all):.1f} GFLOP/s -> {frac:.2f}x: {verdict}")
+    w8 = report.get("w8", {})
+    m, j = w8.get("msir", {}), w8.get("jax", {})
+    if m.get("status") == "ok" and j.get("status") == "ok":
+        p1, jp1 = m["process1"].get("first_call_s"), j["process1"].get("first_call_s")
+        if p1 is not None and jp1 is not None:
+            judge("W8 process 1 <= JAX first call", p1, jp1, 1.0, "jax")
+        p2 = m["process2"].get("first_call_s")
+        if p2 is not None:
+            out.append(f"W8 process 2 <= 50 ms: {p2 * 1e3:.1f} ms: {'met' if p2 <= 0.05 else f'MISSED by {p2 / 0.05:.1f}x'}")
+    return out
+
+
+# --------------------------------------------------------------------------------------
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true", help="small sizes, few repeats (smoke test)")
+    p.add_argument("--json", default=str(HERE / "results" / "latest.json"), help="JSON output path")
+    p.add_argument("--only", default="", help="comma-separated workloads (W1,W2,W3,W4-512,...,W8); a prefix such as W4 selects all its sizes")
+    p.add_argument("--frameworks", default=",".join(FRAMEWORKS), help="comma-separated subset of " + ",".join(FRAMEWORKS))
+    p.add_argument("--no-peers", action="store_true", help="msir and NumPy only")
+    p.add_argument("--threads", default="1,2", help="thread counts to measure (default 1,2)")
+    p.add_argument("--timeout", type=float, default=None, help="seconds per worker process")
+    a = p.parse_args(argv)
+
+    log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
+    frameworks = ["msir", "numpy"] if a.no_peers else [f for f in a.frameworks.split(",") if f]
+    unknown = set(frameworks) - set(FRAMEWORKS)
+    if unknown:
+        p.error(f"unknown frameworks {sorted(unknown)}")
+    threads = [int(t) for t in a.threads.split(",")]
+    all_names = list(W.REGISTRY) + ["W8"]
+    if a.only:
+        sel = [s.strip() for s in a.only.split(",") if s.strip()]
+        names = [n for n in all_names if any(n == s or n.startswith(s + "-") for s in sel)]
+        if not names:
+            p.error(f"no workload matches {a.only!r}; known: {', '.join(all_names)}")
+    else:
+        names = all_names
+    steady = [n for n in names if n != "W8"]
+    timeout = a.timeout or (300 if a.quick else 1800)
+
+    t_start = time.perf_counter()
+    scratch = Path(tempfile.mkdtemp(prefix="msir-bench-"))
+    try:
+        avail = availability(frameworks)
+        report = {
+            "config": {"quick": a.quick, "threads": threads, "frameworks": frameworks, "workloads": names,
+                       "agreement": "max|out - ref| / max|ref| <= tol, ref = NumPy float32 on the same inputs",
+                       "ratio": "x msir = framework median / msir median (same run, same thread count); > 1: msir faster"},
+            "machine": {"cpu": _cpu_name(), "cores": os.cpu_count(), "python": platform.python_version(),
+                        "loadavg_at_start": os.getloadavg(), "limits": {}},
+            "frameworks": avail,
+            "workloads": {},
+        }
+        for t in threads:
+            log(f"machine limits, {t} thread(s) ...")
+            report["machine"]["limits"][str(t)] = run_worker(
+                ["limits", "--threads", str(t)] + (["--quick"] if a.quick else []),
+                thread_env(t, scratch / f"limits{t}"), sys.executable, timeout, log)
+
+        raw: dict[str, dict[str, dict]] = {}
+        for fw in frameworks:
+            if avail[fw]["status"] != "ok" or not steady:
+                continue
+            python = str(ms_python()) if fw == "mindspore" else sys.executable
+            for t in threads:
+                log(f"{fw}, {t} thread(s): {','.join(steady)} ...")
+                t0 = time.perf_counter()
+                res = run_worker(["steady", "--framework", fw, "--threads", str(t), "--workloads", ",".join(steady)]
+                                 + (["--quick"] if a.quick else []),
+                                 thread_env(t, scratch / f"{fw}-{t}"), python, timeout, log)
+                log(f"    {res.get('status')} in {time.perf_counter() - t0:.1f} s")
+                raw.setdefault(fw, {})[str(t)] = res
+                if res.get("status") == "skipped":
+                    avail[fw] = {"status": "skipped", "reason": res.get("reason")}
+                    break
+                avail[fw]["version"] = res.get("version", avail[fw].get("version"))
+
+        for name in steady:
+            w = W.REGISTRY[name]
+            entry = {"desc": w.desc, "tol": w.tol, "results": {}}
+            for fw in frameworks:
+                per_t = {}
+                for t in threads:
+                    res = raw.get(fw, {}).get(str(t))
+                    if avail[fw]["status"] != "ok":
+                        per_t[str(t)] = {"status": "skipped", "reason": avail[fw].get("reason")}
+                    elif res is None or res.get("status") != "ok":
+                        per_t[str(t)] = {"status": "error", "error": (res or {}).get("error", "worker failed")}
+                    else:
+                        per_t[str(t)] = res["results"].get(name, {"status": "error", "error": "missing"})
+                entry["results"][fw] = per_t
+            for t in threads:
+                base = _cell(entry["results"].get("msir", {}).get(str(t)), "median_s")
+                for fw, per_t in entry["results"].items():
+                    m = _cell(per_t.get(str(t)), "median_s")
+                    if base and m:
+                        per_t[str(t)]["x_msir"] = m / base
+            report["workloads"][name] = entry
+
+        if "W8" in names:
+            report["w8"] = run_w8(frameworks, avail, scratch, timeout, a.quick, log)
+
+        report["wall_s"] = time.perf_counter() - t_start
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+    text = render(report)
+    print(text)
+    report["table"] = text
+    out = Path(a.json)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=1))
+    log(f"JSON written to {out} ({report['wall_s']:.0f} s)")
+    return 0
+
+
+def run_w8(frameworks, avail, scratch: Path, timeout, quick, log) -> dict:
+    """Each W8 framework: two fresh processes in a row, sharing one on-disk cache dir
+    (msir: MSIR_CACHE_DIR; TorchInductor: its cache dir; JAX: its defaults, no
+    persistent cache)."""
+    d = scratch / "w8"
+    d.mkdir()
+    for np_mod in set(W.W8_FRAMEWORKS.values()):
+        (d / f"w8_{np_mod.replace('.', '_')}.py").write_text(W.w8_source(np_mod, 10 if quick else 50))
+    out = {}
+    for fw in W.W8_FRAMEWORKS:
+        if fw not in frameworks:
+            continue
+        if avail[fw]["status"] != "ok":
+            out[fw] = {"status": "skipped", "reason": avail[fw].get("reason")}
+            continue
+        if quick and fw == "torch.compile":
+            out[fw] = {"status": "skipped", "reason": "not in --quick mode"}
+            continue
+        env = thread_env(os.cpu_count() or 1, scratch / f"w8-{fw}")
+        r = {"status": "ok"}
+        for proc in ("process1", "process2"):
+            log(f"W8 {fw} {proc} ...")
+            r[proc] = run_worker(["w8", "--framework", fw, "--dir", str(d)], env, sys.executable, timeout, log)
+            if r[proc].get("status") != "ok":
+                r["status"] = r[proc].get("status")
+                r["reason"] = r[proc].get("reason") or r[proc].get("error")
+        out[fw] = r
+    return out
+
+
+def render(report: dict) -> str:
+    m = report["machine"]
+    lines = [f"msir benchmark ({'quick' if report['config']['quick'] else 'full'}) on {m['cpu']}, "
+             f"{m['cores']} cores, load average at start {m['loadavg_at_start'][0]:.2f}"]
+    for t, lim in m["limits"].items():
+        if lim.get("status") == "ok":
+            lines.append(f"  limits, {t} thread(s): copy {lim['copy_gb_s_best']:.1f} GB/s (median {lim['copy_gb_s_median']:.1f}), "
+                         f"NumPy sgemm 1024^3 {lim['sgemm_gflop_s_best']:.1f} GFLOP/s (median {lim['sgemm_gflop_s_median']:.1f})")
+    fws = []
+    for fw, st in report["frameworks"].items():
+        fws.append(f"{fw} {st.get('version', '')}".strip() if st["status"] == "ok" else f"{fw}: skipped ({st.get('reason')})")
+    lines.append("  frameworks: " + "; ".join(fws))
+    lines.append("  ms = median steady-state time; x msir = framework time / msir time (> 1: msir faster);"
+                 " % limit = of measured copy GB/s or sgemm GFLOP/s; rel err = max|out-ref|/max|ref| vs NumPy")
+    for name, wr in report["workloads"].items():
+        quick = ""
+        if report["config"]["quick"]:
+            shapes = next((r.get("shapes") for per_t in wr["results"].values() for r in per_t.values()
+                           if r.get("shapes")), None)
+            quick = f" [quick sizes: {' '.join('x'.join(map(str, s)) or 'scalar' for s in shapes)}]" if shapes else ""
+        lines.append(f"  {name}: {wr['desc']} (tol {wr['tol']:.0e}){quick}")
+    lines += ["", build_table(report)]
+    for name, wr in report["workloads"].items():
+        for fw, per_t in wr["results"].items():
+            for t, r in per_t.items():
+                if r.get("status") == "error":
+                    lines.append(f"  ERROR {name} {fw} {t}T: {r.get('error', '')[:300]}")
+    if "w8" in report:
+        lines += ["", build_w8_table(report["w8"], report["config"]["quick"])]
+    tg = [] if report["config"]["quick"] else targets(report)
+    if tg:
+        lines += ["", f"targets (issue 5, {report['config']['threads'][-1]} threads):"] + [f"  {x}" for x in tg]
+    return "\n".join(lines)
+
+
+def _cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
