@@ -47,7 +47,7 @@ from msir.errors import (
     ShapeError,
     SourceLoc,
 )
-from msir.lowering.to_llvm import ENTRY_SUFFIX, SITE
+from msir.lowering.to_llvm import ENTRY_SUFFIX, SITE, export_attributes
 
 _LOCK = threading.Lock()
 _initialised = False
@@ -132,6 +132,8 @@ def compile_llvm_module(
         try:
             ir_module = convert_module(module, fallback_target_triple=llvm.get_process_triple())
             ir_module.data_layout = str(tm.target_data)
+            # libm attributes and libmvec's vector variants (see to_llvm)
+            export_attributes(module, ir_module)
             for name in metadata:
                 # Inlining a public function into its wrapper would compile
                 # its body twice and trade `noalias` params for scoped metadata.

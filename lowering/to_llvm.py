@@ -23,6 +23,22 @@ Output: a module of `llvm.mlir.global`, `llvm.func` and nothing else, ready for
   (never ptrtoint/inttoptr), so LLVM's loop vectoriser sees affine accesses.
 * Math ops become `llvm.call_intrinsic` with fully type-suffixed names
   (`llvm.exp.f32`); functions without an intrinsic call libm (`tanhf`, `tanh`).
+  Vector math: where glibc's libmvec has vector variants for the target ISA
+  (pass option `vector_abi`, default `host`: AVX-512 -> `e`, AVX2 -> `d`, also
+  the narrower `b`/SSE ones), every transcendental math op (exp, log, sin, cos,
+  pow, tanh, log1p, expm1, ...) becomes a libm call (`expf`) instead, and the
+  libm declaration carries `passthrough = ["nounwind", "willreturn",
+  ["memory", "none"], ["vector-function-abi-variant",
+  "_ZGV_LLVM_N8v_expf(_ZGVdN8v_expf),..."]]` (LLVM's VFABI mapping) next to
+  declarations of the vector functions, so LLVM's loop vectoriser calls
+  `_ZGVdN8v_expf` on `<8 x float>` where it vectorises the loop. Every libm
+  declaration is `memory(none)`: msir never reads errno. `export_attributes`
+  applies `passthrough` to the llvmlite module (xDSL's `convert_module` drops
+  it) and keeps the vector functions alive in `@llvm.compiler.used`.
+* Reductions: an `arith.addf`/`arith.mulf` that updates a loop-carried `scf.for`
+  value (`yield addf(acc, x)`) gets the `reassoc` fast-math flag, and only that
+  op: LLVM vectorises (and reorders) the accumulation. Every other float op
+  keeps strict IEEE semantics.
 * `@__msir_status : i32` and `@__msir_site : i64` are module globals (weak
   linkage, so the JIT can look them up); `@__msir_error` is defined to keep the
   first error only. `memref.alloc` calls `aligned_alloc(64, max(64,
@@ -51,6 +67,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import NamedTuple
 
 from xdsl.context import Context
@@ -68,7 +85,9 @@ from xdsl.dialects.builtin import (
     IntegerType,
     MemRefType,
     ModuleOp,
+    StringAttr,
     UnitAttr,
+    VectorType,
     i32,
     i64,
 )
@@ -193,6 +212,171 @@ def _signature(f: func.FuncOp) -> Signature:
     return Signature(ins, outs, flat_args, packed_type(flat_res), flat_res)
 
 
+# ---------------------------------------------------------------------------
+# Vector math: libm declarations with libmvec's vector variants
+# ---------------------------------------------------------------------------
+
+VFABI_ATTR = "vector-function-abi-variant"
+
+# A pure libm function: msir never reads errno, so LLVM may vectorise,
+# hoist and drop the calls.
+_PURE = ArrayAttr(
+    [StringAttr("nounwind"), StringAttr("willreturn"), ArrayAttr([StringAttr("memory"), StringAttr("none")])]
+)
+
+# glibc's x86_64 vector ABI: ISA letter and vector register bits, widest first.
+VECTOR_ABIS: dict[str, list[tuple[str, int]]] = {
+    "none": [],
+    "sse": [("b", 128)],
+    "avx": [("c", 256), ("b", 128)],
+    "avx2": [("d", 256), ("b", 128)],
+    "avx512": [("e", 512), ("d", 256), ("b", 128)],
+}
+
+# The functions glibc (>= 2.35) has in libmvec, by f64 name (f32 adds 'f').
+LIBMVEC_FUNCTIONS = frozenset(
+    "acos acosh asin asinh atan atanh cbrt cos cosh erf erfc exp exp10 exp2 expm1 "
+    "log log10 log1p log2 sin sinh tan tanh atan2 hypot pow".split()
+)
+
+
+@cache
+def _host_vector_abi() -> str:
+    """The widest vector ABI of this machine with libmvec present, or 'none'."""
+    try:
+        import llvmlite.binding as llvm_binding
+
+        if not llvm_binding.get_process_triple().startswith("x86_64"):
+            return "none"
+        features = set(llvm_binding.get_host_cpu_features().flatten().split(","))
+    except Exception:  # pragma: no cover - no llvmlite or no host information
+        return "none"
+    if _libmvec() is None:
+        return "none"
+    if "+avx512f" in features:
+        return "avx512"
+    if "+avx2" in features:
+        return "avx2"
+    if "+avx" in features:
+        return "avx"
+    return "sse"
+
+
+@cache
+def _libmvec():
+    import ctypes
+
+    try:
+        return ctypes.CDLL("libmvec.so.1")
+    except OSError:
+        return None
+
+
+@cache
+def _in_libmvec(name: str) -> bool:
+    lib = _libmvec()
+    return lib is not None and hasattr(lib, name)
+
+
+def _vector_isas(abi: str) -> tuple[list[tuple[str, int]], bool]:
+    """The ISAs of `abi`, and whether to check each variant is in libmvec
+    (for `host`; a named ABI is taken at its word: glibc >= 2.35)."""
+    if abi == "host":
+        return VECTOR_ABIS[_host_vector_abi()], True
+    if abi not in VECTOR_ABIS:
+        raise CompileError(
+            f"msir-lower-to-llvm: unknown vector_abi '{abi}' "
+            f"(expected host or one of {', '.join(VECTOR_ABIS)})"
+        )
+    return VECTOR_ABIS[abi], False
+
+
+@cache
+def _vector_variants(
+    symbol: str, n_args: int, t: Attribute, abi: str
+) -> list[tuple[str, int, str]]:
+    """(ISA letter, lanes, name) of libmvec's variants of libm's `symbol`,
+    one per vector width."""
+    is_f32 = isinstance(t, Float32Type)
+    if not (is_f32 or isinstance(t, Float64Type)):
+        return []
+    base = symbol[:-1] if is_f32 else symbol
+    if base not in LIBMVEC_FUNCTIONS:
+        return []
+    isas, check = _vector_isas(abi)
+    found, widths = [], set()
+    for letter, bits in isas:
+        lanes = bits // (32 if is_f32 else 64)
+        name = f"_ZGV{letter}N{lanes}{'v' * n_args}_{symbol}"
+        if lanes in widths or (check and not _in_libmvec(name)):
+            continue
+        widths.add(lanes)
+        found.append((letter, lanes, name))
+    return found
+
+
+def _vfabi_mappings(passthrough: ArrayAttr) -> list[str]:
+    for a in passthrough.data:
+        if isinstance(a, ArrayAttr) and a.data[0] == StringAttr(VFABI_ATTR):
+            value = a.data[1]
+            assert isinstance(value, StringAttr)
+            return value.data.split(",")
+    return []
+
+
+def export_attributes(module: ModuleOp, ir_module) -> None:
+    """Carry what `convert_module` drops into its llvmlite `ir_module`: each
+    `llvm.func`'s `passthrough` attributes (a string is a keyword attribute,
+    `["memory", "none"]` is `memory(none)`, any other pair `"key"="value"`),
+    and `@llvm.compiler.used` holding the vector variants named by
+    `vector-function-abi-variant` (else global DCE drops the declarations
+    before the loop vectoriser looks for them)."""
+    from llvmlite import ir
+
+    used: list[str] = []
+    for op in module.ops:
+        if not isinstance(op, llvm.FuncOp) or op.passthrough is None:
+            continue
+        words = []
+        for a in op.passthrough.data:
+            if isinstance(a, StringAttr):
+                words.append(a.data)
+            elif isinstance(a, ArrayAttr) and len(a.data) == 2:
+                key, value = (x.data for x in a.data)  # type: ignore[attr-defined]
+                words.append(f"{key}({value})" if key == "memory" else f'"{key}"="{value}"')
+                if key == VFABI_ATTR:
+                    used += [m[m.index("(") + 1 : -1] for m in value.split(",")]
+        fn = ir_module.get_global(op.sym_name.data)
+        fn.attributes = _RawAttributes(fn.attributes, words)
+    if used:
+        ptr = ir.PointerType()
+        array = ir.ArrayType(ptr, len(used))
+        g = ir.GlobalVariable(ir_module, array, "llvm.compiler.used")
+        g.linkage = "appending"
+        g.section = "llvm.metadata"
+        g.initializer = ir.Constant(array, [ir_module.get_global(n) for n in used])
+
+
+def _RawAttributes(old, words: Sequence[str]):
+    """`old` plus `words`: llvmlite's function attributes accept only a fixed
+    list of keywords (no `memory(...)`, no string attributes)."""
+    new = _raw_attributes_class()(list(old))
+    for w in words:
+        set.add(new, w)
+    return new
+
+
+@cache
+def _raw_attributes_class():
+    from llvmlite.ir.values import FunctionAttributes
+
+    class RawFunctionAttributes(FunctionAttributes):
+        def add(self, name):
+            set.add(self, name)
+
+    return RawFunctionAttributes
+
+
 def _is_public(f: func.FuncOp) -> bool:
     vis = f.sym_visibility
     return vis is None or vis.data == "public"
@@ -201,8 +385,11 @@ def _is_public(f: func.FuncOp) -> bool:
 class ModuleLowering:
     """State shared by the functions of one module: signatures, declarations."""
 
-    def __init__(self, module: ModuleOp):
+    def __init__(self, module: ModuleOp, vector_abi: str = "host"):
         self.module = module
+        _vector_isas(vector_abi)  # validates
+        self.vector_abi = vector_abi
+        self.passthrough: dict[str, ArrayAttr] = {}
         self.funcs = [op for op in module.ops if isinstance(op, func.FuncOp)]
         self.sigs = {f.sym_name.data: _signature(f) for f in self.funcs}
         self.callees = {
@@ -238,6 +425,25 @@ class ModuleLowering:
     def declare(self, name: str, args: Sequence[Attribute], ret: Attribute) -> None:
         self.externals.setdefault(name, llvm.LLVMFunctionType(args, ret))
 
+    def declare_math(self, symbol: str, n_args: int, t: Attribute) -> list[str]:
+        """Declare libm's `symbol` (pure) with its vector variants; return the
+        VFABI mappings (empty where libmvec has none for the target)."""
+        if symbol in self.passthrough:
+            return _vfabi_mappings(self.passthrough[symbol])
+        self.declare(symbol, [t] * n_args, t)
+        mappings = []
+        for letter, width, vector_name in _vector_variants(symbol, n_args, t, self.vector_abi):
+            vt = VectorType(t, [width])
+            self.declare(vector_name, [vt] * n_args, vt)
+            self.passthrough[vector_name] = _PURE
+            params = "v" * n_args
+            mappings.append(f"_ZGV_LLVM_N{width}{params}_{symbol}({vector_name})")
+        attrs = list(_PURE.data)
+        if mappings:
+            attrs.append(ArrayAttr([StringAttr(VFABI_ATTR), StringAttr(",".join(mappings))]))
+        self.passthrough[symbol] = ArrayAttr(attrs)
+        return mappings
+
     def run(self) -> None:
         new_ops: list[Operation] = [
             llvm.GlobalOp(I32, STATUS, "weak", value=IntegerAttr(0, I32)),
@@ -256,7 +462,10 @@ class ModuleLowering:
             if _is_public(f):
                 new_ops.append(_entry_wrapper(f, sig))
         for name, ftype in self.externals.items():
-            new_ops.append(llvm.FuncOp(name, ftype, linkage=llvm.LinkageAttr("external")))
+            props = {"passthrough": self.passthrough[name]} if name in self.passthrough else None
+            new_ops.append(
+                llvm.FuncOp(name, ftype, linkage=llvm.LinkageAttr("external"), other_props=props)
+            )
         # The old ops are only detached: no new op refers to their values, and
         # erasing would walk every op again to drop uses.
         for op in list(self.module.ops):
@@ -308,6 +517,7 @@ _NO_WRAP = IntegerAttr(0, 32)
 _DYNAMIC_INDEX = DenseArrayBase.from_list(i32, [llvm.GEP_USE_SSA_VAL])
 _ICMP_PREDICATES = {f.value: IntegerAttr(f.to_int(), i64) for f in llvm.ICmpPredicateFlag}
 _NO_FASTMATH = {"fastmathFlags": llvm.FastMathAttr(None)}
+_REASSOC = {"fastmathFlags": llvm.FastMathAttr([llvm.FastMathFlag.REASSOC])}
 
 
 def _icmp(pred: str, a: SSAValue, b: SSAValue) -> Operation:
@@ -425,6 +635,8 @@ class FunctionLowering:
         self.region = Region([self.prologue])
         self.block = Block()
         self.bail_block: Block | None = None
+        # float accumulations of scf.for reductions: lowered with `reassoc`
+        self.reductions: set[Operation] = set()
 
     # -- building ----------------------------------------------------------
 
@@ -652,12 +864,14 @@ def lowers(*op_types: type[Operation]):
 
 
 def _same_type_binary(llvm_op: type[Operation]) -> Lowering:
-    properties = _NO_FASTMATH if issubclass(llvm_op, llvm.AbstractFloatArithOp) else {}
+    is_float = issubclass(llvm_op, llvm.AbstractFloatArithOp)
+    properties = _NO_FASTMATH if is_float else {}
 
     def lower(fl: FunctionLowering, op: Operation) -> None:
         lhs, rhs = fl.get(op.operands[0]), fl.get(op.operands[1])
+        props = _REASSOC if is_float and op in fl.reductions else properties
         fl.vals[op.results[0]] = fl.add(
-            llvm_op.create(operands=[lhs, rhs], result_types=[lhs.type], properties=properties)
+            llvm_op.create(operands=[lhs, rhs], result_types=[lhs.type], properties=props)
         )
 
     return lower
@@ -705,13 +919,6 @@ for _op, _name in [
     (arith.MinSIOp, "llvm.smin"),
     (arith.MaxUIOp, "llvm.umax"),
     (arith.MinUIOp, "llvm.umin"),
-    (math.ExpOp, "llvm.exp"),
-    (math.Exp2Op, "llvm.exp2"),
-    (math.LogOp, "llvm.log"),
-    (math.Log2Op, "llvm.log2"),
-    (math.Log10Op, "llvm.log10"),
-    (math.SinOp, "llvm.sin"),
-    (math.CosOp, "llvm.cos"),
     (math.SqrtOp, "llvm.sqrt"),
     (math.AbsFOp, "llvm.fabs"),
     (math.FloorOp, "llvm.floor"),
@@ -719,43 +926,56 @@ for _op, _name in [
     (math.RoundOp, "llvm.round"),
     (math.RoundEvenOp, "llvm.roundeven"),
     (math.TruncOp, "llvm.trunc"),
-    (math.PowFOp, "llvm.pow"),
     (math.CopySignOp, "llvm.copysign"),
     (math.FmaOp, "llvm.fma"),
 ]:
     LOWERINGS[_op] = _intrinsic_op(_name)
 
 
-def _libm_op(name: str) -> Lowering:
-    """An op that is a libm call: `name` for f64, `name`+'f' for f32."""
+def _libm_op(name: str, intrinsic: str | None = None) -> Lowering:
+    """An op that is a libm call: `name` for f64, `name`+'f' for f32, declared
+    with its libmvec vector variants. Where there is none and LLVM has the
+    `intrinsic`, the intrinsic instead (constant folding, as before)."""
 
     def lower(fl: FunctionLowering, op: Operation) -> None:
         t = op.results[0].type
         symbol = name + "f" if isinstance(t, Float32Type) else name
         args = [fl.get(v) for v in op.operands]
-        fl.vals[op.results[0]] = fl.call_external(symbol, args, t)
+        if intrinsic is not None and not _vector_variants(symbol, len(args), t, fl.m.vector_abi):
+            fl.vals[op.results[0]] = fl.intrinsic(f"{intrinsic}.{_suffix(t)}", args, t)
+            return
+        fl.m.declare_math(symbol, len(args), t)
+        fl.vals[op.results[0]] = fl.add_call(llvm.CallOp(symbol, *args, return_type=t))
 
     return lower
 
 
-for _op, _name in [
-    (math.TanhOp, "tanh"),
-    (math.Log1pOp, "log1p"),
-    (math.ExpM1Op, "expm1"),
-    (math.ErfOp, "erf"),
-    (math.AtanOp, "atan"),
-    (math.TanOp, "tan"),
-    (math.SinhOp, "sinh"),
-    (math.CoshOp, "cosh"),
-    (math.AsinOp, "asin"),
-    (math.AcosOp, "acos"),
-    (math.AsinhOp, "asinh"),
-    (math.AcoshOp, "acosh"),
-    (math.AtanhOp, "atanh"),
-    (math.CbrtOp, "cbrt"),
-    (math.Atan2Op, "atan2"),
+for _op, _name, _intrinsic in [
+    (math.ExpOp, "exp", "llvm.exp"),
+    (math.Exp2Op, "exp2", "llvm.exp2"),
+    (math.LogOp, "log", "llvm.log"),
+    (math.Log2Op, "log2", "llvm.log2"),
+    (math.Log10Op, "log10", "llvm.log10"),
+    (math.SinOp, "sin", "llvm.sin"),
+    (math.CosOp, "cos", "llvm.cos"),
+    (math.PowFOp, "pow", "llvm.pow"),
+    (math.TanhOp, "tanh", None),
+    (math.Log1pOp, "log1p", None),
+    (math.ExpM1Op, "expm1", None),
+    (math.ErfOp, "erf", None),
+    (math.AtanOp, "atan", None),
+    (math.TanOp, "tan", None),
+    (math.SinhOp, "sinh", None),
+    (math.CoshOp, "cosh", None),
+    (math.AsinOp, "asin", None),
+    (math.AcosOp, "acos", None),
+    (math.AsinhOp, "asinh", None),
+    (math.AcoshOp, "acosh", None),
+    (math.AtanhOp, "atanh", None),
+    (math.CbrtOp, "cbrt", None),
+    (math.Atan2Op, "atan2", None),
 ]:
-    LOWERINGS[_op] = _libm_op(_name)
+    LOWERINGS[_op] = _libm_op(_name, _intrinsic)
 
 
 @lowers(arith.ConstantOp)
@@ -1149,6 +1369,7 @@ def _for(fl: FunctionLowering, op: scf.ForOp) -> None:
     fl.emit(llvm.CondBrOp(fl.add(_icmp("slt", iv, ub)), body, [], exit_block, []))
     fl.start_block(body)
     region_block = op.body.block
+    _mark_reductions(fl, region_block)
     fl.vals[region_block.args[0]] = iv
     fl.bind(region_block.args[1:], carried)
     yield_op = fl.lower_ops(region_block)
@@ -1157,6 +1378,22 @@ def _for(fl: FunctionLowering, op: scf.ForOp) -> None:
     fl.emit(llvm.BrOp(header, next_iv, *fl.flatten_all(yield_op.operands)))
     fl.start_block(exit_block)
     fl.bind(op.results, carried)
+
+
+def _mark_reductions(fl: FunctionLowering, body: Block) -> None:
+    """`yield addf(acc, x)` (or mulf) on the loop-carried `acc`: a reduction."""
+    terminator = body.last_op
+    if not isinstance(terminator, scf.YieldOp):
+        return
+    for carried, v in zip(body.args[1:], terminator.operands):
+        owner = v.owner
+        if (
+            isinstance(owner, (arith.AddfOp, arith.MulfOp))
+            and owner.parent_block() is body
+            and carried in owner.operands
+            and carried.has_one_use()
+        ):
+            fl.reductions.add(owner)
 
 
 @lowers(scf.IfOp)
@@ -1217,5 +1454,9 @@ class MsirLowerToLlvm(ModulePass):
 
     name = "msir-lower-to-llvm"
 
+    vector_abi: str = "host"
+    """libmvec variants to offer the loop vectoriser: host (this machine's
+    widest, if libmvec is loadable), none, sse, avx, avx2 or avx512."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        ModuleLowering(op).run()
+        ModuleLowering(op, self.vector_abi).run()

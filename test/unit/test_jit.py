@@ -27,10 +27,10 @@ def _context() -> Context:
     return ctx
 
 
-def lower(src: str) -> builtin.ModuleOp:
+def lower(src: str, vector_abi: str = "host") -> builtin.ModuleOp:
     ctx = _context()
     module = Parser(ctx, src).parse_module()
-    MsirLowerToLlvm().apply(ctx, module)
+    MsirLowerToLlvm(vector_abi=vector_abi).apply(ctx, module)
     module.verify()
     return module
 
@@ -127,7 +127,7 @@ func.func @g(%a: memref<8xf32>, %b: memref<8xf64>, %o1: memref<8xf32>, %o2: memr
   func.return
 }
 """
-    module = lower(src)
+    module = lower(src, vector_abi="none")  # intrinsics, not libmvec-backed libm calls
     text = str(module)
     assert '"llvm.exp.f32"' in text and '"llvm.exp.f64"' in text
     a = np.linspace(0.5, 2.0, 8, dtype=np.float32)

@@ -1,4 +1,4 @@
-// RUN: msir-opt %s -p msir-lower-to-llvm | filecheck %s
+// RUN: msir-opt %s -p "msir-lower-to-llvm{vector_abi=none}" | filecheck %s
 
 builtin.module {
   func.func private @__msir_error(i32, i64)
@@ -39,7 +39,7 @@ builtin.module {
   // CHECK-NEXT:   %[[P:.*]] = llvm.getelementptr inbounds %[[A]][%[[LIN]]] : (!llvm.ptr, i64) -> !llvm.ptr, f32
   // CHECK-NEXT:   %[[X:.*]] = llvm.load %[[P]] : !llvm.ptr -> f32
   // CHECK-NEXT:   %[[E:.*]] = llvm.call_intrinsic "llvm.exp.f32"(%[[X]]) : (f32) -> f32
-  // CHECK-NEXT:   %[[SUM:.*]] = llvm.fadd %[[ACC]], %[[E]] : f32
+  // CHECK-NEXT:   %[[SUM:.*]] = llvm.fadd %[[ACC]], %[[E]] {fastmathFlags = #llvm.fastmath<reassoc>} : f32
   // CHECK:        llvm.br ^[[INNER]](%{{.*}}, %[[SUM]] : i64, f32)
   // CHECK:        llvm.getelementptr inbounds %[[OUT]][%[[I]]] : (!llvm.ptr, i64) -> !llvm.ptr, f32
   // CHECK-NOT:    llvm.ptrtoint
