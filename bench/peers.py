@@ -78,10 +78,12 @@ class Backend:
             import mindspore as ms
 
             ms.set_context(mode=ms.GRAPH_MODE, device_target="CPU")
-            try:
-                ms.set_device("CPU")
-            except Exception:  # older releases know only set_context
-                pass
+            for configure in (lambda: ms.set_device("CPU"),  # older releases know only set_context
+                              lambda: ms.set_context(runtime_num_threads=self.threads)):
+                try:
+                    configure()
+                except Exception:
+                    pass
             return {"ms": ms, "ops": ms.ops, "version": ms.__version__}
         raise ValueError(f"unknown framework {n!r}")
 
@@ -109,7 +111,7 @@ class Backend:
         if self.name == "jax":
             out.block_until_ready()
         elif self.name == "mindspore":
-            out.asnumpy()  # graph-mode CPU results are ready on return; asnumpy waits if not
+            self.mods["ms"].runtime.synchronize()
         return out
 
     def to_numpy(self, out) -> np.ndarray:
@@ -152,6 +154,7 @@ def agreement(out: np.ndarray, ref: np.ndarray, tol: float) -> tuple[float, bool
 
 
 def run_steady(framework: str, threads: int, names: list[str], quick: bool) -> dict:
+    load = os.getloadavg()
     pin_threads(threads)
     try:
         be = Backend(framework, threads)
@@ -181,7 +184,8 @@ def run_steady(framework: str, threads: int, names: list[str], quick: bool) -> d
         except Exception as e:
             results[name] = {"status": "error", "error": f"{type(e).__name__}: {e}"[:500],
                              "traceback": traceback.format_exc()[-2000:]}
-    return {"status": "ok", "version": str(be.mods.get("version")), "results": results}
+    return {"status": "ok", "version": str(be.mods.get("version")), "results": results,
+            "loadavg_at_start": load}
 
 
 def _load_module(path: Path, name: str):
