@@ -282,6 +282,11 @@ def _rng(case: Case) -> np.random.Generator:
 NOT_PRIMITIVES = {
     "make_tuple", "get_tuple", "fusion", "yield", "closure", "apply", "grad", "value_and_grad", "vjp", "jvp",
     "constant", "iota",
+    # Control flow is differentiated structurally (passes/grad_control.py), not by a rule.
+    "if", "for", "while", "condition",
+    # Tapes appear only in derivatives; differentiating them again (second order
+    # through loops) is refused with NotDifferentiableError until they get rules.
+    "tape_alloc", "tape_set", "tape_get",
 }
 
 
