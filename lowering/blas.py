@@ -7,9 +7,12 @@ Issue 5 asks for >= 0.8x the GFLOP/s of NumPy's BLAS at its best kernel (sgemm
 assembly micro-kernels (Haswell/Zen AVX2, SkylakeX/Zen5 AVX-512), cache blocking
 and packing tuned per core type. `scipy-openblas32` is the same OpenBLAS build
 (DYNAMIC_ARCH, 32-bit integers, symbols prefixed `scipy_`), so calling it reaches
-1.0x of NumPy by construction: measured in one process (clean environment, see
-the commit message and the issue note for the numbers), its sgemm runs at NumPy's
-speed within the noise at 512^3 and 1024^3, 1 and 2 threads. A packed,
+1.0x of NumPy by construction. Measured through `msir.jit` against `np.matmul(...,
+out=)` in one process (OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE unset, medians of 21
+interleaved runs; a Zen 3 host without AVX-512 where OpenBLAS picks its Haswell
+kernels, heavily shared at the time, so only the ratios mean something):
+msir/NumPy = 0.93-1.03 at 512^3 and 0.98-1.03 at 1024^3 with 1 thread, 0.93-1.09
+with 2 threads, for a@b, a.T@b and a@b.T alike. A packed,
 register-blocked kernel generated through LLVM would have to reach ~80% of the
 FMA peak on every host msir runs on (AVX2 here, AVX-512 on the Zen 5 machines of
 DESIGN.md) to meet the target; that is weeks of tuning for what the BLAS gives
