@@ -3,12 +3,12 @@
 // XFAIL: *
 
 // BUG: function symbols are emitted unmangled, so a function whose name is a
-// C math library symbol clashes with it. math.exp on f32 becomes a call to
-// libm's `expf`, which then resolves to the user's @expf: the process
-// recurses into itself and dies with a segmentation fault. For @tanh, the
-// lowering declares libm's `tanh` next to the user's @tanh and llvmlite raises
-// DuplicatedNameError (a Python traceback). The same happens from Python:
-// `@msir.jit def log(x): return np.log(x)` called on a float64 array segfaults.
+// C math library symbol clashes with it: math.exp on f32 is declared as libm's
+// `expf`, math.tanh on f64 as `tanh`, next to the user's @expf / @tanh, and
+// llvmlite raises DuplicatedNameError (a Python traceback, not an msir error).
+// The same from Python: `@msir.jit def log(x): return np.log(x)`. Before the
+// libmvec lowering (971db0b) the declaration was implicit and @expf called
+// itself from the JIT: a segmentation fault.
 
 func.func @expf(%a: tensor<2xf32>) -> tensor<2xf32> {
   %0 = msir.exp %a : tensor<2xf32>
