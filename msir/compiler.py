@@ -75,12 +75,11 @@ def pipeline_options() -> dict:
     """What, besides the module and msir's source, decides the generated code
     (part of the persistent cache key)."""
     options: dict = {"pipeline": PIPELINE}
-    try:
-        from msir.lowering import blas
-    except ImportError:
-        pass
-    else:
+    blas = sys.modules.get("msir.lowering.blas")
+    if blas is not None:
         options["blas"] = bool(getattr(blas, "enabled", False))
+    else:  # what msir.lowering.blas will read at import (importing it costs ms)
+        options["blas"] = os.environ.get("MSIR_BLAS", "1").strip().lower() not in ("0", "false", "no", "off")
     return options
 
 
@@ -103,9 +102,12 @@ def compile_module(module: ModuleOp, entry: str, also: tuple[str, ...] = ()) -> 
             hit = cache.load(key, locs)
             if hit is not None:
                 native_module, sites = hit
-                native = native_module.function(entry, sites=sites)
-                functions = {name: native_module.function(name, sites=sites) for name in also}
-                return Compiled(native, native_module, functions)
+                try:
+                    native = native_module.function(entry, sites=sites)
+                    functions = {name: native_module.function(name, sites=sites) for name in also}
+                    return Compiled(native, native_module, functions)
+                except CompileError as e:  # an entry without the function: compile
+                    cache._log(f"unusable entry {key[:12]}: {e}")
 
     from msir.lowering.jit import compile_llvm_module
     from msir.lowering.to_llvm import MsirLowerToLlvm
