@@ -1398,6 +1398,7 @@ def _fusion(L: _Lowering, op: msir.FusionOp) -> None:
             return env[v]
 
         for o in body.ops:
+            L.loc, L.msir_op = o.location, o  # errors point at the fused op's own source
             if isinstance(o, msir.YieldOp):
                 for v, out in zip(o.values, outs):
                     L.store(value(v), out, ivs)
@@ -1420,6 +1421,7 @@ def _fusion(L: _Lowering, op: msir.FusionOp) -> None:
                 env[o.results[0]] = SCALAR[type(o)](L, *[value(v) for v in o.operands])
 
     L.loops(dims, inner)
+    L.loc, L.msir_op = op.location, op
 
 
 def _used_values(op: Operation) -> list[SSAValue]:

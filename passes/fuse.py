@@ -37,7 +37,9 @@ from msir.dialects import msir as M
 
 
 def _fusible(op: Operation) -> bool:
-    return isinstance(op, (*M.FUSIBLE_ELEMENTWISE, M.BroadcastToOp))
+    if isinstance(op, M.BroadcastToOp):
+        return op.input.type != op.result.type  # an identity broadcast is not a broadcast
+    return isinstance(op, M.FUSIBLE_ELEMENTWISE)
 
 
 def _pullable_constant(v: SSAValue, shape: tuple[int, ...]) -> bool:
@@ -127,6 +129,8 @@ class _BlockFuser:
                 mapping[r] = cr
                 if any(self.block.find_ancestor_op_in_block(u.operation) not in members for u in r.uses):
                     outputs.append(r)
+        if not outputs:  # a dead chain: left for dce
+            return
         body.add_op(M.YieldOp(*[mapping[r] for r in outputs]))
         fusion = M.FusionOp(inputs, [r.type for r in outputs], Region(body))
         anchor = group.ops[-1]

@@ -41,6 +41,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import FileLineColLoc, FunctionType, ModuleOp, TensorType
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.transforms.dead_code_elimination import region_dce
 
 from msir.dialects import msir as M
 from msir.errors import NotDifferentiableError, SourceLoc
@@ -53,6 +54,29 @@ from msir.passes.grad_control import adjoint as control_adjoint  # noqa: E402
 from msir.passes.grad_control import forward as control_forward  # noqa: E402
 
 REVERSE_OPS = (M.GradOp, M.ValueAndGradOp, M.VjpOp)
+
+
+_RECOMPUTABLE = (M.ConstantOp, M.BroadcastToOp, M.CastOp, M.ReshapeOp, M.IotaOp)
+
+
+def _constant_derived(v: SSAValue) -> bool:
+    """Is `v` computed from constants only, by ops cheap enough to repeat?"""
+    owner = v.owner
+    if not isinstance(owner, _RECOMPUTABLE):
+        return False
+    return all(_constant_derived(x) for x in owner.operands)
+
+
+def _activity(f: func.FuncOp, wanted: tuple[int, ...]) -> set[SSAValue]:
+    """Values of `f` that depend on the parameters `wanted` (only these get
+    cotangents; control-flow ops count all the values their regions read)."""
+    from msir.passes.grad_control import reads
+
+    active: set[SSAValue] = {f.body.block.args[i] for i in wanted}
+    for op in f.body.block.ops:
+        if any(v in active for v in reads(op)):
+            active.update(r for r in op.results if is_float_type(r.type))
+    return active
 
 
 def source_loc(op: Operation) -> SourceLoc | None:
@@ -84,7 +108,7 @@ class ModuleAD:
 
     module: ModuleOp
     funcs: dict[str, func.FuncOp] = field(default_factory=dict)
-    pairs: dict[str, Pair] = field(default_factory=dict)
+    pairs: dict[tuple, Pair] = field(default_factory=dict)
     in_progress: set[str] = field(default_factory=set)
     wrappers: dict[tuple, str] = field(default_factory=dict)
 
@@ -110,25 +134,30 @@ class ModuleAD:
 
     # -- the pair of one function -------------------------------------------
 
-    def pair(self, name: str, at: Operation) -> Pair:
-        if name in self.pairs:
-            return self.pairs[name]
+    def pair(self, name: str, at: Operation, wanted: tuple[int, ...] | None = None) -> Pair:
+        """The pair of `name` whose adjoint returns the cotangents of the
+        parameters `wanted` (default: every float parameter)."""
+        f = self.funcs.get(name)
+        if wanted is None and f is not None:
+            wanted = tuple(i for i, t in enumerate(f.function_type.inputs.data) if is_float_type(t))
+        key = (name, wanted)
+        if key in self.pairs:
+            return self.pairs[key]
         if name in self.in_progress:
             raise NotDifferentiableError(
                 f"reverse-mode differentiation of the recursive function '{name}' is not supported yet",
                 source_loc(at),
             )
-        f = self.funcs.get(name)
         if f is None or not f.body.blocks:
             raise NotDifferentiableError(f"cannot differentiate the external function '{name}'", source_loc(at))
         self.in_progress.add(name)
         try:
             outline_regions(self, f)
             rule = f.attributes.get("msir.custom_vjp")
-            pair = self.custom_pair(f, rule) if rule is not None else _PairBuilder(self, f).build()
+            pair = self.custom_pair(f, rule) if rule is not None else _PairBuilder(self, f, wanted).build()
         finally:
             self.in_progress.discard(name)
-        self.pairs[name] = pair
+        self.pairs[key] = pair
         return pair
 
 
@@ -163,21 +192,24 @@ class ModuleAD:
 class _PairBuilder:
     """Builds `@f__fwd` and `@f__bwd` for one function `@f`."""
 
-    def __init__(self, ad: ModuleAD, f: func.FuncOp):
+    def __init__(self, ad: ModuleAD, f: func.FuncOp, wanted: tuple[int, ...]):
         self.ad = ad
         self.f = f
         self.name = f.sym_name.data
         self.fwd_block = Block(arg_types=list(f.function_type.inputs.data))
         self.fwd_of: dict[SSAValue, SSAValue] = dict(zip(f.body.block.args, self.fwd_block.args))
         self.call_residuals: dict[Operation, list[SSAValue]] = {}
+        self.call_pairs: dict[Operation, Pair] = {}
         outputs = list(f.function_type.outputs.data)
         self.float_results = [i for i, t in enumerate(outputs) if is_float_type(t)]
-        self.float_args = [i for i, a in enumerate(f.body.block.args) if is_float_type(a.type)]
+        self.float_args = list(wanted)
+        self.active = _activity(f, wanted)
         self.bwd_block = Block(arg_types=[outputs[i] for i in self.float_results])
         self.residuals: list[SSAValue] = []
         self.residual_arg: dict[SSAValue, SSAValue] = {}
         self.remat: dict[SSAValue, SSAValue] = {}
         self.cf_residuals: dict[Operation, list] = {}
+        self.cf_pairs: dict[Operation, list[Pair]] = {}
 
     # -- forward ----------------------------------------------------------------
 
@@ -189,7 +221,17 @@ class _PairBuilder:
                 continue
             if isinstance(op, func.CallOp):
                 callee = op.callee.string_value()
-                pair = self.ad.pair(callee, op)
+                wanted = tuple(
+                    i for i, a in enumerate(op.arguments) if a in self.active and is_float_type(a.type)
+                )
+                if not wanted:  # nothing to differentiate through this call
+                    clone = op.clone(value_mapper=dict(self.fwd_of))
+                    self.fwd_block.add_op(clone)
+                    for old, new in zip(op.results, clone.results):
+                        self.fwd_of[old] = new
+                    continue
+                pair = self.ad.pair(callee, op, wanted)
+                self.call_pairs[op] = pair
                 call = func.CallOp(
                     pair.fwd,
                     [self.fwd_of[v] for v in op.arguments],
@@ -220,8 +262,14 @@ class _PairBuilder:
         v = lazy.value
         if v in self.remat:
             return self.remat[v]
-        if isinstance(v.owner, M.ConstantOp):
-            c = v.owner.clone()
+        if _constant_derived(v):
+            # Constants (and their broadcasts, casts, reshapes) are recomputed
+            # in the adjoint rather than saved: cheaper, and no derivative flows
+            # into them when the adjoint is differentiated again.
+            owner = v.owner
+            assert isinstance(owner, Operation)
+            operands = [self.resolve(Lazy(x)) for x in owner.operands]
+            c = owner.clone(value_mapper=dict(zip(owner.operands, operands)))
             self.bwd_block.add_op(c)
             self.remat[v] = c.results[0]
             return c.results[0]
@@ -239,7 +287,7 @@ class _PairBuilder:
         B = IRBuilder(self.bwd_block, self.f.location, self.resolve)
 
         def accumulate(v: SSAValue, c: SSAValue) -> None:
-            if not is_float_type(v.type):
+            if not is_float_type(v.type) or v not in self.active:
                 return
             if c.type != v.type:  # a rule produced another dtype: keep the primal's
                 B.loc = v.owner.location if isinstance(v.owner, Operation) else B.loc
@@ -266,6 +314,7 @@ class _PairBuilder:
             outs.append(ct[a] if a in ct else B.constant(0.0, M.dtype_of(a.type), M.shape_of(a.type)))
         self.bwd_block.add_op(func.ReturnOp(*outs))
 
+        self.prune_residuals()
         fwd_ret = func.ReturnOp(*[self.fwd_of[v] for v in ret.operands], *self.residuals)
         self.fwd_block.add_op(fwd_ret)
         fwd_name = self.ad.fresh_name(f"{self.name}__fwd")
@@ -280,6 +329,20 @@ class _PairBuilder:
             self.float_results,
             self.float_args,
         )
+
+    def prune_residuals(self) -> None:
+        """Remove the adjoint's dead code, then the residuals nothing reads."""
+        region = Region(self.bwd_block)
+        region_dce(region)
+        region.detach_block(self.bwd_block)
+        kept = []
+        for v in self.residuals:
+            arg = self.residual_arg[v]
+            if arg.uses:
+                kept.append(v)
+            else:
+                self.bwd_block.erase_arg(arg)
+        self.residuals = kept
 
     def adjoint_of_op(self, op: Operation, ct, B: IRBuilder, accumulate) -> None:
         name, params = op_params(op)
@@ -300,7 +363,9 @@ class _PairBuilder:
                 accumulate(v, c)
 
     def adjoint_of_call(self, op: func.CallOp, ct, B: IRBuilder, accumulate) -> None:
-        pair = self.ad.pairs[op.callee.string_value()]
+        pair = self.call_pairs.get(op)
+        if pair is None:  # an inactive call
+            return
         ins: list[SSAValue] = []
         for i in pair.float_results:
             r = op.results[i]

@@ -62,6 +62,17 @@ def _outer_values(block: Block) -> list[SSAValue]:
     return seen
 
 
+def reads(op: Operation) -> list[SSAValue]:
+    """The operands of `op` and what its regions read from outside."""
+    if not op.regions:
+        return list(op.operands)
+    out = list(op.operands)
+    for region in op.regions:
+        for block in region.blocks:
+            out += _outer_values(block)
+    return out
+
+
 def outline_regions(ad: ModuleAD, f: func.FuncOp) -> None:
     """Move every region of `f`'s control-flow ops into a function of its own."""
     for op in list(f.body.block.ops):
@@ -150,7 +161,21 @@ def _loc(op: Operation):
 # ---------------------------------------------------------------------------
 
 
+def _wanted(pb: _PairBuilder, call: func.CallOp, carried: list[SSAValue]) -> tuple[int, ...]:
+    from msir.passes.grad import is_float_type
+
+    return tuple(
+        i for i, a in enumerate(call.arguments) if is_float_type(a.type) and (a in carried or a in pb.active)
+    )
+
+
 def forward(pb: _PairBuilder, op: Operation) -> None:
+    if not any(v in pb.active for v in reads(op)):
+        clone = op.clone(value_mapper=dict(pb.fwd_of))
+        pb.fwd_block.add_op(clone)
+        for old, new in zip(op.results, clone.results):
+            pb.fwd_of[old] = new
+        return
     if isinstance(op, M.IfOp):
         _forward_if(pb, op)
     elif isinstance(op, M.ForOp):
@@ -161,7 +186,8 @@ def forward(pb: _PairBuilder, op: Operation) -> None:
 
 def _forward_if(pb: _PairBuilder, op: M.IfOp) -> None:
     calls = [_region_call(op.then_region), _region_call(op.else_region)]
-    pairs = [pb.ad.pair(c.callee.string_value(), op) for c in calls]
+    pairs = [pb.ad.pair(c.callee.string_value(), op, _wanted(pb, c, [])) for c in calls]
+    pb.cf_pairs[op] = pairs
     res_types = [r.type for r in op.res]
     slots = [p.residual_types for p in pairs]
     regions = []
@@ -190,7 +216,8 @@ def _forward_if(pb: _PairBuilder, op: M.IfOp) -> None:
 
 def _forward_for(pb: _PairBuilder, op: M.ForOp) -> None:
     call = _region_call(op.body)
-    pair = pb.ad.pair(call.callee.string_value(), op)
+    pair = pb.ad.pair(call.callee.string_value(), op, _wanted(pb, call, list(op.body.block.args[1:])))
+    pb.cf_pairs[op] = [pair]
     _check_tapeable(pair.residual_types, op)
     B = IRBuilder(pb.fwd_block, op.location)
     lb, ub, step = (pb.fwd_of[v] for v in (op.lower, op.upper, op.step))
@@ -221,7 +248,8 @@ def _forward_for(pb: _PairBuilder, op: M.ForOp) -> None:
 
 def _forward_while(pb: _PairBuilder, op: M.WhileOp) -> None:
     cond_call, body_call = _region_call(op.cond_region), _region_call(op.body)
-    pair = pb.ad.pair(body_call.callee.string_value(), op)
+    pair = pb.ad.pair(body_call.callee.string_value(), op, _wanted(pb, body_call, list(op.body.block.args)))
+    pb.cf_pairs[op] = [pair]
     _check_tapeable(pair.residual_types, op)
     B = IRBuilder(pb.fwd_block, op.location)
     inits = [pb.fwd_of[v] for v in op.inits]
@@ -285,7 +313,7 @@ def _adjoint_if(pb: _PairBuilder, op: M.IfOp, ct: dict, B: IRBuilder, accumulate
     from msir.passes.grad import is_float_type
 
     calls = [_region_call(op.then_region), _region_call(op.else_region)]
-    pairs = [pb.ad.pairs[c.callee.string_value()] for c in calls]
+    pairs = pb.cf_pairs[op]
     targets: list[SSAValue] = []
     for call, pair in zip(calls, pairs):
         for i in pair.float_args:
@@ -319,7 +347,7 @@ def _adjoint_loop(pb: _PairBuilder, op: M.ForOp | M.WhileOp, ct: dict, B: IRBuil
     from msir.passes.grad import is_float_type
 
     call = _region_call(op.body)
-    pair = pb.ad.pairs[call.callee.string_value()]
+    (pair,) = pb.cf_pairs[op]
     has_counter = isinstance(op, M.ForOp)
     block_args = list(op.body.block.args)
     carried_args = block_args[1:] if has_counter else block_args

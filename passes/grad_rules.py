@@ -149,11 +149,14 @@ def _(B, p, xs, y, ct):
     a, b = xs
     if not is_float(B.dtype(a)):
         return [None, None]
-    # d/da a**b = b * a**(b-1); d/db = log(a) * a**b (0 where a == 0, as JAX does)
+    # d/da a**b = b * a**(b-1); d/db = log(a) * a**b
     bm1 = B.binary("sub", b, _scalar(B, 1.0, b))
     ga = B.binary("mul", ct, B.binary("mul", b, B.binary("pow", a, bm1)))
     zero = _scalar(B, 0.0, a)
-    safe_log = B.select(B.compare("eq", a, zero), zero, B.unary("log", a))
+    # log(a) is only real for a > 0; elsewhere the exponent's derivative is taken
+    # as 0 (it does not exist in the reals), so no NaN leaks into the gradient.
+    positive = B.compare("gt", a, zero)
+    safe_log = B.select(positive, B.unary("log", B.select(positive, a, _scalar(B, 1.0, a))), zero)
     gb = B.binary("mul", ct, B.binary("mul", safe_log, y))
     return [ga, gb]
 

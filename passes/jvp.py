@@ -142,13 +142,11 @@ def expand_jvp(ad: ModuleAD, op: M.JvpOp) -> None:
                 f"cannot differentiate with respect to argument {a} of type {params[a]}", source_loc(op)
             )
     has_aux = op.has_aux is not None
-    key = ("jvp-wrapper", fname, op.argnums_list, has_aux)
+    n_captures = len(closure.captures)
+    key = ("jvp-wrapper", fname, op.argnums_list, has_aux, n_captures)
     if key not in ad.wrappers:
         inner = jvp_function(ad, fname, op.argnums_list, op)
-        if has_aux:
-            ad.wrappers[key] = _drop_aux_tangents(ad, f, inner, op)
-        else:
-            ad.wrappers[key] = inner
+        ad.wrappers[key] = _closure_wrapper(ad, f, inner, op, has_aux, n_captures)
     new = M.ClosureOp(ad.wrappers[key], list(closure.captures), op.result.type)  # type: ignore[arg-type]
     new.location = op.location
     block = op.parent_block()
@@ -158,18 +156,27 @@ def expand_jvp(ad: ModuleAD, op: M.JvpOp) -> None:
     block.erase_op(op)
 
 
-def _drop_aux_tangents(ad: ModuleAD, f: func.FuncOp, inner: str, op: M.JvpOp) -> str:
-    """With has_aux, only the first result's tangent is returned."""
+def _closure_wrapper(ad: ModuleAD, f: func.FuncOp, inner: str, op: M.JvpOp, has_aux: bool, n_captures: int) -> str:
+    """`(visible params..., tangents..., captures...)` in the order a closure binds
+    them (captures last), calling `inner(params..., captures..., tangents...)`;
+    with has_aux only the first result's tangent is returned."""
+    if not has_aux and n_captures == 0:
+        return inner
     params = list(f.function_type.inputs.data)
     outputs = list(f.function_type.outputs.data)
-    block = Block(arg_types=params + [params[a] for a in op.argnums_list])
-    call = func.CallOp(inner, list(block.args), outputs + outputs)
+    n_visible = len(params) - n_captures
+    tangent_types = [params[a] for a in op.argnums_list]
+    block = Block(arg_types=params[:n_visible] + tangent_types + params[n_visible:])
+    visible = list(block.args[:n_visible])
+    tangents = list(block.args[n_visible : n_visible + len(tangent_types)])
+    captures = list(block.args[n_visible + len(tangent_types) :])
+    call = func.CallOp(inner, visible + captures + tangents, outputs + outputs)
     call.location = op.location
     block.add_op(call)
     n = len(outputs)
-    rets = list(call.results[:n]) + [call.results[n]]
+    rets = list(call.results[:n]) + ([call.results[n]] if has_aux else list(call.results[n:]))
     block.add_op(func.ReturnOp(*rets))
-    name = ad.fresh_name(f"{f.sym_name.data}__jvp_aux")
+    name = ad.fresh_name(f"{f.sym_name.data}__jvp_closure")
     ad.add_func(name, block, [v.type for v in rets], op.location)
     return name
 

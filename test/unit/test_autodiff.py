@@ -485,12 +485,6 @@ def test_second_order_of_array_function_by_grad_of_grad():
     np.testing.assert_allclose(hv, expected, rtol=1e-6, atol=1e-8)
 
 
-JVP_CAPTURE_BUG = pytest.mark.xfail(
-    strict=True,
-    reason="msir-jvp: the closure of a function with captures passes (primals, tangents, captures) to "
-    "@f__jvp, which takes (params incl. captures, tangents): captures and tangents are swapped",
-)
-
 
 def hvp_loss(x, w):
     return np.sum(np.tanh(x * w) * np.sin(x)) + np.prod(x) + np.sum(np.exp(x) * x * x * w)
@@ -518,11 +512,6 @@ def cube_sum(x):
     return np.sum(x ** 3)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="jvp(grad) of a ** c at a < 0 is NaN: the broadcast constant exponent becomes a residual of "
-    "@f__fwd, so it gets an (all-zero) tangent, and pow's forward rule adds log(a) * a**c * 0 = NaN",
-)
 def test_hessian_vector_product_of_power_at_negative_inputs():
     x, v = np.array([0.5, -0.5, -1.5]), np.array([1.0, 2.0, 3.0])
     g, hv = msir.jvp(msir.grad(cube_sum), (x,), (v,))
@@ -530,7 +519,6 @@ def test_hessian_vector_product_of_power_at_negative_inputs():
     np.testing.assert_allclose(hv, 6 * x * v, rtol=1e-14)
 
 
-@JVP_CAPTURE_BUG
 def test_jvp_of_closure_capturing_an_array():
     x, w, v = np.array([0.1, 0.2, 0.3]), np.array([1.0, 2.0, 3.0]), np.array([5.0, 6.0, 7.0])
     out, t = msir.jvp(lambda y: y * w, (x,), (v,))
@@ -538,7 +526,6 @@ def test_jvp_of_closure_capturing_an_array():
     np.testing.assert_allclose(t, v * w, rtol=1e-15)
 
 
-@JVP_CAPTURE_BUG
 def test_hessian_vector_product_by_jvp_of_grad_closure():
     rng = np.random.default_rng(13)
     x, w, v = rand(rng, 4), rand(rng, 4), rand(rng, 4)
@@ -548,7 +535,6 @@ def test_hessian_vector_product_by_jvp_of_grad_closure():
     np.testing.assert_allclose(hv, numerical_jvp(lambda xs: gfn(xs[0], w), [x], [v]), rtol=1e-6, atol=1e-8)
 
 
-@JVP_CAPTURE_BUG
 def test_hessian_vector_product_of_closure_over_arguments():
     rng = np.random.default_rng(14)
     x, w, v = rand(rng, 4), rand(rng, 4), rand(rng, 4)

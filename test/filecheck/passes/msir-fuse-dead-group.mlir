@@ -1,5 +1,4 @@
 // RUN: msir-opt %s -p msir-fuse | filecheck %s
-// XFAIL: *
 
 // BUG: a chain whose values are all unused (dead code, e.g. straight from the
 // frontend, before any dce) becomes an msir.fusion with no results, which

@@ -1,5 +1,4 @@
 // RUN: msir-opt %s -p msir-fuse | filecheck %s
-// XFAIL: *
 
 // BUG: a broadcast_to whose result shape equals its input shape (a valid
 // identity broadcast) of a value computed in a group is merged into that group,

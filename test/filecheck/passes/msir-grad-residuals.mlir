@@ -1,6 +1,5 @@
 // RUN: msir-opt %s -p msir-grad | filecheck %s
-// XFAIL: *
-// Bug: a rule's cotangent for an operand that needs none (here the constant factor
+// Regression test for a fixed bug: a rule's cotangent for an operand that needs none (here the constant factor
 // of a mul) is still emitted; it is dead in the adjoint, but the primal value it
 // reads (y) is still saved as a residual of the augmented forward.
 

@@ -1,6 +1,5 @@
 // RUN: msir-run %s --entry h --input '[1.0, 2.0, 3.0]:f64' --input '[2.0, 3.0, 4.0]:f64' --input '[1.0, 1.0, 1.0]:f64' | filecheck %s
-// XFAIL: *
-// Bug: the tangent function of a closure with captures, @lambda__jvp, takes
+// Regression test for a fixed bug: the tangent function of a closure with captures, @lambda__jvp, takes
 // (params..., captures..., tangents...), but the expanded msir.jvp calls it with
 // (applied args (params, tangents)..., captures...): the capture w and the tangent v
 // trade places, and h returns (x * v, w * v) = ([1, 2, 3], [2, 3, 4]).

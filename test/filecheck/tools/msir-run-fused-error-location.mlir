@@ -1,5 +1,4 @@
 // RUN: not msir-run %s --entry f --input '[1, 2, 3]:i64' --input '[1, 0, 1]:i64' 2>&1 | filecheck %s
-// XFAIL: *
 
 // BUG: once msir-fuse (run by msir-run and msir.jit) puts the floordiv in an
 // msir.fusion, convert-msir-to-loops lowers the whole body under the fusion's
