@@ -163,6 +163,12 @@ class IRBuilder:
     def stack(self, xs: Sequence[Any], axis: int) -> SSAValue:
         return self.emit(M.StackOp([self.val(x) for x in xs], axis))
 
+    def tape_set(self, tape: Any, k: Any, v: Any) -> SSAValue:
+        return self.emit(M.TapeSetOp(self.val(tape), self.val(k), self.val(v)))
+
+    def tape_get(self, tape: Any, k: Any) -> SSAValue:
+        return self.emit(M.TapeGetOp(self.val(tape), self.val(k)))
+
     def apply(self, name: str, p: dict, xs: Sequence[Any]) -> SSAValue:
         """Apply a (linear) primitive by name with the parameters `op_params` gives."""
         if name in self._UNARY:

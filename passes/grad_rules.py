@@ -59,7 +59,7 @@ VJP: dict[str, VjpRule] = {}
 JVP: dict[str, JvpRule] = {}
 NON_DIFFERENTIABLE: set[str] = {
     "compare", "argmax", "argmin", "iota", "constant", "and", "or", "xor", "not", "sign",
-    "floor", "ceil", "floordiv",
+    "floor", "ceil", "floordiv", "tape_alloc",
 }
 """Ops whose derivative is zero everywhere it exists (or that have integer results)."""
 
@@ -515,3 +515,19 @@ def _window_jvp(name: str) -> JvpRule:
 
 for _name in ("reduce_max", "reduce_min", "reduce_prod"):
     JVP[_name] = _window_jvp(_name)
+
+
+# -- tapes (forward mode only: they appear in derivatives; a tangent of a tape is
+# a tape of tangents, so forward mode over reverse mode works through loops) ---
+
+
+@jvp("tape_set")
+def _(B, p, xs, y, ts):
+    if ts[0] is None:
+        raise KeyError("tape_set: the tape's tangent must come from the loop")
+    return B.tape_set(ts[0], xs[1], _t(B, ts[2], xs[2]))
+
+
+@jvp("tape_get")
+def _(B, p, xs, y, ts):
+    return B.tape_get(ts[0], xs[1]) if ts[0] is not None else _scalar(B, 0.0, y)

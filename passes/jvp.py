@@ -27,13 +27,14 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
 from msir.dialects import msir as M
 from msir.errors import NotDifferentiableError
 from msir.passes.ad_ir import IRBuilder, op_params
 from msir.passes.grad import REVERSE_OPS, ModuleAD, differentiate, expand, is_float_type, source_loc
+from msir.passes.grad_control import CONTROL_FLOW, outline_regions, reads
 from msir.passes.grad_rules import JVP, NON_DIFFERENTIABLE
 
 
@@ -66,6 +67,7 @@ def _build(ad: ModuleAD, f: func.FuncOp, active: tuple[int, ...]) -> str:
     for k, i in enumerate(active):
         tangent[f.body.block.args[i]] = block.args[len(params) + k]
     B = IRBuilder(block, f.location)
+    outline_regions(ad, f)
     ret: func.ReturnOp | None = None
     for op in f.body.block.ops:
         B.loc = op.location
@@ -74,6 +76,9 @@ def _build(ad: ModuleAD, f: func.FuncOp, active: tuple[int, ...]) -> str:
             continue
         if isinstance(op, func.CallOp):
             _call(ad, op, block, value, tangent)
+            continue
+        if isinstance(op, CONTROL_FLOW) and any(tangent.get(v) is not None for v in reads(op)):
+            _control(ad, op, block, value, tangent)
             continue
         clone = op.clone(value_mapper=dict(value))
         block.add_op(clone)
@@ -127,6 +132,88 @@ def _call(ad: ModuleAD, op: func.CallOp, block: Block, value, tangent) -> None:
         value[old] = call.results[k]
         if is_float_type(old.type):
             tangent[old] = call.results[n + k]
+
+
+def _zero_tangent(B: IRBuilder, v: SSAValue, at: Operation) -> SSAValue:
+    """A zero tangent for `v`; a tape's is a fresh tape of as many rows."""
+    shape = M.shape_of(v.type)
+    if not any(d < 0 for d in shape):
+        return B.constant(0.0, M.dtype_of(v.type), shape)
+    if isinstance(v.owner, M.TapeAllocOp):
+        return B.emit(v.owner.clone(value_mapper={}))
+    raise NotDifferentiableError(f"forward mode through a dynamic-shaped value of type {v.type}", source_loc(at))
+
+
+def _region_jvp(ad: ModuleAD, call: func.CallOp, block: Block, args: list[SSAValue], tangents: list,
+                float_pos: list[int]) -> list[SSAValue]:
+    """In `block`, call the region function (its jvp when a tangent is given);
+    returns its results then the tangents of its results at `float_pos`."""
+    types = [r.type for r in call.results]
+    active = tuple(i for i, t in enumerate(tangents) if t is not None)
+    B = IRBuilder(block, call.location)
+    if not active:
+        c = func.CallOp(call.callee.string_value(), args, types)
+        block.add_op(c)
+        zeros = [B.constant(0.0, M.dtype_of(types[i]), M.shape_of(types[i])) for i in float_pos]
+        return list(c.results) + zeros
+    name = jvp_function(ad, call.callee.string_value(), active, call)
+    c = func.CallOp(name, args + [tangents[i] for i in active], types + types)
+    c.location = call.location
+    block.add_op(c)
+    n = len(types)
+    return list(c.results[:n]) + [c.results[n + i] for i in float_pos]
+
+
+def _control(ad: ModuleAD, op: Operation, block: Block, value, tangent) -> None:
+    """Forward mode through msir.if/for/while (regions already outlined)."""
+    B = IRBuilder(block, op.location)
+    res_types = [r.type for r in op.results]
+    float_pos = [i for i, t in enumerate(res_types) if is_float_type(t)]
+    t_types = [res_types[i] for i in float_pos]
+    if isinstance(op, M.IfOp):
+        regions = []
+        for region in (op.then_region, op.else_region):
+            call = region.block.first_op
+            rb = Block()
+            args = [value[v] for v in call.arguments]
+            outs = _region_jvp(ad, call, rb, args, [tangent.get(v) for v in call.arguments], float_pos)
+            rb.add_op(M.YieldOp(*outs))
+            regions.append(Region(rb))
+        new = M.IfOp(value[op.cond], res_types + t_types, regions[0], regions[1])
+    else:
+        counter = isinstance(op, M.ForOp)
+        body = op.body.block
+        carried_args = list(body.args[1:] if counter else body.args)
+        inits = [value[v] for v in op.inits]
+        t_inits = [tangent.get(op.inits[i]) or _zero_tangent(B, value[op.inits[i]], op) for i in float_pos]
+        lead = [M.TensorType(M.i64, [])] if counter else []
+        nb = Block(arg_types=lead + [v.type for v in inits] + [t.type for t in t_inits])
+        new_carried = list(nb.args[len(lead) : len(lead) + len(inits)])
+        new_t = dict(zip([carried_args[i] for i in float_pos], nb.args[len(lead) + len(inits) :]))
+        mapping = dict(zip(list(body.args), list(nb.args[: len(lead)]) + new_carried))
+        call = body.first_op
+        args = [mapping.get(v) or value[v] for v in call.arguments]
+        tangents = [new_t.get(v) if v in new_t else tangent.get(v) for v in call.arguments]
+        outs = _region_jvp(ad, call, nb, args, tangents, float_pos)
+        nb.add_op(M.YieldOp(*outs))
+        if counter:
+            new = M.ForOp(value[op.lower], value[op.upper], value[op.step], inits + t_inits, Region(nb))
+        else:
+            cb = Block(arg_types=[v.type for v in inits])
+            cond_call = op.cond_region.block.first_op
+            cm = dict(zip(op.cond_region.block.args, cb.args))
+            c = func.CallOp(cond_call.callee.string_value(), [cm.get(v) or value[v] for v in cond_call.arguments],
+                            [r.type for r in cond_call.results])
+            cb.add_op(c)
+            cb.add_op(M.ConditionOp(c.results[0]))
+            new = M.WhileOp(inits + t_inits, Region(cb), Region(nb))
+    new.location = op.location
+    block.add_op(new)
+    n = len(res_types)
+    for i, r in enumerate(op.results):
+        value[r] = new.results[i]
+    for k, i in enumerate(float_pos):
+        tangent[op.results[i]] = new.results[n + k]
 
 
 def expand_jvp(ad: ModuleAD, op: M.JvpOp) -> None:
