@@ -312,7 +312,7 @@ class Translator:
             case ast.While():
                 self.while_stmt(node)
             case ast.Break() | ast.Continue():
-                raise self.unsupported(f"'{type(node).__name__.lower()}'", node)
+                raise self.unsupported(f"'{type(node).__name__.lower()}' outside a loop", node)
             case ast.Expr(value=ast.Call(func=ast.Attribute(value=ast.Name(id=lname), attr="append"), args=[arg])) if isinstance(self.scope.get(lname), list):
                 self.scope[lname].append(self.expr(arg))
             case ast.FunctionDef():
@@ -677,6 +677,9 @@ class Translator:
 
     def unary_op(self, op: ast.unaryop, v: Any, node: ast.AST) -> Any:
         if isinstance(op, ast.Not):
+            if isinstance(v, Tensor) and v.ndim == 0:
+                t = self.truth(v, node)
+                return self.tensor(M.NotOp(t.ssa), t.weak)
             if isinstance(v, Tensor):
                 raise self.error(
                     UnsupportedSyntaxError,
@@ -1406,9 +1409,27 @@ class Translator:
                     f"is assigned only inside the loop at line {node.lineno}; define it before the loop"
                 )
 
+    def jump_flags(self, node: ast.AST, body: Sequence[ast.stmt]) -> tuple[list[ast.stmt], str | None]:
+        """A loop body with break/continue rewritten into flags (see `_lower_jumps`)."""
+        if not _has_jump(body):
+            return list(body), None
+        brk, cont = f"__msir_break_{node.lineno}_{node.col_offset}", f"__msir_continue_{node.lineno}_{node.col_offset}"
+        self.scope[brk] = self.constant(False, "bool", weak=True)
+        reset = ast.copy_location(ast.Assign(targets=[ast.Name(id=cont, ctx=ast.Store())], value=ast.Constant(False)), body[0])
+        self.scope[cont] = self.constant(False, "bool", weak=True)
+        return [reset, *_lower_jumps(body, brk, cont)], brk
+
     def for_stmt(self, node: ast.For) -> None:
         if node.orelse:
             raise self.unsupported("for ... else", node)
+        body, brk = self.jump_flags(node, node.body)
+        if brk is not None:
+            # After a break, the remaining iterations do nothing.
+            guard = ast.UnaryOp(op=ast.Not(), operand=ast.Name(id=brk, ctx=ast.Load()))
+            for n_ in ast.walk(guard):
+                ast.copy_location(n_, node)
+            body = [ast.copy_location(ast.If(test=guard, body=body, orelse=[]), node)]
+        node = ast.copy_location(ast.For(target=node.target, iter=node.iter, body=body, orelse=[]), node)
         it = self.expr(node.iter)
         if isinstance(it, (tuple, list)) or (isinstance(it, RangeValue) and it.static and _appends(node.body)):
             items = list(it) if not isinstance(it, RangeValue) else list(range(*it.static))
@@ -1465,6 +1486,14 @@ class Translator:
     def while_stmt(self, node: ast.While) -> None:
         if node.orelse:
             raise self.unsupported("while ... else", node)
+        body, brk = self.jump_flags(node, node.body)
+        if brk is not None:
+            not_broken = ast.UnaryOp(op=ast.Not(), operand=ast.Name(id=brk, ctx=ast.Load()))
+            test = ast.BoolOp(op=ast.And(), values=[not_broken, node.test])
+            for n_ in ast.walk(not_broken):
+                ast.copy_location(n_, node.test)
+            ast.copy_location(test, node.test)
+            node = ast.copy_location(ast.While(test=test, body=body, orelse=[]), node)
         test = self.expr(node.test)
         if not isinstance(test, Tensor) and not self.static_bool(test, node.test, "a while condition"):
             return
@@ -2000,6 +2029,53 @@ def _assigned(stmts: Sequence[ast.stmt]) -> set[str]:
     for s_ in stmts:
         walk(s_)
     return names
+
+
+def _has_jump(stmts: Sequence[ast.stmt]) -> bool:
+    """Does a loop body contain a break/continue of this loop (not of a nested one)?"""
+
+    def walk(node: ast.AST) -> bool:
+        if isinstance(node, (ast.Break, ast.Continue)):
+            return True
+        if isinstance(node, (ast.For, ast.While, ast.FunctionDef, ast.Lambda, ast.AsyncFor)):
+            return False
+        return any(walk(c) for c in ast.iter_child_nodes(node))
+
+    return any(walk(s_) for s_ in stmts)
+
+
+def _lower_jumps(stmts: Sequence[ast.stmt], brk: str, cont: str) -> list[ast.stmt]:
+    """Rewrite break/continue into flag assignments, guarding what follows them:
+    `break` sets `brk`, `continue` sets `cont`, and every statement after one that
+    may jump runs under `if not (brk or cont)`."""
+    out: list[ast.stmt] = []
+    for k, st in enumerate(stmts):
+        if isinstance(st, (ast.Break, ast.Continue)):
+            flag = brk if isinstance(st, ast.Break) else cont
+            out.append(ast.copy_location(
+                ast.Assign(targets=[ast.Name(id=flag, ctx=ast.Store())], value=ast.Constant(True)), st
+            ))
+            return out  # the rest of the block never runs
+        if isinstance(st, ast.If) and _has_jump([st]):
+            new_if = ast.copy_location(
+                ast.If(test=st.test, body=_lower_jumps(st.body, brk, cont) or [ast.Pass()],
+                       orelse=_lower_jumps(st.orelse, brk, cont)), st
+            )
+            out.append(new_if)
+            rest = list(stmts[k + 1 :])
+            if rest:
+                guard = ast.UnaryOp(op=ast.Not(), operand=ast.BoolOp(op=ast.Or(), values=[
+                    ast.Name(id=brk, ctx=ast.Load()), ast.Name(id=cont, ctx=ast.Load())]))
+                ast.copy_location(guard, rest[0])
+                for node in ast.walk(guard):
+                    ast.copy_location(node, rest[0])
+                out.append(ast.copy_location(ast.If(test=guard, body=_lower_jumps(rest, brk, cont), orelse=[]), rest[0]))
+            return out
+        if isinstance(st, (ast.With, ast.Try)) and _has_jump([st]):
+            out.append(st)  # refused later as unsupported syntax anyway
+            continue
+        out.append(st)
+    return out
 
 
 def _may_return(stmts: Sequence[ast.stmt]) -> bool:
