@@ -158,6 +158,10 @@ def _source_dirs() -> list[str]:
 
     dirs = []
     for name in ("msir", "msir.dialects", "msir.passes", "msir.lowering", "msir.tools"):
+        package = sys.modules.get(name)
+        if package is not None and getattr(package, "__path__", None):
+            dirs.extend(package.__path__)
+            continue
         try:
             spec = importlib.util.find_spec(name)
         except (ImportError, ValueError):

@@ -290,3 +290,41 @@ def test_default_directory(monkeypatch, tmp_path):
     assert cache.cache_dir() == tmp_path / "xdg" / "msir"
     monkeypatch.delenv("XDG_CACHE_HOME")
     assert cache.cache_dir() == Path.home() / ".cache" / "msir"
+
+
+def _rewrite_header(path: Path, edit) -> None:
+    data = path.read_bytes()
+    n = int.from_bytes(data[len(cache.MAGIC) : len(cache.MAGIC) + 4], "little")
+    start = len(cache.MAGIC) + 4
+    header = json.loads(data[start : start + n])
+    edit(header)
+    new = json.dumps(header).encode()
+    path.write_bytes(cache.MAGIC + len(new).to_bytes(4, "little") + new + data[start + n :])
+
+
+def test_unresolved_symbol_is_a_miss_not_a_crash(cdir, tmp_path):
+    m = load_module(write_module(tmp_path / "sym.py", CHAIN), "cache_sym")
+    x = np.linspace(0.5, 2.0, 16, dtype=np.float32)
+    expected = msir.jit(m.f)(x, x)
+    (path,) = entries(cdir)
+    _rewrite_header(path, lambda h: h["symbols"].append("__msir_no_such_symbol"))
+    np.testing.assert_array_equal(msir.jit(m.f)(x, x), expected)
+    assert cache.stats["hits"] == 0 and cache.stats["misses"] == 2 and cache.stats["writes"] == 2
+    msir.jit(m.f)(x, x)
+    assert cache.stats["hits"] == 1
+
+
+def test_hit_keeps_the_optimised_ir(cdir):
+    from msir.compiler import compile_module
+    from msir.frontend.driver import spec_of, trace
+
+    def f(x):
+        return x * 2.0
+
+    x = np.ones(8)
+    first = compile_module(trace(f, [spec_of(x)]).module, "f")
+    second = compile_module(trace(f, [spec_of(x)]).module, "f")
+    assert cache.stats["hits"] == 1
+    assert second.native_module.llvm_ir == first.native_module.llvm_ir
+    assert "f__entry" in second.native_module.asm
+    np.testing.assert_array_equal(second.native(x)[0], x * 2.0)
