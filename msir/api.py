@@ -352,6 +352,13 @@ class custom_vjp:
         return self
 
     def __call__(self, *args, **kwargs):
+        if _context["mode"] == PYNATIVE_MODE and any(type(a).__module__ == "msir.eager.tracer" for a in args):
+            from msir.errors import UnsupportedSyntaxError
+
+            raise UnsupportedSyntaxError(
+                f"custom_vjp function '{self.__name__}' cannot be differentiated in PYNATIVE_MODE yet "
+                "(its rule would be ignored); use GRAPH_MODE"
+            )
         if self._jit is None:
             self._jit = JitFunction(self.fn)
         return self._jit(*args, **kwargs)

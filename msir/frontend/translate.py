@@ -217,7 +217,6 @@ _UNSUPPORTED_EXPRS = {
     ast.DictComp: "dict comprehensions",
     ast.SetComp: "set comprehensions",
     ast.GeneratorExp: "generator expressions",
-    ast.ListComp: "list comprehensions",
     ast.NamedExpr: "assignment expressions (:=)",
     ast.Starred: "starred expressions",
 }
@@ -493,8 +492,12 @@ class Translator:
             case ast.Compare(left=left, ops=ops, comparators=comps):
                 return self.compare_chain(left, ops, comps, node)
             case ast.IfExp(test=test, body=body, orelse=orelse):
-                cond = self.static_bool(self.expr(test), test, "a conditional expression")
-                return self.expr(body if cond else orelse)
+                cond = self.expr(test)
+                if isinstance(cond, Tensor):
+                    return self.if_expr(node, cond)
+                return self.expr(body if self.static_bool(cond, test, "a conditional expression") else orelse)
+            case ast.ListComp(elt=elt, generators=gens):
+                return self.list_comprehension(node, elt, gens)
             case ast.Attribute(value=value, attr=attr):
                 return self.attribute(self.expr(value), attr, node)
             case ast.Subscript(value=value, slice=idx):
@@ -1318,6 +1321,60 @@ class Translator:
         types = [M.tensor_type(x.shape, d) for x, (d, _) in zip(lt, dtypes)]
         op = self.emit(M.IfOp(c.ssa, types, Region(then_block), Region(else_block)))
         return [Tensor(r, d, x.shape, w) for r, x, (d, w) in zip(op.results, lt, dtypes)]
+
+    def if_expr(self, node: ast.IfExp, cond: Tensor) -> Any:
+        """`a if c else b` on a runtime condition: only the taken side runs."""
+        c = self.truth(cond, node.test)
+        blocks, structs, leaves = [], [], []
+        for expr in (node.body, node.orelse):
+            block = self.new_block()
+            _, value = self.in_block(block, self.scope, lambda expr=expr: self.expr(expr))
+            self.block, saved = block, self.block
+            st, ls = self.to_tensors(value, node, "a conditional expression")
+            self.block = saved
+            blocks.append(block)
+            structs.append(st)
+            leaves.append(ls)
+        if structs[0] != structs[1]:
+            raise self.error(UnsupportedSyntaxError, "the two sides of a conditional expression differ in structure", node)
+        dtypes = self.unify(leaves[0], leaves[1], ["<conditional expression>"] * len(leaves[0]), node)
+        return _rebuild(structs[0], iter(self.emit_if(c, blocks[0], blocks[1], leaves[0], leaves[1], dtypes)))
+
+    def list_comprehension(self, node: ast.ListComp, elt: ast.expr, gens: list[ast.comprehension]) -> list[Any]:
+        """A list comprehension over compile-time iterables (unrolled)."""
+        saved = dict(self.scope)
+        out: list[Any] = []
+
+        def run(k: int) -> None:
+            if k == len(gens):
+                out.append(self.expr(elt))
+                return
+            g = gens[k]
+            if g.is_async:
+                raise self.unsupported("async comprehensions", node)
+            it = self.expr(g.iter)
+            if isinstance(it, RangeValue):
+                if it.static is None:
+                    raise self.error(
+                        UnsupportedSyntaxError, "a list comprehension needs a range known at compile time", g.iter
+                    )
+                it = range(*it.static)
+            elif isinstance(it, Tensor) and it.ndim > 0:
+                it = [self.index(it, i, node) for i in range(it.shape[0])]
+            elif not isinstance(it, (tuple, list, range)):
+                raise self.error(UnsupportedSyntaxError, f"a list comprehension over {self.describe(it)}", g.iter)
+            if len(it) > _MAX_UNROLL:
+                raise self.error(UnsupportedSyntaxError, f"a list comprehension unrolls at most {_MAX_UNROLL} items", node)
+            for item in it:
+                self.assign(g.target, item)
+                if all(self.static_bool(self.expr(cond), cond, "a comprehension condition") for cond in g.ifs):
+                    run(k + 1)
+
+        try:
+            run(0)
+        finally:
+            self.scope = saved
+        return out
 
     def if_returning(self, node: ast.If, cond: Tensor, then_stmts, else_stmts) -> Any:
         """An `if` whose branches end the function: msir.if yields the returned values."""
