@@ -16,3 +16,8 @@ for var in ("PATH", "HOME", "PYTHONPATH", "MSIR_CACHE_DIR", "TMPDIR"):
     if var in os.environ:
         config.environment[var] = os.environ[var]
 config.substitutions.append(("%python", "python3"))
+# Never write the user's compile cache from the tests.
+if "MSIR_CACHE_DIR" not in os.environ:
+    import tempfile
+
+    config.environment["MSIR_CACHE_DIR"] = tempfile.mkdtemp(prefix="msir-lit-cache-")

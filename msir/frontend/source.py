@@ -41,8 +41,9 @@ def _unreadable(fn, why: str) -> UnsupportedSyntaxError:
 def get_source(fn) -> FunctionSource:
     """The definition of `fn`, parsed once and cached by its code object."""
     code = fn.__code__
-    if code in _CACHE:
-        return _CACHE[code]
+    key = (code, code.co_filename)  # equal code objects may come from different files
+    if key in _CACHE:
+        return _CACHE[key]
     try:
         lines, first = inspect.getsourcelines(fn)
     except (OSError, TypeError) as e:
@@ -71,7 +72,7 @@ def get_source(fn) -> FunctionSource:
     if node is None:
         raise _unreadable(fn, "its definition was not found in the source lines")
     result = FunctionSource(node, code.co_filename)
-    _CACHE[code] = result
+    _CACHE[key] = result
     return result
 
 
