@@ -1,0 +1,199 @@
+// RUN: msir-opt %s -p msir-grad | filecheck %s --check-prefix=WHILE
+// RUN: msir-opt %s -p msir-grad | filecheck %s --check-prefix=FOR
+// RUN: msir-opt %s -p msir-grad | filecheck %s --check-prefix=IF
+// The output parses back, verifies, and is a fixed point of the pass:
+// RUN: msir-opt %s -p msir-grad | msir-opt -p msir-grad | filecheck %s --check-prefix=WHILE
+// After the pass no differentiation op and no function value is left:
+// RUN: msir-opt %s -p msir-grad | filecheck %s --check-prefix=GONE
+// GONE-NOT: msir.grad
+// GONE-NOT: msir.closure
+// GONE-NOT: msir.apply
+
+// Reverse mode through msir.while, msir.for and msir.if (passes/grad_control.py).
+// Each region is outlined into a function (@f__while_region0 is the condition,
+// @f__while_region1 the body) that gets the ordinary __fwd/__bwd pair.
+
+// A while loop: x = sin(x) * x * 0.5 while x > 1. The trip count depends on x.
+func.func @halve(%x0: tensor<f64>) -> tensor<f64> {
+  %one = msir.constant dense<1.000000e+00> : tensor<f64>
+  %r = msir.while (%x0) : (tensor<f64>) {
+  ^bb0(%x: tensor<f64>):
+    %c = msir.compare gt, %x, %one : tensor<f64>
+    msir.condition %c : tensor<i1>
+  } do {
+  ^bb0(%x: tensor<f64>):
+    %half = msir.constant dense<5.000000e-01> : tensor<f64>
+    %s = msir.sin %x : tensor<f64>
+    %h = msir.mul %s, %x : tensor<f64>
+    %h2 = msir.mul %h, %half : tensor<f64>
+    msir.yield %h2 : tensor<f64>
+  }
+  func.return %r : tensor<f64>
+}
+
+func.func @grad_halve(%x: tensor<f64>) -> tensor<f64> {
+  %0 = msir.closure @halve() : (tensor<f64>) -> tensor<f64>
+  %1 = msir.grad %0 argnums array<i64: 0> : (tensor<f64>) -> tensor<f64> to (tensor<f64>) -> tensor<f64>
+  %2 = msir.apply %1(%x) : (tensor<f64>) -> tensor<f64>
+  func.return %2 : tensor<f64>
+}
+
+// The body's pair: the forward returns the next value and the residuals
+// (x and sin x), the adjoint maps a cotangent and the residuals to a cotangent.
+// WHILE-LABEL: func.func @grad_halve(
+// WHILE-NEXT:    func.call @halve__grad(%x)
+// WHILE-LABEL: func.func private @halve__while_region1__fwd(%{{.*}}: tensor<f64>) -> (tensor<f64>, tensor<f64>, tensor<f64>)
+// WHILE:         msir.sin
+// WHILE-LABEL: func.func private @halve__while_region1__bwd(%{{.*}}: tensor<f64>, %{{.*}}: tensor<f64>, %{{.*}}: tensor<f64>) -> tensor<f64>
+// WHILE:         msir.cos
+
+// 1. The primal while, as written, with an iteration counter N carried along.
+// WHILE-LABEL: func.func private @halve__fwd(
+// WHILE-SAME:    %[[X0:.*]]: tensor<f64>) -> (tensor<f64>, tensor<i64>, tensor<?xf64>, tensor<?xf64>)
+// WHILE:         %[[ZERO:.*]] = msir.constant dense<0> : tensor<i64>
+// WHILE-NEXT:    %{{.*}}, %[[N:.*]] = msir.while (%[[X0]], %[[ZERO]]) : (tensor<f64>, tensor<i64>) {
+// WHILE-NEXT:    ^bb0(%[[CX:.*]]: tensor<f64>, %{{.*}}: tensor<i64>):
+// WHILE-NEXT:      %[[C:.*]] = func.call @halve__while_region0(%[[CX]], %{{.*}})
+// WHILE-NEXT:      msir.condition %[[C]] : tensor<i1>
+// WHILE-NEXT:    } do {
+// WHILE-NEXT:    ^bb0(%[[BX:.*]]: tensor<f64>, %[[COUNT:.*]]: tensor<i64>):
+// WHILE-NEXT:      %[[NEXT:.*]] = func.call @halve__while_region1(%[[BX]])
+// WHILE-NEXT:      %[[INC:.*]] = msir.constant dense<1> : tensor<i64>
+// WHILE-NEXT:      %[[COUNT2:.*]] = msir.add %[[COUNT]], %[[INC]] : tensor<i64>
+// WHILE-NEXT:      msir.yield %[[NEXT]], %[[COUNT2]] : tensor<f64>, tensor<i64>
+// WHILE-NEXT:    }
+// 2. One tape of N rows per residual, filled by replaying the body N times from
+//    the same initial value with the augmented forward.
+// WHILE-NEXT:    %[[TA:.*]] = msir.tape_alloc %[[N]] : tensor<i64> to tensor<?xf64>
+// WHILE-NEXT:    %[[TB:.*]] = msir.tape_alloc %[[N]] : tensor<i64> to tensor<?xf64>
+// WHILE-NEXT:    %[[ONE:.*]] = msir.constant dense<1> : tensor<i64>
+// WHILE-NEXT:    %[[R:.*]], %[[TA2:.*]], %[[TB2:.*]] = msir.for %[[ZERO]] to %[[N]] step %[[ONE]] (%[[X0]], %[[TA]], %[[TB]]) : (tensor<f64>, tensor<?xf64>, tensor<?xf64>) {
+// WHILE-NEXT:    ^bb0(%[[K:.*]]: tensor<i64>, %[[XK:.*]]: tensor<f64>, %[[A:.*]]: tensor<?xf64>, %[[B:.*]]: tensor<?xf64>):
+// WHILE-NEXT:      %[[Y:.*]], %[[R0:.*]], %[[R1:.*]] = func.call @halve__while_region1__fwd(%[[XK]])
+// WHILE-NEXT:      %[[A1:.*]] = msir.tape_set %[[A]][%[[K]]], %[[R0]] : tensor<?xf64>, tensor<i64>, tensor<f64>
+// WHILE-NEXT:      %[[B1:.*]] = msir.tape_set %[[B]][%[[K]]], %[[R1]] : tensor<?xf64>, tensor<i64>, tensor<f64>
+// WHILE-NEXT:      msir.yield %[[Y]], %[[A1]], %[[B1]] : tensor<f64>, tensor<?xf64>, tensor<?xf64>
+// WHILE-NEXT:    }
+// WHILE-NEXT:    func.return %[[R]], %[[N]], %[[TA2]], %[[TB2]]
+
+// 3. The adjoint runs k = N-1 down to 0 (step -1), reading row k of each tape.
+// WHILE-LABEL: func.func private @halve__bwd(
+// WHILE-SAME:    %[[CT:.*]]: tensor<f64>, %[[NB:.*]]: tensor<i64>, %[[TA:.*]]: tensor<?xf64>, %[[TB:.*]]: tensor<?xf64>) -> tensor<f64>
+// WHILE-NOT:     msir.while
+// WHILE:         %[[ONE:.*]] = msir.constant dense<1> : tensor<i64>
+// WHILE-NEXT:    %[[LAST:.*]] = msir.sub %[[NB]], %[[ONE]] : tensor<i64>
+// WHILE-NEXT:    %[[M1:.*]] = msir.constant dense<-1> : tensor<i64>
+// WHILE-NEXT:    %[[G:.*]] = msir.for %[[LAST]] to %[[M1]] step %[[M1]] (%[[CT]]) : (tensor<f64>) {
+// WHILE-NEXT:    ^bb0(%[[K:.*]]: tensor<i64>, %[[C:.*]]: tensor<f64>):
+// WHILE-NEXT:      %[[RA:.*]] = msir.tape_get %[[TA]][%[[K]]] : tensor<?xf64>, tensor<i64> to tensor<f64>
+// WHILE-NEXT:      %[[RB:.*]] = msir.tape_get %[[TB]][%[[K]]] : tensor<?xf64>, tensor<i64> to tensor<f64>
+// WHILE-NEXT:      %{{.*}} = func.call @halve__while_region1__bwd(%[[C]], %[[RA]], %[[RB]])
+// WHILE:           msir.yield
+// WHILE-NEXT:    }
+// WHILE-NEXT:    func.return %[[G]] : tensor<f64>
+// WHILE-LABEL: func.func private @halve__grad(
+// WHILE:         func.call @halve__fwd(
+// WHILE:         func.call @halve__bwd(
+
+// A for loop with a runtime trip count: x = tanh(x * w), n times; the gradient
+// w.r.t. the initial carried value x0 and w, which the body reads from outside.
+func.func @loop(%x0: tensor<3xf64>, %w: tensor<3xf64>, %n: tensor<i64>) -> tensor<f64> {
+  %zero = msir.constant dense<0> : tensor<i64>
+  %step = msir.constant dense<1> : tensor<i64>
+  %r = msir.for %zero to %n step %step (%x0) : (tensor<3xf64>) {
+  ^bb0(%i: tensor<i64>, %x: tensor<3xf64>):
+    %a = msir.mul %x, %w : tensor<3xf64>
+    %t = msir.tanh %a : tensor<3xf64>
+    msir.yield %t : tensor<3xf64>
+  }
+  %s = msir.reduce_sum %r axes array<i64: 0> : tensor<3xf64> to tensor<f64>
+  func.return %s : tensor<f64>
+}
+
+func.func @grad_loop(%x: tensor<3xf64>, %w: tensor<3xf64>, %n: tensor<i64>) -> (tensor<3xf64>, tensor<3xf64>) {
+  %0 = msir.closure @loop() : (tensor<3xf64>, tensor<3xf64>, tensor<i64>) -> tensor<f64>
+  %1 = msir.grad %0 argnums array<i64: 0, 1> : (tensor<3xf64>, tensor<3xf64>, tensor<i64>) -> tensor<f64> to (tensor<3xf64>, tensor<3xf64>, tensor<i64>) -> (tensor<3xf64>, tensor<3xf64>)
+  %2, %3 = msir.apply %1(%x, %w, %n) : (tensor<3xf64>, tensor<3xf64>, tensor<i64>) -> (tensor<3xf64>, tensor<3xf64>)
+  func.return %2, %3 : tensor<3xf64>, tensor<3xf64>
+}
+
+// The forward computes the trip count max(0, ceil((n - 0) / 1)), allocates the
+// tapes with it and stores iteration i's residuals in row (i - lb) floordiv step.
+// ({{^ *}} anchors a CHECK-NEXT whose captures are followed by more values: the
+// filecheck in use matches the text skipped before a NEXT pattern greedily.)
+// FOR-LABEL: func.func private @loop__fwd(
+// FOR-SAME:    %[[X0:.*]]: tensor<3xf64>, %[[W:.*]]: tensor<3xf64>, %[[N:.*]]: tensor<i64>)
+// FOR-NOT:     msir.while
+// FOR:         %[[TRIP:.*]] = msir.maximum %{{.*}}, %{{.*}} : tensor<i64>
+// FOR-NEXT:    %[[T0:.*]] = msir.tape_alloc %[[TRIP]] : tensor<i64> to tensor<?x3xf64>
+// FOR:         msir.for %{{.*}} to %[[N]] step %{{.*}} (%[[X0]], %[[T0]]
+// FOR-NEXT:    ^bb0(%[[I:.*]]: tensor<i64>, %[[X:.*]]: tensor<3xf64>, %[[A:[^:]*]]: tensor<?x3xf64>
+// FOR-NEXT:      %[[OFF:.*]] = msir.sub %[[I]], %{{.*}} : tensor<i64>
+// FOR-NEXT:      %[[ROW:.*]] = msir.floordiv %[[OFF]], %{{.*}} : tensor<i64>
+// FOR-NEXT:      {{^ *}}%[[Y:[0-9]+]], %[[R0:[0-9]+]], {{.*}} = func.call @loop__for_region0__fwd(%[[I]], %[[X]], %[[W]])
+// FOR-NEXT:      msir.tape_set %[[A]][%[[ROW]]], %[[R0]] : tensor<?x3xf64>, tensor<i64>, tensor<3xf64>
+// FOR:           msir.yield %[[Y]],
+// FOR:         func.return %{{.*}}, %[[TRIP]],
+
+// The adjoint carries the cotangent of x and accumulates w's over the iterations.
+// FOR-LABEL: func.func private @loop__bwd(
+// FOR-SAME:    %[[CT:.*]]: tensor<f64>, %[[TRIP:.*]]: tensor<i64>, %[[TAPE:[^:]*]]: tensor<?x3xf64>,
+// FOR:         %[[CTX:.*]] = msir.broadcast_to %[[CT]] : tensor<f64> to tensor<3xf64>
+// FOR-NEXT:    %[[ACC0:.*]] = msir.constant dense<0.000000e+00> : tensor<3xf64>
+// FOR-NEXT:    %[[ONE:.*]] = msir.constant dense<1> : tensor<i64>
+// FOR-NEXT:    %[[LAST:.*]] = msir.sub %[[TRIP]], %[[ONE]] : tensor<i64>
+// FOR-NEXT:    %[[M1:.*]] = msir.constant dense<-1> : tensor<i64>
+// FOR-NEXT:    %[[GX:.*]], %[[GW:.*]] = msir.for %[[LAST]] to %[[M1]] step %[[M1]] (%[[CTX]], %[[ACC0]]) : (tensor<3xf64>, tensor<3xf64>) {
+// FOR-NEXT:    ^bb0(%[[K:.*]]: tensor<i64>, %[[C:.*]]: tensor<3xf64>, %[[ACC:.*]]: tensor<3xf64>):
+// FOR-NEXT:      %[[ROW:.*]] = msir.tape_get %[[TAPE]][%[[K]]] : tensor<?x3xf64>, tensor<i64> to tensor<3xf64>
+// FOR:           %{{.*}}, %[[DW:.*]] = func.call @loop__for_region0__bwd(%[[C]], %[[ROW]],
+// FOR:           %[[ACC1:.*]] = msir.add %[[ACC]], %[[DW]] : tensor<3xf64>
+// FOR-NEXT:      msir.yield %{{.*}}, %[[ACC1]] : tensor<3xf64>, tensor<3xf64>
+// FOR-NEXT:    }
+// FOR-NEXT:    func.return %[[GX]], %[[GW]] : tensor<3xf64>, tensor<3xf64>
+
+// An if: the forward yields the taken branch's residuals (a placeholder in the
+// other branch's slots) and returns the predicate; the adjoint branches on it.
+func.func @branch(%x: tensor<f64>) -> tensor<f64> {
+  %zero = msir.constant dense<0.000000e+00> : tensor<f64>
+  %c = msir.compare gt, %x, %zero : tensor<f64>
+  %r = msir.if %c -> (tensor<f64>) {
+    %s = msir.sin %x : tensor<f64>
+    msir.yield %s : tensor<f64>
+  } else {
+    %e = msir.exp %x : tensor<f64>
+    msir.yield %e : tensor<f64>
+  }
+  func.return %r : tensor<f64>
+}
+
+func.func @grad_branch(%x: tensor<f64>) -> tensor<f64> {
+  %0 = msir.closure @branch() : (tensor<f64>) -> tensor<f64>
+  %1 = msir.grad %0 argnums array<i64: 0> : (tensor<f64>) -> tensor<f64> to (tensor<f64>) -> tensor<f64>
+  %2 = msir.apply %1(%x) : (tensor<f64>) -> tensor<f64>
+  func.return %2 : tensor<f64>
+}
+
+// IF-LABEL: func.func private @branch__fwd(
+// IF-SAME:    %[[X:.*]]: tensor<f64>) -> (tensor<f64>, tensor<f64>, tensor<f64>, tensor<i1>)
+// IF:         %[[C:.*]] = msir.compare gt, %[[X]], %{{.*}} : tensor<f64>
+// IF-NEXT:    %[[Y:.*]], %[[RS:.*]], %[[RE:.*]] = msir.if %[[C]] -> (tensor<f64>, tensor<f64>, tensor<f64>) {
+// IF-NEXT:      %[[A:.*]], %[[B:.*]] = func.call @branch__if_region0__fwd(%[[X]])
+// IF-NEXT:      %[[P:.*]] = msir.constant dense<0.000000e+00> : tensor<f64>
+// IF-NEXT:      msir.yield %[[A]], %[[B]], %[[P]] : tensor<f64>, tensor<f64>, tensor<f64>
+// IF-NEXT:    } else {
+// IF-NEXT:      %[[D:.*]], %[[E:.*]] = func.call @branch__if_region1__fwd(%[[X]])
+// IF-NEXT:      %[[Q:.*]] = msir.constant dense<0.000000e+00> : tensor<f64>
+// IF-NEXT:      msir.yield %[[D]], %[[Q]], %[[E]] : tensor<f64>, tensor<f64>, tensor<f64>
+// IF-NEXT:    }
+// IF-NEXT:    func.return %[[Y]], %[[RS]], %[[RE]], %[[C]]
+// IF-LABEL: func.func private @branch__bwd(
+// IF-SAME:    %[[CT:.*]]: tensor<f64>, %[[RS:.*]]: tensor<f64>, %[[RE:.*]]: tensor<f64>, %[[PRED:.*]]: tensor<i1>) -> tensor<f64>
+// IF-NEXT:    %[[G:.*]] = msir.if %[[PRED]] -> (tensor<f64>) {
+// IF-NEXT:      %[[GT:.*]] = func.call @branch__if_region0__bwd(%[[CT]], %[[RS]])
+// IF-NEXT:      msir.yield %[[GT]] : tensor<f64>
+// IF-NEXT:    } else {
+// IF-NEXT:      %[[GE:.*]] = func.call @branch__if_region1__bwd(%[[CT]], %[[RE]])
+// IF-NEXT:      msir.yield %[[GE]] : tensor<f64>
+// IF-NEXT:    }
+// IF-NEXT:    func.return %[[G]] : tensor<f64>
