@@ -103,7 +103,9 @@ def _build(ad: ModuleAD, f: func.FuncOp, active: tuple[int, ...]) -> str:
     t_outs = []
     for v in ret.operands:
         t = tangent.get(v)
-        t_outs.append(t if t is not None else B.constant(0.0, M.dtype_of(v.type), M.shape_of(v.type)))
+        if t is None and not is_float_type(v.type):
+            t = value[v]  # integers have no tangent: any value of the type fills the slot
+        t_outs.append(t if t is not None else _zero_tangent(B, value[v], ret))
     t_outs = [B.cast(t, M.dtype_of(v.type)) for t, v in zip(t_outs, ret.operands)]
     block.add_op(func.ReturnOp(*outs, *t_outs))
     name = ad.fresh_name(f"{f.sym_name.data}__jvp")
@@ -154,7 +156,7 @@ def _region_jvp(ad: ModuleAD, call: func.CallOp, block: Block, args: list[SSAVal
     if not active:
         c = func.CallOp(call.callee.string_value(), args, types)
         block.add_op(c)
-        zeros = [B.constant(0.0, M.dtype_of(types[i]), M.shape_of(types[i])) for i in float_pos]
+        zeros = [_zero_tangent(B, c.results[i], call) for i in float_pos]
         return list(c.results) + zeros
     name = jvp_function(ad, call.callee.string_value(), active, call)
     c = func.CallOp(name, args + [tangents[i] for i in active], types + types)

@@ -292,6 +292,8 @@ class Translator:
                 self.aug_assign(node, target, op, value)
             case ast.Expr(value=ast.Constant()):
                 pass  # docstrings
+            case ast.Expr(value=ast.Call(func=ast.Attribute(value=ast.Name(id=lname), attr="append"), args=[arg])) if isinstance(self.scope.get(lname), list):
+                self.scope[lname].append(self.expr(arg))
             case ast.Expr(value=ast.Yield() | ast.YieldFrom() | ast.Await() as value):
                 self.expr(value)
             case ast.Expr(value=value):
@@ -312,8 +314,6 @@ class Translator:
                 self.while_stmt(node)
             case ast.Break() | ast.Continue():
                 raise self.unsupported(f"'{type(node).__name__.lower()}' outside a loop", node)
-            case ast.Expr(value=ast.Call(func=ast.Attribute(value=ast.Name(id=lname), attr="append"), args=[arg])) if isinstance(self.scope.get(lname), list):
-                self.scope[lname].append(self.expr(arg))
             case ast.FunctionDef():
                 if node.decorator_list:
                     raise self.unsupported("decorators on nested functions", node.decorator_list[0])
@@ -437,6 +437,13 @@ class Translator:
             getter = lambda: cell.cell_contents  # noqa: E731
         if isinstance(value, np.ndarray):
             return self.capture(value, name, getter or (lambda: value), node)
+        if isinstance(value, (tuple, list)) and any(isinstance(v, (np.ndarray, tuple, list)) for v in value):
+            outer = getter or (lambda: value)
+            items = [
+                self.external(v, f"{name}_{i}", node, (lambda i=i: outer()[i]))
+                for i, v in enumerate(value)
+            ]
+            return tuple(items) if isinstance(value, tuple) else items
         if isinstance(value, np.generic):
             return self.constant(value.item(), dtype_name(value.dtype), weak=False)
         return value
@@ -1437,6 +1444,9 @@ class Translator:
         it = iter(Tensor(a, x.dtype, x.shape, x.weak) for a, x in zip(args[len(extra) :], inits))
         for name in names:
             scope[name] = _rebuild(structs[name], it)
+
+        if _may_return(stmts):
+            raise self.error(UnsupportedSyntaxError, "'return' inside a loop is not supported yet", node)
 
         def run():
             result = self.run_body(stmts)

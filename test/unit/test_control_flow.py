@@ -405,11 +405,6 @@ def append_stack(x):
     return np.stack(out)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="translate.py stmt(): the `case ast.Expr(value=value)` refusing expression statements comes "
-    "before the `.append` case, so list.append is never reached",
-)
 def test_list_built_with_append_then_stack():
     check(msir.jit(append_stack), append_stack, np.linspace(-1, 1, 3))
 
@@ -484,11 +479,6 @@ def test_return_inside_loop_is_refused():
         msir.jit(return_directly_in_loop)(np.ones(2), 3)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a return inside an if inside a loop is refused with 'the returned value holds a value of "
-    "type NoneType, which cannot change at run time' instead of the 'return inside a loop' message",
-)
 def test_return_in_branch_inside_loop_is_refused_clearly():
     with pytest.raises(UnsupportedSyntaxError, match="'return' inside a loop is not supported"):
         msir.jit(return_in_loop)(np.ones(2), 3)

@@ -352,12 +352,7 @@ def hvp_closure(x):
 
 HVP = [
     hvp_for,
-    pytest.param(hvp_if_in_for, marks=pytest.mark.xfail(
-        strict=True,
-        raises=IndexError,
-        reason="msir-jvp of the augmented forward gives the boolean predicate tape (tensor<?xi1>) a zero "
-        "tangent `msir.constant dense<> : tensor<?xi1>`; convert-msir-to-loops crashes on it (IndexError)",
-    )),
+    hvp_if_in_for,
     halving,
     hvp_closure,
     newton_sqrt,
@@ -430,10 +425,5 @@ def over_tuple(x):
     return np.sum(s)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a global/closure tuple holding an ndarray is not converted: DTypeError 'expected an array "
-    "or a number, got a value of type ndarray' where the element is used",
-)
 def test_closure_over_tuple_of_arrays():
     np.testing.assert_allclose(msir.grad(over_tuple)(X3), _PAIR[0] ** 2, rtol=1e-12)
