@@ -214,6 +214,26 @@ def _forward_if(pb: _PairBuilder, op: M.IfOp) -> None:
     pb.cf_residuals[op] = [list(new.res[n : n + len(slots[0])]), list(new.res[n + len(slots[0]) :])]
 
 
+def _residual_plan(pb: _PairBuilder, pair, call: func.CallOp, region_args) -> list:
+    """Per residual of a loop body's augmented forward: ("tape", None) when it
+    changes with the iteration, ("outer", v) when it is just a value the body
+    reads from outside the loop (stored once, not in a tape)."""
+    from xdsl.ir import BlockArgument
+
+    fwd = pb.ad.funcs[pair.fwd]
+    ret = fwd.body.block.last_op
+    n = len(ret.operands) - len(pair.residual_types)
+    plan = []
+    for r in ret.operands[n:]:
+        if isinstance(r, BlockArgument) and r.block is fwd.body.block:
+            arg = call.arguments[r.index]
+            if arg not in region_args:
+                plan.append(("outer", pb.fwd_of[arg]))
+                continue
+        plan.append(("tape", None))
+    return plan
+
+
 def _forward_for(pb: _PairBuilder, op: M.ForOp) -> None:
     call = _region_call(op.body)
     pair = pb.ad.pair(call.callee.string_value(), op, _wanted(pb, call, list(op.body.block.args[1:])))
@@ -222,7 +242,9 @@ def _forward_for(pb: _PairBuilder, op: M.ForOp) -> None:
     B = IRBuilder(pb.fwd_block, op.location)
     lb, ub, step = (pb.fwd_of[v] for v in (op.lower, op.upper, op.step))
     n = trip_count(B, lb, ub, step)
-    tapes = [B.emit(M.TapeAllocOp(n, t)) for t in pair.residual_types]  # type: ignore[arg-type]
+    plan = _residual_plan(pb, pair, call, set(op.body.block.args))
+    taped = [k for k, (kind, _) in enumerate(plan) if kind == "tape"]
+    tapes = [B.emit(M.TapeAllocOp(n, pair.residual_types[k])) for k in taped]  # type: ignore[arg-type]
     inits = [pb.fwd_of[v] for v in op.inits]
     carried_types = [v.type for v in inits]
     block = Block(arg_types=[I64, *carried_types, *[t.type for t in tapes]])
@@ -234,16 +256,15 @@ def _forward_for(pb: _PairBuilder, op: M.ForOp) -> None:
     fcall = func.CallOp(pair.fwd, args, carried_types + pair.residual_types)
     fcall.location = op.location
     block.add_op(fcall)
-    new_tapes = [
-        IB.emit(M.TapeSetOp(t, k, r)) for t, r in zip(tape_args, fcall.results[len(inits) :])
-    ]
+    residuals = list(fcall.results[len(inits) :])
+    new_tapes = [IB.emit(M.TapeSetOp(t, k, residuals[j])) for t, j in zip(tape_args, taped)]
     block.add_op(M.YieldOp(*fcall.results[: len(inits)], *new_tapes))
     loop = M.ForOp(lb, ub, step, inits + tapes, Region(block))
     loop.location = op.location
     pb.fwd_block.add_op(loop)
     for old, r in zip(op.res, loop.res):
         pb.fwd_of[old] = r
-    pb.cf_residuals[op] = [[n, lb, step], list(loop.res[len(inits) :])]
+    pb.cf_residuals[op] = [[n, lb, step], list(loop.res[len(inits) :]), plan]
 
 
 def _forward_while(pb: _PairBuilder, op: M.WhileOp) -> None:
@@ -274,7 +295,9 @@ def _forward_while(pb: _PairBuilder, op: M.WhileOp) -> None:
     pb.fwd_block.add_op(counted)
     n = counted.res[-1]
     # 2. the replay, recording residuals
-    tapes = [B.emit(M.TapeAllocOp(n, t)) for t in pair.residual_types]  # type: ignore[arg-type]
+    plan = _residual_plan(pb, pair, body_call, set(op.body.block.args))
+    taped = [k for k, (kind, _) in enumerate(plan) if kind == "tape"]
+    tapes = [B.emit(M.TapeAllocOp(n, pair.residual_types[k])) for k in taped]  # type: ignore[arg-type]
     block = Block(arg_types=[I64, *types, *[t.type for t in tapes]])
     k, carried, tape_args = block.args[0], block.args[1 : 1 + len(inits)], block.args[1 + len(inits) :]
     IB = IRBuilder(block, op.location)
@@ -282,7 +305,8 @@ def _forward_while(pb: _PairBuilder, op: M.WhileOp) -> None:
     fcall = func.CallOp(pair.fwd, [m.get(v) or pb.fwd_of[v] for v in body_call.arguments], types + pair.residual_types)
     fcall.location = op.location
     block.add_op(fcall)
-    new_tapes = [IB.emit(M.TapeSetOp(t, k, r)) for t, r in zip(tape_args, fcall.results[len(inits) :])]
+    residuals = list(fcall.results[len(inits) :])
+    new_tapes = [IB.emit(M.TapeSetOp(t, k, residuals[j])) for t, j in zip(tape_args, taped)]
     block.add_op(M.YieldOp(*fcall.results[: len(inits)], *new_tapes))
     one = B.constant(1, "int64")
     replay = M.ForOp(zero, n, one, inits + tapes, Region(block))
@@ -290,7 +314,7 @@ def _forward_while(pb: _PairBuilder, op: M.WhileOp) -> None:
     pb.fwd_block.add_op(replay)
     for old, r in zip(op.res, replay.res):
         pb.fwd_of[old] = r
-    pb.cf_residuals[op] = [[n, zero, one], list(replay.res[len(inits) :])]
+    pb.cf_residuals[op] = [[n, zero, one], list(replay.res[len(inits) :]), plan]
 
 
 # ---------------------------------------------------------------------------
@@ -360,9 +384,10 @@ def _adjoint_loop(pb: _PairBuilder, op: M.ForOp | M.WhileOp, ct: dict, B: IRBuil
         v = call.arguments[i]
         if v not in block_args and v not in outer:
             outer.append(v)
-    (n, _, _), tapes = pb.cf_residuals[op]
+    (n, _, _), tapes, plan = pb.cf_residuals[op]
     n = pb.resolve(Lazy(n))
-    tapes = [pb.resolve(Lazy(t)) for t in tapes]
+    tapes = iter([pb.resolve(Lazy(t)) for t in tapes])
+    invariant = {k: pb.resolve(Lazy(v)) for k, (kind, v) in enumerate(plan) if kind == "outer"}
     init_cts = [_ct_or_zero(B, ct, op.res[j]) for j in float_carried]
     init_acc = [B.constant(0.0, M.dtype_of(v.type), M.shape_of(v.type)) for v in outer]
     block = Block(arg_types=[I64, *[v.type for v in init_cts], *[v.type for v in init_acc]])
@@ -370,7 +395,7 @@ def _adjoint_loop(pb: _PairBuilder, op: M.ForOp | M.WhileOp, ct: dict, B: IRBuil
     ct_c = dict(zip(float_carried, block.args[1 : 1 + len(float_carried)]))
     acc = dict(zip(outer, block.args[1 + len(float_carried) :]))
     RB = IRBuilder(block, op.location, pb.resolve)
-    rows = [RB.emit(M.TapeGetOp(t, k)) for t in tapes]
+    rows = [invariant[j] if j in invariant else RB.emit(M.TapeGetOp(next(tapes), k)) for j in range(len(plan))]
     # the body function's results are the carried values, in order
     cts = [ct_c.get(r) if r in ct_c else RB.constant(0.0, M.dtype_of(op.res[r].type), M.shape_of(op.res[r].type))
            for r in pair.float_results]
