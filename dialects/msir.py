@@ -848,8 +848,49 @@ class TakeOp(IRDLOperation):
         _verify(self, check)
 
 
+class _JoinOp(IRDLOperation):
+    """Base of concatenate and stack: tensors joined along `axis`."""
+
+    inputs = var_operand_def(_TensorT)
+    axis = prop_def(IntegerAttr[I64])
+    result = result_def(_TensorT)
+    traits = traits_def(Pure())
+    assembly_format = "$inputs `axis` $axis attr-dict `:` type($inputs) `to` type($result)"
+
+    @staticmethod
+    def infer(shapes: Sequence[Sequence[int]], axis: int) -> tuple[int, ...]:
+        raise NotImplementedError
+
+    @staticmethod
+    def mismatch(v: Attribute, first: Attribute) -> str | None:
+        """Why operand type `v` cannot join operand #0's type `first`, if it cannot."""
+        raise NotImplementedError
+
+    def __init__(self, inputs: Sequence[SSAValue], axis: int):
+        t = inputs[0].type
+        shape = self.infer([shape_of(v.type) for v in inputs], axis)
+        super().__init__(
+            operands=[inputs],
+            properties={"axis": IntegerAttr(axis, i64)},
+            result_types=[TensorType(t.element_type, list(shape))],
+        )
+
+    def verify_(self) -> None:
+        def check():
+            shape = self.infer([shape_of(v.type) for v in self.inputs], self.axis.value.data)
+            _expect_dtype(self, "operand #0", self.inputs[0].type, ALL)
+            expected = TensorType(self.inputs[0].type.element_type, list(shape))  # type: ignore[attr-defined]
+            for i, v in enumerate(self.inputs):
+                why = self.mismatch(v.type, self.inputs[0].type)
+                if why is not None:
+                    raise ShapeOrTypeError(f"operand #{i} has type {v.type}, expected {why}")
+            _expect_type(self, "result", self.result.type, expected)
+
+        _verify(self, check)
+
+
 @irdl_op_definition
-class ConcatenateOp(IRDLOperation):
+class ConcatenateOp(_JoinOp):
     """Joins tensors along an existing axis (`np.concatenate`).
 
     ```mlir
@@ -858,38 +899,16 @@ class ConcatenateOp(IRDLOperation):
     """
 
     name = "msir.concatenate"
-    inputs = var_operand_def(_TensorT)
-    axis = prop_def(IntegerAttr[I64])
-    result = result_def(_TensorT)
-    traits = traits_def(Pure())
-    assembly_format = "$inputs `axis` $axis attr-dict `:` type($inputs) `to` type($result)"
+    infer = staticmethod(infer_concatenate)
 
-    def __init__(self, inputs: Sequence[SSAValue], axis: int):
-        t = inputs[0].type
-        shape = infer_concatenate([shape_of(v.type) for v in inputs], axis)
-        super().__init__(
-            operands=[inputs],
-            properties={"axis": IntegerAttr(axis, i64)},
-            result_types=[TensorType(t.element_type, list(shape))],
-        )
-
-    def verify_(self) -> None:
-        def check():
-            shape = infer_concatenate([shape_of(v.type) for v in self.inputs], self.axis.value.data)
-            _expect_dtype(self, "operand #0", self.inputs[0].type, ALL)
-            expected = TensorType(self.inputs[0].type.element_type, list(shape))  # type: ignore[attr-defined]
-            for i, v in enumerate(self.inputs):
-                if v.type.element_type != expected.element_type:  # type: ignore[attr-defined]
-                    raise ShapeOrTypeError(
-                        f"operand #{i} has type {v.type}, expected element type {expected.element_type}"
-                    )
-            _expect_type(self, "result", self.result.type, expected)
-
-        _verify(self, check)
+    @staticmethod
+    def mismatch(v: Attribute, first: Attribute) -> str | None:
+        same = v.element_type == first.element_type  # type: ignore[attr-defined]
+        return None if same else f"element type {first.element_type}"  # type: ignore[attr-defined]
 
 
 @irdl_op_definition
-class StackOp(IRDLOperation):
+class StackOp(_JoinOp):
     """Joins tensors of one shape along a new axis (`np.stack`).
 
     ```mlir
@@ -898,34 +917,11 @@ class StackOp(IRDLOperation):
     """
 
     name = "msir.stack"
-    inputs = var_operand_def(_TensorT)
-    axis = prop_def(IntegerAttr[I64])
-    result = result_def(_TensorT)
-    traits = traits_def(Pure())
-    assembly_format = "$inputs `axis` $axis attr-dict `:` type($inputs) `to` type($result)"
+    infer = staticmethod(infer_stack)
 
-    def __init__(self, inputs: Sequence[SSAValue], axis: int):
-        t = inputs[0].type
-        shape = infer_stack([shape_of(v.type) for v in inputs], axis)
-        super().__init__(
-            operands=[inputs],
-            properties={"axis": IntegerAttr(axis, i64)},
-            result_types=[TensorType(t.element_type, list(shape))],
-        )
-
-    def verify_(self) -> None:
-        def check():
-            shape = infer_stack([shape_of(v.type) for v in self.inputs], self.axis.value.data)
-            _expect_dtype(self, "operand #0", self.inputs[0].type, ALL)
-            expected = TensorType(self.inputs[0].type.element_type, list(shape))  # type: ignore[attr-defined]
-            for i, v in enumerate(self.inputs):
-                if v.type != self.inputs[0].type:
-                    raise ShapeOrTypeError(
-                        f"operand #{i} has type {v.type}, expected {self.inputs[0].type}"
-                    )
-            _expect_type(self, "result", self.result.type, expected)
-
-        _verify(self, check)
+    @staticmethod
+    def mismatch(v: Attribute, first: Attribute) -> str | None:
+        return None if v == first else str(first)
 
 
 # ---------------------------------------------------------------------------

@@ -34,13 +34,12 @@ from typing import Any
 import numpy as np
 
 from msir.eager.numpy_builder import NumpyBuilder
+from msir.frontend.values import kind, promote, weak_dtype_of
 from msir.errors import DTypeError, MsirError, MsirIndexError, NotDifferentiableError, ShapeError, UnsupportedSyntaxError
 from msir.passes.grad_rules import JVP, NON_DIFFERENTIABLE, VJP
 
 FLOATS = ("float32", "float64")
 DTYPES = ("bool", "int32", "int64", "float32", "float64")
-_KIND = {"bool": 0, "int32": 1, "int64": 1, "float32": 2, "float64": 2}
-_WEAK_DTYPE = {0: "bool", 1: "int64", 2: "float64"}
 _NB = NumpyBuilder()
 
 
@@ -517,32 +516,6 @@ def _out(t: _T) -> Any:
     if isinstance(v, np.ndarray) and v.ndim == 0:
         return v[()]
     return v
-
-
-def kind(dtype: str) -> int:
-    return _KIND[dtype]
-
-
-def weak_dtype_of(value: Any) -> str:
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int):
-        return "int64"
-    return "float64"
-
-
-def promote(a_dtype: str, a_weak: bool, b_dtype: str, b_weak: bool) -> tuple[str, bool]:
-    """NumPy >= 2 (NEP 50) promotion, as `msir.frontend.values.promote`."""
-    if a_weak and b_weak:
-        return _WEAK_DTYPE[max(kind(a_dtype), kind(b_dtype))], True
-    if not a_weak and not b_weak:
-        if a_dtype == b_dtype:
-            return a_dtype, False
-        return np.result_type(a_dtype, b_dtype).name, False
-    strong, weak = (b_dtype, a_dtype) if a_weak else (a_dtype, b_dtype)
-    if kind(weak) <= kind(strong):
-        return strong, False
-    return ("float64" if kind(weak) == 2 else "int64"), False
 
 
 def dtype_name(obj: Any) -> str:

@@ -15,8 +15,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from xdsl.ir import SSAValue
+if TYPE_CHECKING:
+    from xdsl.ir import SSAValue
 
 _KIND = {"bool": 0, "int32": 1, "int64": 1, "float32": 2, "float64": 2}
 _WEAK_DTYPE = {0: "bool", 1: "int64", 2: "float64"}
