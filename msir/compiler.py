@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects import arith, builtin, func, llvm, math, memref, scf
-from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr, SymbolRefAttr
 from xdsl.transforms.dead_code_elimination import DeadCodeElimination
 
 from msir.dialects.msir import Msir
@@ -83,6 +83,23 @@ def pipeline_options() -> dict:
     return options
 
 
+def _mangled(name: str) -> str:
+    """The native symbol of msir function `name`: prefixed, so that a user's
+    function called `expf` or `log` never clashes with the C library's."""
+    return f"msir.{name}"
+
+
+def _mangle_functions(module: ModuleOp) -> None:
+    renamed = {}
+    for op in module.ops:
+        if isinstance(op, func.FuncOp) and op.body.blocks:
+            renamed[op.sym_name.data] = _mangled(op.sym_name.data)
+            op.sym_name = StringAttr(renamed[op.sym_name.data])
+    for op in module.walk():
+        if isinstance(op, func.CallOp) and op.callee.string_value() in renamed:
+            op.callee = SymbolRefAttr(renamed[op.callee.string_value()])
+
+
 def compile_module(module: ModuleOp, entry: str, also: tuple[str, ...] = ()) -> Compiled:
     """Lower a verified msir module and JIT-compile function `entry` (and the
     public functions `also`, in `Compiled.functions`).
@@ -103,8 +120,8 @@ def compile_module(module: ModuleOp, entry: str, also: tuple[str, ...] = ()) -> 
             if hit is not None:
                 native_module, sites = hit
                 try:
-                    native = native_module.function(entry, sites=sites)
-                    functions = {name: native_module.function(name, sites=sites) for name in also}
+                    native = native_module.function(_mangled(entry), sites=sites)
+                    functions = {name: native_module.function(_mangled(name), sites=sites) for name in also}
                     return Compiled(native, native_module, functions)
                 except CompileError as e:  # an entry without the function: compile
                     cache._log(f"unusable entry {key[:12]}: {e}")
@@ -129,6 +146,7 @@ def compile_module(module: ModuleOp, entry: str, also: tuple[str, ...] = ()) -> 
     MsirFuse().apply(ctx, module)
     _dump("msir-fuse", module)
     ConvertMsirToLoops().apply(ctx, module)
+    _mangle_functions(module)
     _dump("convert-msir-to-loops", module)
     sites = _sites(module)
     MsirLowerToLlvm().apply(ctx, module)
@@ -138,8 +156,8 @@ def compile_module(module: ModuleOp, entry: str, also: tuple[str, ...] = ()) -> 
         native_module = compile_llvm_module(
             module, object_sink=objects.append if key is not None else None
         )
-    native = native_module.function(entry, sites=sites)
-    functions = {name: native_module.function(name, sites=sites) for name in also}
+    native = native_module.function(_mangled(entry), sites=sites)
+    functions = {name: native_module.function(_mangled(name), sites=sites) for name in also}
     if key is not None:
         if len(objects) == 1:
             try:

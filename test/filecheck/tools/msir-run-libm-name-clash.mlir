@@ -1,8 +1,7 @@
 // RUN: msir-run %s --entry expf --input '[0.0, -200.0]:f32' | filecheck %s --check-prefix=EXPF
 // RUN: msir-run %s --entry tanh --input '[0.0]:f64' | filecheck %s --check-prefix=TANH
-// XFAIL: *
 
-// BUG: function symbols are emitted unmangled, so a function whose name is a
+// Regression test (fixed): function symbols are emitted unmangled, so a function whose name is a
 // C math library symbol clashes with it: math.exp on f32 is declared as libm's
 // `expf`, math.tanh on f64 as `tanh`, next to the user's @expf / @tanh, and
 // llvmlite raises DuplicatedNameError (a Python traceback, not an msir error).
