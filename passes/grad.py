@@ -41,7 +41,8 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import FileLineColLoc, FunctionType, ModuleOp, TensorType
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.transforms.dead_code_elimination import region_dce
+from xdsl.transforms.common_subexpression_elimination import cse
+from xdsl.transforms.dead_code_elimination import dce, region_dce
 
 from msir.dialects import msir as M
 from msir.errors import NotDifferentiableError, SourceLoc
@@ -536,6 +537,10 @@ def differentiate(module: ModuleOp, kinds: tuple[type, ...] = REVERSE_OPS, expan
             )
         for op in ready:
             expand_fn(ad, op)
+        # Between differentiation levels: merge repeated and drop dead code, so
+        # that higher-order derivatives stay small.
+        cse(module)
+        dce(module)
 
 
 @dataclass(frozen=True)
