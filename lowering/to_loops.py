@@ -29,6 +29,12 @@ Guarantees
       dynamic dim) deallocated right after its last use; nothing leaks. A value
       that is returned is written straight into its output buffer; a returned
       argument, or a value returned twice, is copied. Input buffers are only read.
+    * Row groups. A run of consecutive top-level fusions and reductions on static
+      shapes that share a leading dim R > 1 and keep axis 0 (a row softmax or
+      layernorm) is lowered inside one `scf.for` over R, each op looping over
+      the other dims of its row. A value used only inside the run gets a
+      one-row buffer (`memref<1x...>`, indexed at row 0); the others keep their
+      full buffers. All are allocated before that loop and freed after it.
     * Runtime errors. `func.func private @__msir_error(i32, i64)` is declared when
       used and called as `func.call @__msir_error(%code, %site)`: code 1 = index
       out of range (`msir.take`, `msir.scatter_add`), code 2 = integer division
@@ -229,6 +235,10 @@ class _Lowering:
         self.returned: set[SSAValue] = set()
         self.owned: set[SSAValue] = set()
         self.skipped: set[Operation] = set()
+        # Row-group lowering (`_row_groups`): the iv of the enclosing row loop,
+        # and the one-row buffers read and written at row 0 whatever the row.
+        self.row: SSAValue | None = None
+        self.row_local: set[SSAValue] = set()
 
     # -- op creation --------------------------------------------------------
 
@@ -302,9 +312,13 @@ class _Lowering:
     # -- memory ---------------------------------------------------------------
 
     def load(self, buf: SSAValue, idx: Sequence[SSAValue]) -> SSAValue:
+        if buf in self.row_local:
+            idx = [self.index(0), *idx[1:]]
         return self.emit(memref.LoadOp, [buf, *idx], [buf.type.element_type]).results[0]  # type: ignore[attr-defined]
 
     def store(self, value: SSAValue, buf: SSAValue, idx: Sequence[SSAValue]) -> None:
+        if buf in self.row_local:
+            idx = [self.index(0), *idx[1:]]
         self.emit(memref.StoreOp, [value, buf, *idx])
 
     def alloc(self, type_: MemRefType, dims: Sequence[Dim]) -> SSAValue:
@@ -357,6 +371,15 @@ class _Lowering:
         if not dims:
             return list(body([], list(inits)) or [])
         return self._nest(list(dims), [], body, list(inits))
+
+    def row_loops(self, dims: Sequence[Dim], body: Callable[[list[SSAValue], list[SSAValue]], Sequence[SSAValue] | None],
+                  inits: Sequence[SSAValue] = ()) -> list[SSAValue]:
+        """`loops`, except inside a row group (`_lower_row_group`), where the
+        first dim is the group's row and only the others are looped over."""
+        row = self.row
+        if row is None:
+            return self.loops(dims, body, inits)
+        return self.loops(list(dims)[1:], lambda ivs, it: body([row, *ivs], it), inits)
 
     def _nest(self, dims, ivs, body, iters):
         types = [x.type for x in iters]
@@ -441,8 +464,14 @@ class _Lowering:
             self.define(old, new)
         self._fold_aliases(ops)
         last_use = self._plan_buffers(ops, body)
+        groups = _row_groups(ops, self.skipped)
+        grouped = {o for g in groups.values() for o in g}
         for k, op in enumerate(ops):
             if op in self.skipped:
+                continue
+            if op in grouped:
+                if op in groups:
+                    self._lower_row_group(groups[op], k, last_use)
                 continue
             emitter = EMITTERS.get(type(op))
             if emitter is None:
@@ -461,6 +490,54 @@ class _Lowering:
         new.attributes[NUM_OUTPUTS_ATTR] = IntegerAttr(len(self.sig.out_positions), i64)
         new.location = f.location
         return new
+
+    def _lower_row_group(self, group: list[Operation], k0: int, last_use: dict[SSAValue, int]) -> None:
+        """Lower consecutive row-separable ops (`_row_groups`) inside one loop
+        over their common leading dim: each row goes through every op while it
+        is in cache. A value used only inside the group gets a one-row buffer
+        (allocated once, indexed at row 0); the others get their full buffers,
+        allocated before the loop. Buffers are released after the loop."""
+        members = set(group)
+        added: list[SSAValue] = []
+        local: list[SSAValue] = []
+        escaping: list[SSAValue] = []
+        for op in group:
+            self.loc, self.msir_op = op.location, op
+            for r in op.results:
+                if r in self.dest:
+                    continue
+                shape = _shape(r.type)
+                if all(use.operation in members for use in r.uses):
+                    mt = MemRefType(r.type.element_type, [1, *shape[1:]])  # type: ignore[attr-defined]
+                    buf = self.alloc(mt, [1, *shape[1:]])
+                    self.row_local.add(buf)
+                    local.append(buf)
+                else:
+                    buf = self.alloc(_memref_type(r.type), list(shape))  # type: ignore[arg-type]
+                    escaping.append(r)
+                self.dest[r] = buf
+                added.append(r)
+        self.loc, self.msir_op = group[0].location, group[0]
+
+        def row(ivs, _):
+            self.row = ivs[0]
+            try:
+                for op in group:
+                    self.loc, self.msir_op = op.location, op
+                    EMITTERS[type(op)](self, op)
+            finally:
+                self.row = None
+
+        self.loops([_shape(group[0].results[0].type)[0]], row)
+        for r in added:
+            del self.dest[r]
+        self.owned.update(escaping)
+        for k, op in enumerate(group, k0):
+            self.loc, self.msir_op = op.location, op
+            self._release(op, k, last_use)
+        for buf in local:
+            self.row_local.discard(buf)
+            self.emit(memref.DeallocOp, [buf])
 
     def _fold_aliases(self, ops: list[Operation]) -> None:
         """Values that need no code of their own: tuple elements and identity
@@ -1127,15 +1204,15 @@ def _reduce(L: _Lowering, op: msir.ReduceOp) -> None:
             (acc,) = L.loops(red, lambda rvs, it: [_combine(L, kind, it[0], L.load(src, [*ovs, *rvs]))], [init])
             L.store(acc, out, out_index([*ovs, *([None] * len(red))]))
 
-        L.loops([in_dims[a] for a in kept], outer)
+        L.row_loops([in_dims[a] for a in kept], outer)
     else:
-        L.loops(out_dims, lambda ivs, _: L.store(init, out, ivs))
+        L.row_loops(out_dims, lambda ivs, _: L.store(init, out, ivs))
 
         def update(ivs, _):
             oi = out_index(ivs)
             L.store(_combine(L, kind, L.load(out, oi), L.load(src, ivs)), out, oi)
 
-        L.loops(in_dims, update)
+        L.row_loops(in_dims, update)
     if isinstance(op, msir.ReduceMeanOp):
         count: Dim = 1
         for a in axes:
@@ -1144,7 +1221,59 @@ def _reduce(L: _Lowering, op: msir.ReduceOp) -> None:
             n = L.const(float(count), et)
         else:
             n = L.v(arith.SIToFPOp, L.v(arith.IndexCastOp, count, type=i64), type=et)
-        L.loops(out_dims, lambda ivs, _: L.store(L.v(arith.DivfOp, L.load(out, ivs), n), out, ivs))
+        L.row_loops(out_dims, lambda ivs, _: L.store(L.v(arith.DivfOp, L.load(out, ivs), n), out, ivs))
+
+
+def _row_groups(ops: Sequence[Operation], skipped: set[Operation]) -> dict[Operation, list[Operation]]:
+    """Runs of consecutive ops that can share one loop over rows (first op of
+    each run -> the run): fusions and reductions on static shapes whose results
+    all have the same leading dim R > 1, where row r of every result depends
+    only on row r of the operands made in the run (a reduction keeps axis 0; a
+    fusion reads a value of the run only at its own rank, so the leading axes
+    line up) and on values made before the run. A run holds at least one
+    reduction and two ops: a row softmax or layernorm becomes one pass over
+    rows that stay in cache, with one-row temporaries."""
+    groups: dict[Operation, list[Operation]] = {}
+    run: list[Operation] = []
+    made: set[SSAValue] = set()
+    rows = 0
+
+    def close() -> None:
+        if len(run) >= 2 and any(isinstance(o, msir.ReduceOp) for o in run):
+            groups[run[0]] = list(run)
+        run.clear()
+        made.clear()
+
+    def leading(op: Operation) -> int | None:
+        if op in skipped or not op.results:
+            return None
+        if not all(_is_static_tensor(v.type) for v in (*op.operands, *op.results)):
+            return None
+        shapes = [_shape(r.type) for r in op.results]
+        if not shapes[0] or any(not s or s[0] != shapes[0][0] for s in shapes):
+            return None
+        if isinstance(op, msir.ReduceOp):
+            if type(op) not in _REDUCE_KIND or 0 in op.axes_list or len(_shape(op.input.type)) < 2:
+                return None
+        elif isinstance(op, msir.FusionOp):
+            rank = len(shapes[0])
+            if any(v in made and len(_shape(v.type)) != rank for v in op.inputs):
+                return None
+        else:
+            return None
+        return shapes[0][0] if shapes[0][0] > 1 else None
+
+    for op in ops:
+        r = leading(op)
+        if r is None or (run and r != rows):
+            close()
+            if r is None:
+                continue
+        rows = r
+        run.append(op)
+        made.update(op.results)
+    close()
+    return groups
 
 
 def _argreduce(L: _Lowering, op: msir.ArgReduceOp) -> None:
@@ -1420,7 +1549,7 @@ def _fusion(L: _Lowering, op: msir.FusionOp) -> None:
             else:
                 env[o.results[0]] = SCALAR[type(o)](L, *[value(v) for v in o.operands])
 
-    L.loops(dims, inner)
+    L.row_loops(dims, inner)
     L.loc, L.msir_op = op.location, op
 
 

@@ -78,23 +78,24 @@ func.func @stretch(%x: tensor<3x4xf32>, %c: tensor<3x1xf32>) -> tensor<3x4xf32> 
 
 // -----
 
-// A fusion result that feeds another op (here a reduction) is materialised in
-// one buffer, allocated at the fusion's location and freed after its last use.
+// A fusion result that feeds another op (here a reduction over the rows, which
+// no row group takes) is materialised in one buffer, allocated at the fusion's
+// location and freed after its last use.
 
-func.func @feeds_reduce(%x: tensor<4x8xf32>) -> tensor<4x1xf32> {
+func.func @feeds_reduce(%x: tensor<4x8xf32>) -> tensor<1x8xf32> {
   %f = msir.fusion (%x) : (tensor<4x8xf32>) -> tensor<4x8xf32> {
   ^bb0(%xa: tensor<4x8xf32>):
     %0 = msir.exp %xa : tensor<4x8xf32>
     %1 = msir.neg %0 : tensor<4x8xf32>
     msir.yield %1 : tensor<4x8xf32>
   } loc("m.py":3:5)
-  %2 = msir.reduce_sum %f axes array<i64: 1> : tensor<4x8xf32> to tensor<4x1xf32> loc("m.py":4:5)
-  func.return %2 : tensor<4x1xf32>
+  %2 = msir.reduce_sum %f axes array<i64: 0> : tensor<4x8xf32> to tensor<1x8xf32> loc("m.py":4:5)
+  func.return %2 : tensor<1x8xf32>
 }
 
 // CHECK:       builtin.module attributes {msir.sites = ["m.py:3:5"]} {
 // CHECK-LABEL: func.func @feeds_reduce
-// CHECK-SAME:    (%[[X:.*]]: memref<4x8xf32>, %[[OUT:.*]]: memref<4x1xf32>)
+// CHECK-SAME:    (%[[X:.*]]: memref<4x8xf32>, %[[OUT:.*]]: memref<1x8xf32>)
 // CHECK:         %[[BUF:.*]] = memref.alloc() {msir.site = 0 : i64} : memref<4x8xf32>
 // CHECK-NOT:     memref.alloc
 // CHECK:         scf.for
@@ -105,6 +106,69 @@ func.func @feeds_reduce(%x: tensor<4x8xf32>) -> tensor<4x1xf32> {
 // CHECK-NEXT:        memref.store %[[N]], %[[BUF]]
 // CHECK:         memref.load %[[BUF]]
 // CHECK:         memref.dealloc %[[BUF]] : memref<4x8xf32>
+// CHECK-NEXT:    func.return
+
+// -----
+
+// Row groups: consecutive fusions and reductions that keep axis 0 run inside
+// one loop over the rows (a row softmax here), so each row is read while it is
+// in cache. A value used only inside the group lives in a one-row buffer
+// indexed at row 0, allocated before the loop and freed after it; a value used
+// after the group (%e, by the last op) keeps its full buffer, written at the
+// row; the returned value is written straight into the output.
+
+func.func @row_softmax(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %m = msir.reduce_max %x axes array<i64: 1> : tensor<4x8xf32> to tensor<4x1xf32>
+  %e = msir.fusion (%m, %x) : (tensor<4x1xf32>, tensor<4x8xf32>) -> tensor<4x8xf32> {
+  ^bb0(%ma: tensor<4x1xf32>, %xa: tensor<4x8xf32>):
+    %0 = msir.broadcast_to %ma : tensor<4x1xf32> to tensor<4x8xf32>
+    %1 = msir.sub %xa, %0 : tensor<4x8xf32>
+    %2 = msir.exp %1 : tensor<4x8xf32>
+    msir.yield %2 : tensor<4x8xf32>
+  }
+  %s = msir.reduce_sum %e axes array<i64: 1> : tensor<4x8xf32> to tensor<4x1xf32>
+  %y = msir.fusion (%s, %e) : (tensor<4x1xf32>, tensor<4x8xf32>) -> tensor<4x8xf32> {
+  ^bb0(%sa: tensor<4x1xf32>, %ea: tensor<4x8xf32>):
+    %3 = msir.broadcast_to %sa : tensor<4x1xf32> to tensor<4x8xf32>
+    %4 = msir.div %ea, %3 : tensor<4x8xf32>
+    msir.yield %4 : tensor<4x8xf32>
+  }
+  %z = msir.neg %e : tensor<4x8xf32>
+  func.return %y, %z : tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// CHECK-LABEL: func.func @row_softmax
+// CHECK-SAME:    (%[[X:.*]]: memref<4x8xf32>, %[[Y:.*]]: memref<4x8xf32>, %[[Z:.*]]: memref<4x8xf32>)
+// CHECK-DAG:     %[[C0:.*]] = arith.constant 0 : index
+// CHECK:         %[[M:.*]] = memref.alloc() {{.*}} : memref<1x1xf32>
+// CHECK-NEXT:    %[[E:.*]] = memref.alloc() {{.*}} : memref<4x8xf32>
+// CHECK-NEXT:    %[[S:.*]] = memref.alloc() {{.*}} : memref<1x1xf32>
+// CHECK-NEXT:    scf.for %[[R:.*]] = %[[C0]] to
+// CHECK-NEXT:      %[[MAX:.*]] = scf.for %[[J:.*]] = {{.*}} iter_args
+// CHECK-NEXT:        memref.load %[[X]][%[[R]], %[[J]]]
+// CHECK-NEXT:        arith.maximumf
+// CHECK-NEXT:        scf.yield
+// CHECK-NEXT:      }
+// CHECK-NEXT:      memref.store %[[MAX]], %[[M]][%[[C0]], %[[C0]]]
+// CHECK-NEXT:      scf.for %[[J2:.*]] = %[[C0]] to
+// CHECK-NEXT:        memref.load %[[M]][%[[C0]], %[[C0]]]
+// CHECK-NEXT:        memref.load %[[X]][%[[R]], %[[J2]]]
+// CHECK-NEXT:        arith.subf
+// CHECK-NEXT:        %[[EXP:.*]] = math.exp
+// CHECK-NEXT:        memref.store %[[EXP]], %[[E]][%[[R]], %[[J2]]]
+// CHECK:           memref.store {{.*}}, %[[S]][%[[C0]], %[[C0]]]
+// CHECK:           scf.for %[[J3:.*]] = %[[C0]] to
+// CHECK-NEXT:        memref.load %[[S]][%[[C0]], %[[C0]]]
+// CHECK-NEXT:        memref.load %[[E]][%[[R]], %[[J3]]]
+// CHECK-NEXT:        %[[D:.*]] = arith.divf
+// CHECK-NEXT:        memref.store %[[D]], %[[Y]][%[[R]], %[[J3]]]
+// CHECK-NEXT:      }
+// CHECK-NEXT:    }
+// CHECK-NEXT:    memref.dealloc %[[M]]
+// CHECK-NEXT:    memref.dealloc %[[S]]
+// CHECK-NEXT:    scf.for
+// CHECK:         arith.negf
+// CHECK:         memref.dealloc %[[E]]
 // CHECK-NEXT:    func.return
 
 // -----
