@@ -416,7 +416,7 @@ def expand(ad: ModuleAD, op: M._TransformOp) -> None:
     main = [0] if has_aux else list(range(n_out))
     _check_argnums(op, f)
     _check_output(op, f, main)
-    pair = ad.pair(fname, op)
+    pair = ad.pair(fname, op, tuple(sorted(set(op.argnums_list))))
     kind = {M.GradOp: "grad", M.ValueAndGradOp: "value_and_grad", M.VjpOp: "vjp"}[type(op)]
     key = (kind, fname, op.argnums_list, has_aux)
     if key not in ad.wrappers:
