@@ -5,7 +5,8 @@ Contract
 Expects: `msir` functions (value semantics), in any order of passes before
 `convert-msir-to-loops`.
 
-Rewrites: within each function body, maximal groups of ops that all compute a
+Rewrites: within each function body (and the regions of control flow in it),
+maximal groups of ops that all compute a
 tensor of one shape S elementwise (the ops of `msir.FUSIBLE_ELEMENTWISE`, and
 `msir.broadcast_to` to S of a value computed outside the group) become one
 `msir.fusion` whose body holds them; splat and rank-0 constants they use are
@@ -164,4 +165,8 @@ class MsirFuse(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for f in op.ops:
             if isinstance(f, func.FuncOp) and f.body.blocks:
-                fuse_block(f.body.block)
+                # Innermost blocks first: the bodies of msir.if/for/while too.
+                blocks = [b for inner in f.walk() for r in inner.regions for b in r.blocks
+                          if not isinstance(inner, M.FusionOp)]
+                for block in reversed(blocks):
+                    fuse_block(block)
