@@ -62,6 +62,18 @@ def _key(a: Any) -> Any:
     return spec_of(a)  # raises a DTypeError naming the type
 
 
+def _rebuild_leaves(template: Any, leaves) -> Any:
+    """`template`'s tuples and lists with its leaves (not None/str) taken from `leaves`."""
+    t = type(template)
+    if t is tuple:
+        return tuple(_rebuild_leaves(x, leaves) for x in template)
+    if t is list:
+        return [_rebuild_leaves(x, leaves) for x in template]
+    if template is None or t is str:
+        return template
+    return next(leaves)
+
+
 class _EagerArgument(Exception):
     """Raised by `_key` for a PyNative tracer: a jitted function called inside an
     eager transformation runs eagerly, so that the transformation sees its ops."""

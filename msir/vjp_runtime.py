@@ -17,6 +17,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import FunctionType
 from xdsl.ir import Block, Region
 
+from msir.api import _leaves, _rebuild_leaves
 from msir.errors import NotDifferentiableError, ShapeError
 
 _CACHE: dict[Any, "_CompiledVjp"] = {}
@@ -61,24 +62,6 @@ def _build(t, primals: tuple) -> _CompiledVjp:
     )
 
 
-def _flatten(value: Any, out: list[Any]) -> None:
-    if isinstance(value, (tuple, list)):
-        for v in value:
-            _flatten(v, out)
-    elif value is not None and not isinstance(value, str):
-        out.append(value)
-
-
-def _rebuild(template: Any, leaves) -> Any:
-    if isinstance(template, tuple):
-        return tuple(_rebuild(v, leaves) for v in template)
-    if isinstance(template, list):
-        return [_rebuild(v, leaves) for v in template]
-    if template is None or isinstance(template, str):
-        return template
-    return next(leaves)
-
-
 def compiled_vjp(t, primals: tuple):
     """`(f(*primals), vjp_fn)` with both halves compiled (see the module docstring)."""
     from msir.api import _key, _Entry
@@ -89,7 +72,7 @@ def compiled_vjp(t, primals: tuple):
     if c is None or c.traced.static_positions:
         c = _CACHE[key] = _build(t, primals)
     leaves: list[Any] = []
-    _flatten(primals, leaves)
+    _leaves(primals, leaves)
     inputs = leaves + [cap.get() for cap in c.traced.captures]
     outs = c.fwd(*inputs)
     results, residuals = outs[: c.n_results], outs[c.n_results :]
@@ -106,9 +89,9 @@ def compiled_vjp(t, primals: tuple):
 
     def vjp_fn(cotangent):
         ct_leaves: list[Any] = []
-        _flatten(cotangent, ct_leaves)
+        _leaves(cotangent, ct_leaves)
         main_leaves: list[Any] = []
-        _flatten(main_value, main_leaves)
+        _leaves(main_value, main_leaves)
         if len(ct_leaves) != len(main_leaves):
             raise ShapeError(
                 f"vjp_fn expects a cotangent with the structure of the output ({len(main_leaves)} arrays), "
@@ -133,7 +116,7 @@ def compiled_vjp(t, primals: tuple):
                 out_leaves.append(None)
                 continue
             out_leaves.append(g[()] if g.ndim == 0 and not isinstance(leaf, float) else (g.item() if g.ndim == 0 else g))
-        return _rebuild(tuple(primals), iter(out_leaves))
+        return _rebuild_leaves(tuple(primals), iter(out_leaves))
 
     if t.has_aux:
         return main_value, vjp_fn, aux
@@ -142,6 +125,6 @@ def compiled_vjp(t, primals: tuple):
 
 def _check_differentiable(primals) -> None:
     leaves: list[Any] = []
-    _flatten(primals, leaves)
+    _leaves(primals, leaves)
     if not any(np.issubdtype(np.asarray(x).dtype, np.floating) for x in leaves):
         raise NotDifferentiableError("msir.vjp needs at least one float primal")

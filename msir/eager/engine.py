@@ -19,6 +19,9 @@ from typing import Any
 
 import numpy as np
 
+from msir.api import _leaves
+from msir.api import _rebuild_leaves as _rebuild
+
 from msir.eager.tracer import (
     FLOATS,
     TRACING_BUILDER,
@@ -49,24 +52,6 @@ def stop_gradient(x: Any) -> Any:
 # ---------------------------------------------------------------------------
 # Arguments and results
 # ---------------------------------------------------------------------------
-
-
-def _leaves(a: Any, out: list) -> None:
-    if isinstance(a, (tuple, list)):
-        for x in a:
-            _leaves(x, out)
-    elif a is not None and not isinstance(a, str):
-        out.append(a)
-
-
-def _rebuild(template: Any, it) -> Any:
-    if isinstance(template, tuple):
-        return tuple(_rebuild(x, it) for x in template)
-    if isinstance(template, list):
-        return [_rebuild(x, it) for x in template]
-    if template is None or isinstance(template, str):
-        return template
-    return next(it)
 
 
 def _leaf_info(v: Any) -> tuple[Any, str, tuple, bool]:
