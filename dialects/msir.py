@@ -683,8 +683,26 @@ class _ShapeOp(IRDLOperation):
             )
 
 
+class _ResizeOp(_ShapeOp):
+    """Base of broadcast_to and reshape: the result type alone says what they do."""
+
+    assembly_format = "$input attr-dict `:` type($input) `to` type($result)"
+
+    @staticmethod
+    def check(src: Sequence[int], dst: Sequence[int]) -> None:
+        raise NotImplementedError
+
+    def __init__(self, input: SSAValue | Operation, shape: Sequence[int]):
+        t = SSAValue.get(input).type
+        super().__init__(operands=[input], result_types=[TensorType(t.element_type, list(shape))])
+
+    def verify_(self) -> None:
+        self._same_dtype()
+        _verify(self, lambda: self.check(shape_of(self.input.type), shape_of(self.result.type)))
+
+
 @irdl_op_definition
-class BroadcastToOp(_ShapeOp):
+class BroadcastToOp(_ResizeOp):
     """Broadcasts to a larger shape by NumPy's rule (right-aligned; a 1 stretches).
 
     ```mlir
@@ -693,19 +711,11 @@ class BroadcastToOp(_ShapeOp):
     """
 
     name = "msir.broadcast_to"
-    assembly_format = "$input attr-dict `:` type($input) `to` type($result)"
-
-    def __init__(self, input: SSAValue | Operation, shape: Sequence[int]):
-        t = SSAValue.get(input).type
-        super().__init__(operands=[input], result_types=[TensorType(t.element_type, list(shape))])
-
-    def verify_(self) -> None:
-        self._same_dtype()
-        _verify(self, lambda: check_broadcast_to(shape_of(self.input.type), shape_of(self.result.type)))
+    check = staticmethod(check_broadcast_to)
 
 
 @irdl_op_definition
-class ReshapeOp(_ShapeOp):
+class ReshapeOp(_ResizeOp):
     """Reinterprets the elements (row-major order) with a new shape of equal size.
 
     ```mlir
@@ -714,15 +724,7 @@ class ReshapeOp(_ShapeOp):
     """
 
     name = "msir.reshape"
-    assembly_format = "$input attr-dict `:` type($input) `to` type($result)"
-
-    def __init__(self, input: SSAValue | Operation, shape: Sequence[int]):
-        t = SSAValue.get(input).type
-        super().__init__(operands=[input], result_types=[TensorType(t.element_type, list(shape))])
-
-    def verify_(self) -> None:
-        self._same_dtype()
-        _verify(self, lambda: check_reshape(shape_of(self.input.type), shape_of(self.result.type)))
+    check = staticmethod(check_reshape)
 
 
 @irdl_op_definition

@@ -473,12 +473,7 @@ class _Lowering:
                 if op in groups:
                     self._lower_row_group(groups[op], k, last_use)
                 continue
-            emitter = EMITTERS.get(type(op))
-            if emitter is None:
-                raise _fail(op, "is not supported by the lowering to loops")
-            self.loc, self.msir_op = op.location, op
-            emitter(self, op)
-            self._release(op, k, last_use)
+            self.lower_op(op, k, last_use)
         if self.entry.first_op is None:
             self.entry.add_ops(self.const_ops)
         else:
@@ -592,6 +587,15 @@ class _Lowering:
                     self.returned.add(v)
         return last_use
 
+    def lower_op(self, op: Operation, k: int, last_use: dict[SSAValue, int]) -> None:
+        """Emit op number `k` of its block with its emitter, then free what dies there."""
+        emitter = EMITTERS.get(type(op))
+        if emitter is None:
+            raise _fail(op, "is not supported by the lowering to loops")
+        self.loc, self.msir_op = op.location, op
+        emitter(self, op)
+        self._release(op, k, last_use)
+
     def lower_region(self, block: Block, arg_bufs: Sequence[SSAValue]) -> tuple[list[SSAValue], set[SSAValue]]:
         """Lower a region's ops into `self.block` with its arguments bound to
         `arg_bufs`. Returns the buffers of the terminator's operands and the
@@ -616,12 +620,7 @@ class _Lowering:
             for k, op in enumerate(ops[:-1]):
                 if op in self.skipped:
                     continue
-                emitter = EMITTERS.get(type(op))
-                if emitter is None:
-                    raise _fail(op, "is not supported by the lowering to loops")
-                self.loc, self.msir_op = op.location, op
-                emitter(self, op)
-                self._release(op, k, last_use)
+                self.lower_op(op, k, last_use)
             return [self.get(v) for v in term.operands], {self.buf[v] for v in self.owned}
         finally:
             self.owned = outer_owned
