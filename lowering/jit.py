@@ -47,21 +47,19 @@ from msir.errors import (
     ShapeError,
     SourceLoc,
 )
+from msir.lowering import allocator
 from msir.lowering.to_llvm import ENTRY_SUFFIX, SITE, export_attributes
 
 _LOCK = threading.Lock()
 _initialised = False
 
-_libc = ctypes.CDLL(None)
-_free = _libc.free
-_free.argtypes = [ctypes.c_void_p]
-_free.restype = None
 
 _ENTRY_TYPE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
 
 
 def _initialise() -> None:
-    """Once per process, under `_LOCK`: native target, libm and libmvec."""
+    """Once per process, under `_LOCK`: native target, libm and libmvec, and
+    msir's allocator runtime (`lowering.allocator`)."""
     global _initialised
     if _initialised:
         return
@@ -72,6 +70,7 @@ def _initialise() -> None:
             llvm.load_library_permanently(lib)
         except RuntimeError:
             pass  # libmvec is optional; libm symbols are in the process anyway
+    allocator.install(_target_machine())
     _initialised = True
 
 
@@ -338,7 +337,11 @@ class _MemrefArg:
                 f"argument {self.position} is an output with a dynamic shape: "
                 "pass its buffer with out="
             )
-        return np.empty(self.shape, self.dtype)
+        nbytes = self.dtype.itemsize * int(np.prod(self.shape))
+        if nbytes < allocator.CACHED_FROM:
+            return np.empty(self.shape, self.dtype)
+        # large: a recycled block of msir's allocator, returned when the array dies
+        return np.asarray(_NativeBuffer(allocator.alloc(nbytes), self.shape, self.dtype))
 
     def check_output(self, x) -> np.ndarray:
         """A caller's output buffer: written in place, so never copied."""
@@ -370,7 +373,8 @@ class _ScalarArg:
 
 
 class _NativeBuffer:
-    """Owns a buffer malloc'ed by native code; NumPy arrays keep it as base."""
+    """Owns a block of msir's allocator (`lowering.allocator`); NumPy arrays
+    keep it as base, and the block goes back to the allocator with the last."""
 
     __slots__ = ("__array_interface__", "_ptr")
 
@@ -384,7 +388,7 @@ class _NativeBuffer:
         }
 
     def __del__(self):
-        _free(self._ptr)
+        allocator.free(self._ptr)
 
 
 _ERRORS = {
@@ -482,7 +486,7 @@ class NativeFunction:
         """After an error: release the buffers the function still returned."""
         for slot, _, _, shape in self._results:
             if shape is not None and buf[self._results_offset + slot]:
-                _free(buf[self._results_offset + slot])
+                allocator.free(buf[self._results_offset + slot])
 
     def _collect_results(self, buf) -> list[np.ndarray]:
         values = []

@@ -41,8 +41,9 @@ Output: a module of `llvm.mlir.global`, `llvm.func` and nothing else, ready for
   keeps strict IEEE semantics.
 * `@__msir_status : i32` and `@__msir_site : i64` are module globals (weak
   linkage, so the JIT can look them up); `@__msir_error` is defined to keep the
-  first error only. `memref.alloc` calls `aligned_alloc(64, max(64,
-  round_up(bytes, 64)))`; a null result (or a byte count that overflows)
+  first error only. `memref.alloc` calls `__msir_alloc(max(64,
+  round_up(bytes, 64)))` and `memref.dealloc` `__msir_free` (msir's caching
+  allocator, `lowering.allocator`; 64-byte aligned); a null result (or a byte count that overflows)
   records error 3 at the op's `msir.site` (-1 without one) and returns from the
   function at once with zero results. After a call to a function that can do
   that, the caller checks the status and returns too, so no code runs on a null
@@ -95,6 +96,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
 from msir.errors import CompileError, SourceLoc
+from msir.lowering import allocator
 
 I1 = IntegerType(1)
 I8 = IntegerType(8)
@@ -220,6 +222,19 @@ VFABI_ATTR = "vector-function-abi-variant"
 
 # A pure libm function: msir never reads errno, so LLVM may vectorise,
 # hoist and drop the calls.
+# msir's allocator (lowering.allocator), described to LLVM as an allocation
+# family: its result aliases nothing else (see export_attributes: `noalias`).
+_ALLOC_ATTRS = ArrayAttr(
+    [
+        StringAttr("nounwind"),
+        StringAttr("willreturn"),
+        StringAttr('allockind("alloc,uninitialized")'),
+        StringAttr("allocsize(0)"),
+        ArrayAttr([StringAttr("alloc-family"), StringAttr("msir")]),
+    ]
+)
+_FREE_ATTRS = ArrayAttr([StringAttr("nounwind"), StringAttr("willreturn")])
+
 _PURE = ArrayAttr(
     [StringAttr("nounwind"), StringAttr("willreturn"), ArrayAttr([StringAttr("memory"), StringAttr("none")])]
 )
@@ -348,6 +363,8 @@ def export_attributes(module: ModuleOp, ir_module) -> None:
                     used += [m[m.index("(") + 1 : -1] for m in value.split(",")]
         fn = ir_module.get_global(op.sym_name.data)
         fn.attributes = _RawAttributes(fn.attributes, words)
+        if op.sym_name.data == allocator.ALLOC:
+            fn.return_value.add_attribute("noalias")
     if used:
         ptr = ir.PointerType()
         array = ir.ArrayType(ptr, len(used))
@@ -1203,7 +1220,8 @@ def _alloc(fl: FunctionLowering, op: memref.AllocOp) -> None:
         nbytes = fl.const(rounded if static_bytes <= MAX_ALLOC_BYTES else IMPOSSIBLE_ALLOC, I64)
     else:
         nbytes = _checked_byte_count(fl, static_bytes, dyn_sizes)
-    ptr = fl.call_external("aligned_alloc", [fl.const(ALLOC_ALIGN, I64), nbytes], PTR)
+    fl.m.passthrough[allocator.ALLOC] = _ALLOC_ATTRS
+    ptr = fl.call_external(allocator.ALLOC, [nbytes], PTR)
     # The xDSL llvm dialect has no icmp on pointers; the address as an integer
     # is only compared, never used to address memory.
     address = fl.add(llvm.PtrToIntOp(ptr, I64))
@@ -1261,7 +1279,8 @@ def _alloca(fl: FunctionLowering, op: memref.AllocaOp) -> None:
 
 @lowers(memref.DeallocOp)
 def _dealloc(fl: FunctionLowering, op: memref.DeallocOp) -> None:
-    fl.call_external("free", [fl.mem(op.memref).ptr], None)
+    fl.m.passthrough[allocator.FREE] = _FREE_ATTRS
+    fl.call_external(allocator.FREE, [fl.mem(op.memref).ptr], None)
 
 
 @lowers(memref.LoadOp)

@@ -61,7 +61,7 @@ builtin.module {
   // CHECK-NEXT:   llvm.return %[[R]] : i32
 
   // f32 and f64 math in one module: fully suffixed intrinsics, libm by name.
-  // A returned dynamic buffer: aligned_alloc, a null check that records
+  // A returned dynamic buffer: msir's allocator, a null check that records
   // error 3 at the op's site and returns at once, and a {ptr, i64} result.
   func.func private @make(%x: f64, %n: index) -> memref<?xf64> {
     %m = memref.alloc(%n) {msir.site = 7 : i64} : memref<?xf64>
@@ -76,7 +76,7 @@ builtin.module {
   // CHECK-DAG:    %[[SITE:.*]] = llvm.mlir.constant(7) : i64
   // CHECK-DAG:    %[[CODE:.*]] = llvm.mlir.constant(3 : i32) : i32
   // CHECK:        llvm.call_intrinsic "llvm.umul.with.overflow.i64"
-  // CHECK:        %[[MEM:.*]] = llvm.call @aligned_alloc(%{{.*}}, %{{.*}}) : (i64, i64) -> !llvm.ptr
+  // CHECK:        %[[MEM:.*]] = llvm.call @__msir_alloc(%{{.*}}) : (i64) -> !llvm.ptr
   // CHECK-NEXT:   %[[ADDR:.*]] = llvm.ptrtoint %[[MEM]] : !llvm.ptr to i64
   // CHECK-NEXT:   %[[NULL:.*]] = llvm.icmp "eq" %[[ADDR]], %{{.*}} : i64
   // CHECK-NEXT:   llvm.cond_br %[[NULL]], ^[[FAIL:bb[0-9]+]], ^[[OK:bb[0-9]+]]
@@ -119,7 +119,7 @@ builtin.module {
   // CHECK:        llvm.getelementptr inbounds %[[O]][1] : (!llvm.ptr) -> !llvm.ptr, i64
   // CHECK:        llvm.getelementptr inbounds %[[O]][2] : (!llvm.ptr) -> !llvm.ptr, i64
 
-  // CHECK-DAG:  llvm.func @aligned_alloc(i64, i64) -> !llvm.ptr
+  // CHECK-DAG:  llvm.func @__msir_alloc(i64) -> !llvm.ptr attributes {passthrough = ["nounwind", "willreturn", "allockind(\22alloc,uninitialized\22)", "allocsize(0)", ["alloc-family", "msir"]]}
   // CHECK-DAG:  llvm.func @tanh(f64) -> f64
   // CHECK-DAG:  llvm.func @tanhf(f32) -> f32
 }
