@@ -9,8 +9,10 @@ Rewrites: within each function body (and the regions of control flow in it),
 maximal groups of ops that all compute a
 tensor of one shape S elementwise (the ops of `msir.FUSIBLE_ELEMENTWISE`, and
 `msir.broadcast_to` to S of a value computed outside the group) become one
-`msir.fusion` whose body holds them; splat and rank-0 constants they use are
-copied into the body. A group needs at least two ops.
+`msir.fusion` whose body holds them; splat and rank-0 constants they use, and
+broadcasts of them, are copied into the body (a broadcast constant is never a
+result of a fusion: each consumer recomputes it for free). A group needs at
+least two ops.
 
 Guarantees:
 * no work is duplicated (only constants are copied);
@@ -39,18 +41,29 @@ from msir.dialects import msir as M
 
 def _fusible(op: Operation) -> bool:
     if isinstance(op, M.BroadcastToOp):
-        return op.input.type != op.result.type  # an identity broadcast is not a broadcast
+        # an identity broadcast is not a broadcast; a broadcast constant is
+        # copied into each fusion that reads it, never a member or a result
+        return op.input.type != op.result.type and not _is_splat(op.input)
     return isinstance(op, M.FUSIBLE_ELEMENTWISE)
 
 
-def _pullable_constant(v: SSAValue, shape: tuple[int, ...]) -> bool:
-    """A constant cheap enough to copy into a fusion body."""
+def _is_splat(v: SSAValue) -> bool:
     op = v.owner
-    return (
-        isinstance(op, M.ConstantOp)
-        and op.value.is_splat()
-        and M.shape_of(op.result.type) in (shape, ())
-    )
+    return isinstance(op, M.ConstantOp) and op.value.is_splat()
+
+
+def _pullable_constant(v: SSAValue, shape: tuple[int, ...]) -> bool:
+    """A constant, or a broadcast of one, cheap enough to copy into a fusion body."""
+    op = v.owner
+    if isinstance(op, M.BroadcastToOp):
+        return _is_splat(op.input) and M.shape_of(op.result.type) == shape
+    return _is_splat(v) and M.shape_of(v.type) in (shape, ())
+
+
+def _copy_chain(v: SSAValue) -> list[SSAValue]:
+    """The values to clone, in order, to copy the pullable constant `v` in."""
+    op = v.owner
+    return [op.input, v] if isinstance(op, M.BroadcastToOp) else [v]
 
 
 @dataclass
@@ -120,10 +133,12 @@ class _BlockFuser:
         outputs: list[SSAValue] = []
         for op in group.ops:
             for v in op.operands:
-                if v not in mapping:  # a constant to copy in
-                    c = v.owner.clone()
-                    body.add_op(c)
-                    mapping[v] = c.results[0]
+                if v not in mapping:  # a constant (or a broadcast of one) to copy in
+                    for src in _copy_chain(v):
+                        if src not in mapping:
+                            c = src.owner.clone(value_mapper=mapping)
+                            body.add_op(c)
+                            mapping[src] = c.results[0]
             clone = op.clone(value_mapper=mapping)
             body.add_op(clone)
             for r, cr in zip(op.results, clone.results):
@@ -139,10 +154,11 @@ class _BlockFuser:
         self.block.insert_op_before(fusion, anchor)
         for r, new in zip(outputs, fusion.results):
             r.replace_uses_with_if(new, lambda use: use.operation is not fusion)
-        copied = [v.owner for v in mapping if isinstance(v.owner, M.ConstantOp) and v.owner.parent is self.block]
+        copied = [v.owner for v in mapping if isinstance(v.owner, (M.ConstantOp, M.BroadcastToOp))
+                  and v.owner.parent is self.block and v.owner not in members]
         for op in reversed(group.ops):
             self.block.erase_op(op)
-        for c in copied:
+        for c in reversed(copied):  # broadcasts before the constants they read
             if c.parent is self.block and not c.results[0].uses:
                 self.block.erase_op(c)
 

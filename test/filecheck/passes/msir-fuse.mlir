@@ -62,15 +62,40 @@ func.func @bcast(%x: tensor<4x8xf32>, %b: tensor<8xf32>) -> tensor<4x8xf32> {
 // CHECK-NOT:     msir.constant
 // CHECK:         %[[F:.*]] = msir.fusion (%b, %x) : (tensor<8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32> {
 // CHECK-NEXT:    ^bb0(%[[B:.*]]: tensor<8xf32>, %[[X:.*]]: tensor<4x8xf32>):
-// CHECK-NEXT:      %[[C:.*]] = msir.constant dense<2.000000e+00> : tensor<f32>
-// CHECK-NEXT:      %[[CB:.*]] = msir.broadcast_to %[[C]] : tensor<f32> to tensor<4x8xf32>
 // CHECK-NEXT:      %[[BB:.*]] = msir.broadcast_to %[[B]] : tensor<8xf32> to tensor<4x8xf32>
 // CHECK-NEXT:      %[[S:.*]] = msir.add %[[X]], %[[BB]] : tensor<4x8xf32>
+// CHECK-NEXT:      %[[C:.*]] = msir.constant dense<2.000000e+00> : tensor<f32>
+// CHECK-NEXT:      %[[CB:.*]] = msir.broadcast_to %[[C]] : tensor<f32> to tensor<4x8xf32>
 // CHECK-NEXT:      %[[M:.*]] = msir.mul %[[S]], %[[CB]] : tensor<4x8xf32>
 // CHECK-NEXT:      %[[T:.*]] = msir.tanh %[[M]] : tensor<4x8xf32>
 // CHECK-NEXT:      msir.yield %[[T]] : tensor<4x8xf32>
 // CHECK-NEXT:    }
 // CHECK-NEXT:    func.return %[[F]] : tensor<4x8xf32>
+
+// A broadcast constant read by two fusions (CSE merged the zeros of two ReLUs)
+// is copied into both: it is never a result that would be materialised.
+
+func.func @shared_zeros(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %c = msir.constant dense<0.0> : tensor<f32>
+  %z = msir.broadcast_to %c : tensor<f32> to tensor<4x8xf32>
+  %0 = msir.add %x, %y : tensor<4x8xf32>
+  %1 = msir.maximum %0, %z : tensor<4x8xf32>
+  %2 = msir.matmul %1, %w : tensor<4x8xf32>, tensor<8x8xf32> to tensor<4x8xf32>
+  %3 = msir.exp %2 : tensor<4x8xf32>
+  %4 = msir.maximum %3, %z : tensor<4x8xf32>
+  func.return %1, %4 : tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// CHECK-LABEL: func.func @shared_zeros(
+// CHECK-NOT:     msir.broadcast_to
+// CHECK:         %[[F1:.*]] = msir.fusion (%x, %y) : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32> {
+// CHECK:           msir.broadcast_to %{{.*}} : tensor<f32> to tensor<4x8xf32>
+// CHECK:           msir.yield %{{[^,]*}} : tensor<4x8xf32>{{$}}
+// CHECK:         msir.matmul
+// CHECK:         %[[F2:.*]] = msir.fusion (%{{.*}}) : (tensor<4x8xf32>) -> tensor<4x8xf32> {
+// CHECK:           msir.broadcast_to %{{.*}} : tensor<f32> to tensor<4x8xf32>
+// CHECK:           msir.yield %{{[^,]*}} : tensor<4x8xf32>{{$}}
+// CHECK:         func.return %[[F1]], %[[F2]]
 
 // Splat constants of the iteration shape are copied in, not passed; a splat
 // still used outside stays there too. Non-splat constants are inputs.
