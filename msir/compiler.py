@@ -2,6 +2,7 @@
 
     msir (value semantics)
       -- msir-grad, msir-jvp, msir-specialize   differentiation ops into ordinary functions
+      -- msir-forward-arguments    callers reuse their arguments a callee returns
       -- dce
       -- msir-fuse                 elementwise chains into one loop nest each
       -- convert-msir-to-loops      memref buffers, scf loops, arith, math
@@ -68,7 +69,7 @@ class Compiled:
     functions: dict = field(default_factory=dict)
 
 
-PIPELINE = "msir-grad,msir-jvp,msir-specialize,dce,msir-fuse,convert-msir-to-loops,msir-lower-to-llvm,llvm-O3"
+PIPELINE = "msir-grad,msir-jvp,msir-specialize,msir-forward-arguments,dce,msir-fuse,convert-msir-to-loops,msir-lower-to-llvm,llvm-O3"
 
 
 def pipeline_options() -> dict:
@@ -129,6 +130,7 @@ def compile_module(module: ModuleOp, entry: str, also: tuple[str, ...] = ()) -> 
     from msir.lowering.jit import compile_llvm_module
     from msir.lowering.to_llvm import MsirLowerToLlvm
     from msir.lowering.to_loops import ConvertMsirToLoops
+    from msir.passes.forward_arguments import forward_arguments
     from msir.passes.fuse import MsirFuse
     from msir.passes.jvp import differentiate_all
     from msir.passes.specialize import remove_unreachable_functions
@@ -141,6 +143,7 @@ def compile_module(module: ModuleOp, entry: str, also: tuple[str, ...] = ()) -> 
         raise CompileError(f"internal error: the traced module does not verify: {e}") from e
     differentiate_all(module)
     remove_unreachable_functions(module)
+    forward_arguments(module)
     _dump("msir-grad", module)
     DeadCodeElimination().apply(ctx, module)
     MsirFuse().apply(ctx, module)

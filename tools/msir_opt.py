@@ -30,6 +30,7 @@ def _lazy(module: str, cls: str) -> Callable[[], type[ModulePass]]:
 
 MSIR_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "msir-fuse": _lazy("msir.passes.fuse", "MsirFuse"),
+    "msir-forward-arguments": _lazy("msir.passes.forward_arguments", "MsirForwardArguments"),
     "msir-grad": _lazy("msir.passes.grad", "MsirGrad"),
     "msir-jvp": _lazy("msir.passes.jvp", "MsirJvp"),
     "msir-specialize": _lazy("msir.passes.specialize", "MsirSpecialize"),
