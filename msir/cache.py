@@ -233,12 +233,15 @@ def environment() -> str:
                 import llvmlite.binding as llvm
                 import numpy
 
+                from msir.lowering.jit import host
+
+                triple, cpu, features = host()
                 parts = [
                     f"format={FORMAT_VERSION}",
                     f"msir-source={source_hash()}",
-                    f"triple={llvm.get_process_triple()}",
-                    f"cpu={llvm.get_host_cpu_name()}",
-                    f"features={llvm.get_host_cpu_features().flatten()}",
+                    f"triple={triple}",
+                    f"cpu={cpu}",
+                    f"features={features}",
                     f"llvm={'.'.join(map(str, llvm.llvm_version_info))}",
                     f"llvmlite={llvmlite.__version__}",
                     f"xdsl={_distribution_version('xdsl')}",

@@ -144,11 +144,11 @@ def compile_module(module: ModuleOp, entry: str, also: tuple[str, ...] = (), kno
 
     from xdsl.transforms.dead_code_elimination import DeadCodeElimination
 
+    from msir.dialects import msir as M
     from msir.lowering.jit import compile_llvm_module
     from msir.lowering.to_llvm import MsirLowerToLlvm
     from msir.lowering.to_loops import ConvertMsirToLoops
     from msir.passes.fuse import MsirFuse
-    from msir.passes.jvp import differentiate_all
     from msir.passes.specialize import remove_unreachable_functions
 
     ctx = make_context()
@@ -157,7 +157,11 @@ def compile_module(module: ModuleOp, entry: str, also: tuple[str, ...] = (), kno
         module.verify()
     except Exception as e:  # a frontend bug: the frontend types what it builds
         raise CompileError(f"internal error: the traced module does not verify: {e}") from e
-    differentiate_all(module)
+    if any(isinstance(op, M._TransformOp) for op in module.walk()):
+        # (the AD passes are imported only when there is something to differentiate)
+        from msir.passes.jvp import differentiate_all
+
+        differentiate_all(module)
     remove_unreachable_functions(module)
     _dump("msir-grad", module)
     DeadCodeElimination().apply(ctx, module)
