@@ -464,3 +464,30 @@ def test_abi_constants_agree_with_the_lowering():
     from msir.lowering import jit, to_llvm
 
     assert jit.ENTRY_SUFFIX == to_llvm.ENTRY_SUFFIX and jit.SITE == to_llvm.SITE
+
+
+def test_output_structure_and_closure_arrays_on_a_hit(cdir, pkg):
+    write(pkg, "tc_out", """
+        import numpy as np
+
+
+        def make(w):
+            def f(x, n):
+                s = np.sum(x * w)
+                return (x * 2.0, s, None, [x.shape[0] + n, np.float32(1.5)], "tag", x.dtype)
+            return f
+    """)
+    m = fresh("tc_out")
+    x = np.arange(3, dtype=np.float32)
+    w = np.full(3, 2.0, np.float32)
+    first = msir.jit(m.make(w))(x, 4)
+    w[:] = 3.0  # the closure's array is a hidden argument: new values, same entry
+    second = msir.jit(m.make(w))(x, 4)
+    assert cache.stats["trace_hits"] == 1
+    for a, b in zip(first, second):
+        assert type(a) is type(b)
+    np.testing.assert_array_equal(second[0], x * 2.0)
+    assert second[1] == np.float32(9.0) and second[1].dtype == np.float32
+    assert second[2] is None and second[4] == "tag" and second[5] == np.dtype(np.float32)
+    assert isinstance(second[3], list) and second[3][0] == 7 and type(second[3][0]) is type(first[3][0])
+    assert second[3][1] == np.float32(1.5) and second[3][1].dtype == np.float32
