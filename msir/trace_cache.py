@@ -292,14 +292,17 @@ class Recorder:
             self.failed = why
 
     def resolved(self, closure: dict, globals_: dict, name: str) -> None:
-        """`name` looked up in a function's closure cells, then its globals
-        (absent from both: a builtin, which a later global would shadow)."""
+        """`name` looked up in a function's closure, then its globals (absent
+        from both: a builtin, which a later global would shadow). Closure
+        entries that are not cells are values of the traced code itself."""
         if self.failed is not None:
             return
         try:
             if name in closure:
                 cell = closure[name]
-                ref = self._cells.get(id(cell)) if isinstance(cell, types.CellType) else None
+                if not isinstance(cell, types.CellType):
+                    return  # a value of the traced code's own scope (a nested def's environment)
+                ref = self._cells.get(id(cell))
                 if ref is None:
                     return self._fail(f"closure variable '{name}' of an untracked function")
                 try:
