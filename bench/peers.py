@@ -59,8 +59,8 @@ class Backend:
 
             # msir's __init__ is lazy: import the pipeline now so that "first call"
             # excludes imports, as bench/compile_time.py does
-            for m in ("msir.compiler", "msir.frontend.driver", "msir.lowering.jit", "msir.lowering.to_loops",
-                      "msir.lowering.to_llvm", "msir.passes.fuse", "msir.cache"):
+            for m in ("msir.api", "msir.compiler", "msir.frontend.driver", "msir.lowering.jit", "msir.lowering.to_loops",
+                      "msir.lowering.to_llvm", "msir.passes.fuse", "msir.cache", "msir.trace_cache"):
                 try:
                     importlib.import_module(m)
                 except ImportError:

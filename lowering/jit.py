@@ -11,6 +11,11 @@ released during the call) and turns the error status into msir exceptions.
 Compilation is serialised by a process-wide lock. Calls are thread-safe except
 for error attribution: `@__msir_status`/`@__msir_site` are per-module globals,
 so two threads failing in the same module at once may see each other's error.
+
+The calling convention is read from the entry wrappers' loops-level types,
+given as xDSL attributes or as their printed text (`memref<4x?xf32>`, `f64`,
+`index`, `i1`): a module loaded from the persistent cache (`load_native_module`)
+is called without importing xDSL, which only `compile_llvm_module` needs.
 """
 
 from __future__ import annotations
@@ -21,21 +26,11 @@ import threading
 from collections.abc import Sequence
 from functools import cached_property
 
+import re
+from typing import Any
+
 import llvmlite.binding as llvm
 import numpy as np
-from xdsl.backend.llvm.convert import convert_module
-from xdsl.dialects import llvm as llvm_dialect
-from xdsl.dialects.builtin import (
-    ArrayAttr,
-    Float32Type,
-    Float64Type,
-    IndexType,
-    IntegerAttr,
-    IntegerType,
-    MemRefType,
-    ModuleOp,
-)
-from xdsl.ir import Attribute
 
 from msir.errors import (
     CompileError,
@@ -48,7 +43,11 @@ from msir.errors import (
     SourceLoc,
 )
 from msir.lowering import allocator
-from msir.lowering.to_llvm import ENTRY_SUFFIX, SITE, export_attributes
+
+# The entry-wrapper ABI of msir.lowering.to_llvm (its ENTRY_SUFFIX and SITE;
+# test_jit checks they agree), restated so that calling does not import xDSL.
+ENTRY_SUFFIX = "__entry"
+SITE = "__msir_site"
 
 _LOCK = threading.Lock()
 _initialised = False
@@ -74,14 +73,22 @@ def _initialise() -> None:
     _initialised = True
 
 
+_host: tuple[str, str, str] | None = None
+
+
+def host() -> tuple[str, str, str]:
+    """(process triple, CPU name, CPU features) of this machine, once per
+    process (flattening the features costs ~2 ms)."""
+    global _host
+    if _host is None:
+        _host = (llvm.get_process_triple(), llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten())
+    return _host
+
+
 def _target_machine() -> llvm.TargetMachine:
     target = llvm.Target.from_default_triple()
-    return target.create_target_machine(
-        cpu=llvm.get_host_cpu_name(),
-        features=llvm.get_host_cpu_features().flatten(),
-        opt=3,
-        codemodel="jitdefault",
-    )
+    _, cpu, features = host()
+    return target.create_target_machine(cpu=cpu, features=features, opt=3, codemodel="jitdefault")
 
 
 def _optimise(mod: llvm.ModuleRef, tm: llvm.TargetMachine) -> None:
@@ -93,9 +100,12 @@ def _optimise(mod: llvm.ModuleRef, tm: llvm.TargetMachine) -> None:
     pb.getModulePassManager().run(mod, pb)
 
 
-def _entry_metadata(module: ModuleOp) -> dict[str, tuple[list, list, int]]:
+def _entry_metadata(module) -> dict[str, tuple[list, list, int]]:
     """Per public function: (arg types, result types, num_outputs), as recorded
     by msir-lower-to-llvm on the entry wrappers."""
+    from xdsl.dialects import llvm as llvm_dialect
+    from xdsl.dialects.builtin import ArrayAttr, IntegerAttr
+
     found = {}
     for op in module.ops:
         if not isinstance(op, llvm_dialect.FuncOp):
@@ -115,7 +125,7 @@ def _entry_metadata(module: ModuleOp) -> dict[str, tuple[list, list, int]]:
 
 
 def compile_llvm_module(
-    module: ModuleOp, sites: Sequence[SourceLoc] | None = None, object_sink=None
+    module, sites: Sequence[SourceLoc] | None = None, object_sink=None
 ) -> NativeModule:
     """Compile a module of the `llvm` dialect to native code for this machine.
 
@@ -124,6 +134,10 @@ def compile_llvm_module(
     `object_sink(obj: bytes)`, if given, receives the object code MCJIT
     generates (for the persistent cache: see `load_native_module`).
     """
+    from xdsl.backend.llvm.convert import convert_module
+
+    from msir.lowering.to_llvm import export_attributes
+
     metadata = _entry_metadata(module)
     with _LOCK:
         _initialise()
@@ -200,16 +214,17 @@ class NativeModule:
     def function(
         self,
         name: str,
-        arg_types: Sequence[Attribute] | None = None,
-        result_types: Sequence[Attribute] | None = None,
+        arg_types: Sequence[Any] | None = None,
+        result_types: Sequence[Any] | None = None,
         num_outputs: int | None = None,
         sites: Sequence[SourceLoc] | None = None,
     ) -> NativeFunction:
         """The public function `name`, callable on NumPy arrays.
 
         `arg_types` are the loops-level argument types (inputs, then the
-        `num_outputs` DPS output buffers), `result_types` the types it returns.
-        Omitted ones are taken from what msir-lower-to-llvm recorded.
+        `num_outputs` DPS output buffers), `result_types` the types it returns
+        (xDSL attributes or their text, see `abi_type`). Omitted ones are taken
+        from what msir-lower-to-llvm recorded.
         """
         recorded = self._metadata.get(name)
         if recorded is None and (arg_types is None or result_types is None):
@@ -240,20 +255,32 @@ class NativeModule:
 # ---------------------------------------------------------------------------
 
 
-def _dtype(t: Attribute) -> np.dtype:
-    if isinstance(t, Float32Type):
-        return np.dtype(np.float32)
-    if isinstance(t, Float64Type):
-        return np.dtype(np.float64)
-    if isinstance(t, IndexType):
-        return np.dtype(np.int64)
-    if isinstance(t, IntegerType):
-        width = t.width.data
-        if width == 1:
-            return np.dtype(np.bool_)
-        if width in (8, 16, 32, 64):
-            return np.dtype(f"int{width}")
-    raise CompileError(f"no NumPy dtype for element type {t}")
+_ELEMENT_DTYPES = {
+    "f32": np.dtype(np.float32),
+    "f64": np.dtype(np.float64),
+    "index": np.dtype(np.int64),
+    "i1": np.dtype(np.bool_),
+    "i8": np.dtype(np.int8),
+    "i16": np.dtype(np.int16),
+    "i32": np.dtype(np.int32),
+    "i64": np.dtype(np.int64),
+}
+_MEMREF_TEXT = re.compile(r"memref<((?:(?:\d+|\?)x)*)(\w+)>")
+
+
+def abi_type(t: Any) -> tuple[np.dtype, tuple[int, ...] | None]:
+    """A loops-level type as (element dtype, shape), shape None for a scalar and
+    -1 for a dynamic dim. `t` is an xDSL attribute or its printed text; a
+    CompileError for anything else (e.g. a strided memref)."""
+    text = t if isinstance(t, str) else str(t)
+    dtype = _ELEMENT_DTYPES.get(text)
+    if dtype is not None:
+        return dtype, None
+    m = _MEMREF_TEXT.fullmatch(text)
+    if m and m.group(2) in _ELEMENT_DTYPES:
+        dims = tuple(-1 if d == "?" else int(d) for d in m.group(1).split("x")[:-1])
+        return _ELEMENT_DTYPES[m.group(2)], dims
+    raise CompileError(f"no NumPy calling convention for type {text}")
 
 
 # struct formats of a scalar in its 8-byte slot (low bytes, little endian)
@@ -281,10 +308,10 @@ def _data_pointer(a: np.ndarray) -> int:
 class _MemrefArg:
     """How one memref argument is checked and passed."""
 
-    def __init__(self, position: int, t: MemRefType, first_dim_slot: int):
+    def __init__(self, position: int, dtype: np.dtype, shape: tuple[int, ...], first_dim_slot: int):
         self.position = position
-        self.dtype = _dtype(t.element_type)
-        self.shape = tuple(t.get_shape())
+        self.dtype = dtype
+        self.shape = shape
         self.rank = len(self.shape)
         self.dynamic = [k for k, d in enumerate(self.shape) if d < 0]
         self.dim_slots = tuple(
@@ -357,9 +384,9 @@ class _MemrefArg:
 
 
 class _ScalarArg:
-    def __init__(self, position: int, t: Attribute):
+    def __init__(self, position: int, dtype: np.dtype):
         self.position = position
-        self.dtype = _dtype(t)
+        self.dtype = dtype
         self.format = _SLOT_FORMAT[self.dtype]
 
     def pass_input(self, buf, x) -> None:
@@ -411,8 +438,8 @@ class NativeFunction:
         module: NativeModule,
         name: str,
         entry,
-        arg_types: list[Attribute],
-        result_types: list[Attribute],
+        arg_types: list[Any],
+        result_types: list[Any],
         num_outputs: int,
         sites: list[SourceLoc],
     ):
@@ -426,8 +453,9 @@ class NativeFunction:
         self._outputs: list[_MemrefArg] = []
         n_dims = 0
         for i, t in enumerate(arg_types):
-            if isinstance(t, MemRefType):
-                spec = _MemrefArg(i, t, n_args + n_dims)
+            dtype, shape = abi_type(t)
+            if shape is not None:
+                spec = _MemrefArg(i, dtype, shape, n_args + n_dims)
                 n_dims += len(spec.dynamic)
                 if i >= self.num_inputs:
                     self._outputs.append(spec)
@@ -435,20 +463,20 @@ class NativeFunction:
             elif i >= self.num_inputs:
                 raise CompileError(f"output {i - self.num_inputs} of '{name}' is not a memref")
             else:
-                spec = _ScalarArg(i, t)
+                spec = _ScalarArg(i, dtype)
             self._inputs.append(spec)
         self._n_args = n_args
         self._results_offset = n_args + n_dims
         self._results: list[tuple[int, int, np.dtype, tuple[int, ...] | None]] = []
         slot = 0
         for t in result_types:
-            if isinstance(t, MemRefType):
-                shape = tuple(t.get_shape())
+            dtype, shape = abi_type(t)
+            if shape is not None:
                 n_dyn = sum(1 for d in shape if d < 0)
-                self._results.append((slot, n_dyn, _dtype(t.element_type), shape))
+                self._results.append((slot, n_dyn, dtype, shape))
                 slot += 1 + n_dyn
             else:
-                self._results.append((slot, 0, _dtype(t), None))
+                self._results.append((slot, 0, dtype, None))
                 slot += 1
         self._buffer_type = ctypes.c_int64 * max(1, self._results_offset + slot)
 

@@ -1,7 +1,9 @@
 """The user-facing API: `jit`, execution modes and the context.
 
 `jit(f)` compiles `f` for the types of the arguments it is called with, once per
-signature (the in-memory cache), and calls the native code. The cache key is the
+signature (the in-memory cache), and calls the native code. A new signature is
+first looked up in the persistent trace cache (`msir.trace_cache`), which finds
+the native code of an earlier process without running the frontend. The cache key is the
 dtype and shape of every array, the Python type of every scalar, and the value of
 the Python ints that reached a static position while tracing (a shape, an axis, a
 slice bound). `MSIR_LOG=recompile` logs every new signature on stderr.
@@ -19,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from msir import trace_cache
 from msir.errors import MsirError
 
 GRAPH_MODE = 0
@@ -175,30 +178,47 @@ class JitFunction:
         return tuple(leaves[i] for i in sorted(positions))
 
     def _compile(self, args: tuple, key0: Any) -> _Entry:
-        from msir.compiler import compile_module
-        from msir.frontend.driver import spec_of, trace
-
         with self._lock:
             if len(args) < len(self._signature.parameters):
                 bound = self._signature.bind(*args)
                 bound.apply_defaults()
                 args = tuple(bound.arguments.values())
-            traced = trace(self.__wrapped__, [spec_of(a) for a in args])
-            static = traced.static_positions
-            self._static[key0] = static
-            key = key0 if not static else (key0, self._static_values(args, static))
             if "recompile" in os.environ.get("MSIR_LOG", "") and self._entries:
                 print(
                     f"msir: recompiling {self.__qualname__} for a new signature "
                     f"({_describe(args)}); {len(self._entries) + 1} versions",
                     file=sys.stderr,
                 )
-            compiled = compile_module(traced.module, traced.entry)
-            leaves: list[Any] = []
-            _leaves(args, leaves)
-            entry = _Entry(compiled.native, traced, len(leaves))
-            self._entries[key] = entry
-            return entry
+            # The persistent trace cache first: on a hit neither the frontend nor xDSL runs.
+            probe = trace_cache.probe(self.__wrapped__, args)
+            if probe is not None and probe.hit is not None:
+                hit = probe.hit
+                return self._add_entry(args, key0, hit.static_positions, hit.native, hit.traced)
+
+            from msir.compiler import _mangled, compile_module
+            from msir.frontend.driver import spec_of, trace
+
+            traced = trace(self.__wrapped__, [spec_of(a) for a in args], record=probe is not None)
+            compiled = compile_module(
+                traced.module, traced.entry, known_miss=probe.failed_ir_key if probe is not None else None
+            )
+            if probe is not None:
+                try:
+                    probe.store(traced, _mangled(traced.entry), compiled.cache_key, compiled.locations)
+                except Exception as e:  # never fail a call because of the cache
+                    from msir.cache import _log
+
+                    _log(f"not caching the trace: {type(e).__name__}: {e}")
+            return self._add_entry(args, key0, traced.static_positions, compiled.native, traced)
+
+    def _add_entry(self, args: tuple, key0: Any, static: frozenset[int], native: Any, traced: Any) -> _Entry:
+        self._static[key0] = static
+        key = key0 if not static else (key0, self._static_values(args, static))
+        leaves: list[Any] = []
+        _leaves(args, leaves)
+        entry = _Entry(native, traced, len(leaves))
+        self._entries[key] = entry
+        return entry
 
     def lower(self, *args) -> str:
         """The `msir` IR of this function specialised to `args`, as text."""

@@ -3,7 +3,9 @@
 `msir.compiler.compile_module` looks a traced module up here before running
 differentiation, fusion, the lowerings and LLVM; on a hit it loads the cached
 object code into a fresh MCJIT engine (no xDSL pass, no LLVM optimisation or
-code generation), so a second process pays only for tracing its function.
+code generation), so a second process pays only for tracing its function; the
+trace level above it (`msir.trace_cache`) skips the tracing too, and loads the
+object code through `load`, which does not import xDSL.
 
 Key
 ===
@@ -23,7 +25,7 @@ A BLAKE2b hash of
   package directories of `msir`, `msir.dialects`, `msir.passes`,
   `msir.lowering`, `msir.tools`, like CPython's .pyc check; once per process);
 * the host: process triple, CPU name and CPU features (llvmlite), the LLVM
-  version, llvmlite's and xDSL's versions, and the format version below.
+  version, llvmlite's, xDSL's and NumPy's versions, and the format version below.
 
 Value
 =====
@@ -52,9 +54,10 @@ renamed over the final name (`os.replace`), so concurrent writers never expose
 a partial entry; a corrupt or truncated entry (bad magic, header, key or
 digest) is removed and counts as a miss. The directory is bounded to
 `MSIR_CACHE_MAX_BYTES` (default 256 MiB) and `MSIR_CACHE_MAX_ENTRIES` (default
-2000): after each write, the least recently used entries (by mtime; a hit
+2000, of each kind: object code and trace entries): after each write, the least recently used entries (by mtime; a hit
 touches its entry) are removed until both are at most 90% of the bound. Only
-`*.msirc` files (and stale temporaries) are ever removed.
+`*.msirc` files, the trace level's `*.msirt` (`msir.trace_cache`), and stale
+temporaries are ever removed.
 
 `MSIR_LOG=cache` logs hits, misses and writes on stderr; `stats` counts them
 per process (tests read it).
@@ -80,12 +83,17 @@ from msir.errors import SourceLoc
 FORMAT_VERSION = 1
 MAGIC = b"MSIRC\x01\n"
 SUFFIX = ".msirc"
+_SUFFIXES = (SUFFIX, ".msirt")  # the object code, and the trace level's entries (msir.trace_cache)
 DEFAULT_MAX_BYTES = 256 << 20
 DEFAULT_MAX_ENTRIES = 2000
 _STALE_TEMP_SECONDS = 3600.0
 
-stats: dict[str, int] = {"hits": 0, "misses": 0, "writes": 0, "corrupt": 0, "evicted": 0, "errors": 0}
-"""Per-process counters: hits, misses, writes, corrupt entries removed, entries evicted, I/O errors."""
+stats: dict[str, int] = {
+    "hits": 0, "misses": 0, "writes": 0, "corrupt": 0, "evicted": 0, "errors": 0,
+    "trace_hits": 0, "trace_misses": 0, "trace_stale": 0, "trace_writes": 0,
+}
+"""Per-process counters: hits, misses, writes, corrupt entries removed, entries
+evicted, I/O errors, and those of the trace level (`msir.trace_cache`)."""
 
 _stats_lock = threading.Lock()
 _env_lock = threading.Lock()
@@ -141,7 +149,7 @@ def clear() -> None:
     if not d.is_dir():
         return
     for p in d.iterdir():
-        if p.suffix == SUFFIX or p.name.startswith(".tmp-"):
+        if p.suffix in _SUFFIXES or p.name.startswith(".tmp-"):
             try:
                 p.unlink()
             except OSError:
@@ -192,17 +200,27 @@ def source_hash() -> str:
     return h.hexdigest()
 
 
-def _xdsl_version(xdsl) -> str:
-    """xDSL's version from its dist-info directory's name (importlib.metadata
-    takes 30-200 ms here), else from importlib.metadata."""
+def _distribution_version(package: str) -> str:
+    """An installed package's version from its dist-info directory's name,
+    found without importing the package (importing xDSL takes ~0.5 s;
+    importlib.metadata 30-200 ms here), else from importlib.metadata."""
+    import importlib.util
+
     try:
-        site = os.path.dirname(os.path.dirname(os.path.abspath(xdsl.__file__)))
-        found = [n for n in os.listdir(site) if n.startswith("xdsl-") and n.endswith(".dist-info")]
-        if len(found) == 1:
-            return found[0][len("xdsl-") : -len(".dist-info")]
-    except OSError:
+        spec = importlib.util.find_spec(package)
+        if spec is not None and spec.origin:
+            site = os.path.dirname(os.path.dirname(os.path.abspath(spec.origin)))
+            found = [n for n in os.listdir(site) if n.startswith(package + "-") and n.endswith(".dist-info")]
+            if len(found) == 1:
+                return found[0][len(package) + 1 : -len(".dist-info")]
+    except (OSError, ImportError, ValueError):
         pass
-    return str(getattr(xdsl, "__version__", "?"))
+    try:
+        import importlib.metadata
+
+        return importlib.metadata.version(package)
+    except Exception:
+        return "?"
 
 
 def environment() -> str:
@@ -213,17 +231,21 @@ def environment() -> str:
             if _environment is None:
                 import llvmlite
                 import llvmlite.binding as llvm
-                import xdsl
+                import numpy
 
+                from msir.lowering.jit import host
+
+                triple, cpu, features = host()
                 parts = [
                     f"format={FORMAT_VERSION}",
                     f"msir-source={source_hash()}",
-                    f"triple={llvm.get_process_triple()}",
-                    f"cpu={llvm.get_host_cpu_name()}",
-                    f"features={llvm.get_host_cpu_features().flatten()}",
+                    f"triple={triple}",
+                    f"cpu={cpu}",
+                    f"features={features}",
                     f"llvm={'.'.join(map(str, llvm.llvm_version_info))}",
                     f"llvmlite={llvmlite.__version__}",
-                    f"xdsl={_xdsl_version(xdsl)}",
+                    f"xdsl={_distribution_version('xdsl')}",
+                    f"numpy={numpy.__version__}",
                 ]
                 _environment = "\n".join(parts)
     return _environment
@@ -309,46 +331,6 @@ def module_key(module, entry: str, also: tuple[str, ...], options: dict) -> tupl
 
 
 # ---------------------------------------------------------------------------
-# Types as text
-# ---------------------------------------------------------------------------
-
-_SCALARS: dict[str, Any] | None = None
-_MEMREF = re.compile(r"memref<((?:(?:\d+|\?)x)*)(\w+)>")
-
-
-def _scalars() -> dict[str, Any]:
-    global _SCALARS
-    if _SCALARS is None:
-        from xdsl.dialects.builtin import Float32Type, Float64Type, IndexType, IntegerType
-
-        s: dict[str, Any] = {"f32": Float32Type(), "f64": Float64Type(), "index": IndexType()}
-        for w in (1, 8, 16, 32, 64):
-            s[f"i{w}"] = IntegerType(w)
-        _SCALARS = s
-    return _SCALARS
-
-
-def parse_type(text: str):
-    """An attribute printed by `str`: scalars and plain memrefs without xDSL's
-    parser (fast), anything else through it."""
-    from xdsl.dialects.builtin import DYNAMIC_INDEX, MemRefType
-
-    scalars = _scalars()
-    t = scalars.get(text)
-    if t is not None:
-        return t
-    m = _MEMREF.fullmatch(text)
-    if m and m.group(2) in scalars:
-        dims = [DYNAMIC_INDEX if d == "?" else int(d) for d in m.group(1).split("x")[:-1]]
-        return MemRefType(scalars[m.group(2)], dims)
-    from xdsl.parser import Parser
-
-    from msir.compiler import make_context
-
-    return Parser(make_context(), text).parse_attribute()
-
-
-# ---------------------------------------------------------------------------
 # Entries
 # ---------------------------------------------------------------------------
 
@@ -388,18 +370,17 @@ def store(
     if "llvm.global_ctors" in llvm_ir:
         _log(f"not caching {key[:12]}: the module has static constructors")
         return False
+    from msir.lowering.jit import abi_type
+
     functions = {}
     for name, (args, results, n_out) in metadata.items():
         arg_text = [str(t) for t in args]
         result_text = [str(t) for t in results]
         try:
-            ok = [parse_type(s) for s in arg_text] == list(args) and [
-                parse_type(s) for s in result_text
-            ] == list(results)
+            for t in arg_text + result_text:
+                abi_type(t)
         except Exception:
-            ok = False
-        if not ok:
-            _log(f"not caching {key[:12]}: a type of '{name}' does not round-trip through text")
+            _log(f"not caching {key[:12]}: a type of '{name}' has no calling convention as text")
             return False
         functions[name] = [arg_text, result_text, int(n_out)]
     index = {loc: i for i, loc in enumerate(locs)}
@@ -484,7 +465,7 @@ def load(key: str, locs: list[tuple[str, int, int]]):
     header, obj, ir_z = found
     try:
         metadata = {
-            name: ([parse_type(s) for s in a], [parse_type(s) for s in r], int(n))
+            name: ([str(s) for s in a], [str(s) for s in r], int(n))
             for name, (a, r, n) in header["functions"].items()
         }
         sites: list[SourceLoc | None] = []
@@ -530,7 +511,9 @@ def load(key: str, locs: list[tuple[str, int, int]]):
 
 def evict(max_bytes: int | None = None, max_entries: int | None = None) -> int:
     """Remove the least recently used entries until the directory holds at most
-    90% of both bounds (when it exceeds either); returns how many were removed."""
+    90% of both bounds (when it exceeds either; the entry bound counts object
+    code and trace entries apart, the byte bound both); returns how many were
+    removed."""
     max_bytes = _env_int("MSIR_CACHE_MAX_BYTES", DEFAULT_MAX_BYTES) if max_bytes is None else max_bytes
     max_entries = _env_int("MSIR_CACHE_MAX_ENTRIES", DEFAULT_MAX_ENTRIES) if max_entries is None else max_entries
     d = cache_dir()
@@ -543,23 +526,29 @@ def evict(max_bytes: int | None = None, max_entries: int | None = None) -> int:
                     st = e.stat()
                 except OSError:
                     continue
-                if e.name.endswith(SUFFIX):
+                if e.name.endswith(_SUFFIXES):
                     entries.append((st.st_mtime, st.st_size, e.path))
                 elif e.name.startswith(".tmp-") and now - st.st_mtime > _STALE_TEMP_SECONDS:
                     _remove(Path(e.path))  # left by a process that died while writing
     except OSError:
         return 0
     total = sum(size for _, size, _ in entries)
-    if total <= max_bytes and len(entries) <= max_entries:
+    counts: dict[str, int] = {}
+    for _, _, path in entries:
+        kind = os.path.splitext(path)[1]
+        counts[kind] = counts.get(kind, 0) + 1
+    if total <= max_bytes and max(counts.values(), default=0) <= max_entries:
         return 0
     entries.sort()
     removed = 0
     target_bytes, target_entries = int(max_bytes * 0.9), int(max_entries * 0.9)
     for _, size, path in entries:
-        if total <= target_bytes and len(entries) - removed <= target_entries:
-            break
+        kind = os.path.splitext(path)[1]
+        if total <= target_bytes and counts[kind] <= target_entries:
+            continue
         _remove(Path(path))
         total -= size
+        counts[kind] -= 1
         removed += 1
     _count("evicted", removed)
     if removed:

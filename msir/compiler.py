@@ -15,6 +15,8 @@ persistent cache's lookup, so that the stages run).
 Before the stages, `compile_module` looks the traced module up in the
 persistent compile cache (`msir.cache`): on a hit it loads the cached object
 code and skips every stage below the frontend. `MSIR_CACHE=0` disables it.
+xDSL and the passes are imported when a module is compiled, not with this
+module (a call that hits the trace cache, `msir.trace_cache`, never needs them).
 """
 
 from __future__ import annotations
@@ -23,20 +25,24 @@ import os
 import sys
 import threading
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from xdsl.context import Context
-from xdsl.dialects import arith, builtin, func, llvm, math, memref, scf
-from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr, SymbolRefAttr
-from xdsl.transforms.dead_code_elimination import DeadCodeElimination
-
-from msir.dialects.msir import Msir
 from msir.errors import CompileError, SourceLoc
+
+if TYPE_CHECKING:
+    from xdsl.context import Context
+    from xdsl.dialects.builtin import ModuleOp
 
 _lock = threading.Lock()
 
 
 def make_context() -> Context:
     """A context with every dialect msir's pipeline produces."""
+    from xdsl.context import Context
+    from xdsl.dialects import arith, builtin, func, llvm, math, memref, scf
+
+    from msir.dialects.msir import Msir
+
     ctx = Context()
     for d in (builtin.Builtin, func.Func, arith.Arith, math.Math, memref.MemRef, scf.Scf, llvm.LLVM, Msir):
         ctx.load_dialect(d)
@@ -49,6 +55,8 @@ def _dump(stage: str, module: ModuleOp) -> None:
 
 
 def _sites(module: ModuleOp) -> list[SourceLoc | None]:
+    from xdsl.dialects.builtin import ArrayAttr, StringAttr
+
     attr = module.attributes.get("msir.sites")
     out: list[SourceLoc | None] = []
     if isinstance(attr, ArrayAttr):
@@ -67,6 +75,10 @@ class Compiled:
     native: object  # the NativeFunction of msir.lowering.jit
     native_module: object
     functions: dict = field(default_factory=dict)
+    cache_key: str | None = None
+    """The key of the object code in `msir.cache` (None: not cached)."""
+    locations: list = field(default_factory=list)
+    """The module's table of source locations (`msir.cache.module_key`)."""
 
 
 PIPELINE = "msir-grad,msir-jvp,msir-specialize,msir-forward-arguments,dce,msir-fuse,convert-msir-to-loops,msir-lower-to-llvm,llvm-O3"
@@ -91,6 +103,9 @@ def _mangled(name: str) -> str:
 
 
 def _mangle_functions(module: ModuleOp) -> None:
+    from xdsl.dialects import func
+    from xdsl.dialects.builtin import StringAttr, SymbolRefAttr
+
     renamed = {}
     for op in module.ops:
         if isinstance(op, func.FuncOp) and op.body.blocks:
@@ -101,11 +116,12 @@ def _mangle_functions(module: ModuleOp) -> None:
             op.callee = SymbolRefAttr(renamed[op.callee.string_value()])
 
 
-def compile_module(module: ModuleOp, entry: str, also: tuple[str, ...] = ()) -> Compiled:
+def compile_module(module: ModuleOp, entry: str, also: tuple[str, ...] = (), known_miss: str | None = None) -> Compiled:
     """Lower a verified msir module and JIT-compile function `entry` (and the
     public functions `also`, in `Compiled.functions`).
 
-    The persistent cache (`msir.cache`) is consulted first; on a miss the
+    The persistent cache (`msir.cache`) is consulted first, unless the key is
+    `known_miss` (the trace cache just failed to load it); on a miss the
     module goes through the stages and the object code is stored."""
     from msir import cache
 
@@ -116,23 +132,25 @@ def compile_module(module: ModuleOp, entry: str, also: tuple[str, ...] = ()) -> 
         except Exception as e:  # never fail a compile because of the cache
             cache._log(f"no key: {type(e).__name__}: {e}")
             key = None
-        if key is not None and not os.environ.get("MSIR_DUMP"):
+        if key is not None and key != known_miss and not os.environ.get("MSIR_DUMP"):
             hit = cache.load(key, locs)
             if hit is not None:
                 native_module, sites = hit
                 try:
                     native = native_module.function(_mangled(entry), sites=sites)
                     functions = {name: native_module.function(_mangled(name), sites=sites) for name in also}
-                    return Compiled(native, native_module, functions)
+                    return Compiled(native, native_module, functions, key, locs)
                 except CompileError as e:  # an entry without the function: compile
                     cache._log(f"unusable entry {key[:12]}: {e}")
 
+    from xdsl.transforms.dead_code_elimination import DeadCodeElimination
+
+    from msir.dialects import msir as M
     from msir.lowering.jit import compile_llvm_module
     from msir.lowering.to_llvm import MsirLowerToLlvm
     from msir.lowering.to_loops import ConvertMsirToLoops
     from msir.passes.forward_arguments import forward_arguments
     from msir.passes.fuse import MsirFuse
-    from msir.passes.jvp import differentiate_all
     from msir.passes.specialize import remove_unreachable_functions
 
     ctx = make_context()
@@ -141,7 +159,11 @@ def compile_module(module: ModuleOp, entry: str, also: tuple[str, ...] = ()) -> 
         module.verify()
     except Exception as e:  # a frontend bug: the frontend types what it builds
         raise CompileError(f"internal error: the traced module does not verify: {e}") from e
-    differentiate_all(module)
+    if any(isinstance(op, M._TransformOp) for op in module.walk()):
+        # (the AD passes are imported only when there is something to differentiate)
+        from msir.passes.jvp import differentiate_all
+
+        differentiate_all(module)
     remove_unreachable_functions(module)
     forward_arguments(module)
     _dump("msir-grad", module)
@@ -161,12 +183,13 @@ def compile_module(module: ModuleOp, entry: str, also: tuple[str, ...] = ()) -> 
         )
     native = native_module.function(_mangled(entry), sites=sites)
     functions = {name: native_module.function(_mangled(name), sites=sites) for name in also}
+    stored = False
     if key is not None:
         if len(objects) == 1:
             try:
-                cache.store(key, locs, objects[0], native_module.llvm_ir, native_module._metadata, sites)
+                stored = cache.store(key, locs, objects[0], native_module.llvm_ir, native_module._metadata, sites)
             except Exception as e:  # never fail a compile because of the cache
                 cache._log(f"not caching {key[:12]}: {type(e).__name__}: {e}")
         else:
             cache._log(f"not caching {key[:12]}: MCJIT produced {len(objects)} objects")
-    return Compiled(native, native_module, functions)
+    return Compiled(native, native_module, functions, key if stored else None, locs or [])

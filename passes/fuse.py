@@ -28,7 +28,7 @@ the native-performance work).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects import func
@@ -66,10 +66,13 @@ def _copy_chain(v: SSAValue) -> list[SSAValue]:
     return [op.input, v] if isinstance(op, M.BroadcastToOp) else [v]
 
 
-@dataclass
+@dataclass(eq=False)
 class _Group:
     shape: tuple[int, ...]
     ops: list[Operation]
+    users: set[Operation] = field(default_factory=set)
+    """The ops of the block outside the group that use its values (kept
+    incrementally: checking a group then costs its outside users, not its size)."""
 
 
 class _BlockFuser:
@@ -78,16 +81,24 @@ class _BlockFuser:
         self.pos = {op: i for i, op in enumerate(block.ops)}
         self.group_of: dict[Operation, _Group] = {}
 
-    def outside_users_after(self, group: _Group, members: set[Operation], anchor: Operation) -> bool:
-        """Every use of `group`'s values outside `members` comes after `anchor`."""
-        for op in group.ops:
-            for r in op.results:
-                for use in r.uses:
-                    user = self.block.find_ancestor_op_in_block(use.operation)
-                    if user is None or user in members:
-                        continue
-                    if self.pos[user] <= self.pos[anchor]:
-                        return False
+    def users_of(self, op: Operation) -> set[Operation]:
+        found = set()
+        for r in op.results:
+            for use in r.uses:
+                user = self.block.find_ancestor_op_in_block(use.operation)
+                if user is not None:
+                    found.add(user)
+        return found
+
+    def outside_users_after(self, group: _Group, accepted: list[_Group], anchor: Operation) -> bool:
+        """Every use of `group`'s values outside the `accepted` groups and
+        `anchor` comes after `anchor`."""
+        at = self.pos[anchor]
+        for user in group.users:
+            if user is anchor or self.group_of.get(user) in accepted:
+                continue
+            if self.pos[user] <= at:
+                return False
         return True
 
     def form_groups(self) -> list[_Group]:
@@ -104,18 +115,30 @@ class _BlockFuser:
                         candidates.append(g)
             accepted = list(candidates)
             while True:
-                members = {o for g in accepted for o in g.ops} | {op}
-                keep = [g for g in accepted if self.outside_users_after(g, members, op)]
+                keep = [g for g in accepted if self.outside_users_after(g, accepted, op)]
                 if len(keep) == len(accepted):
                     break
                 accepted = keep
-            merged = _Group(shape, sorted((o for g in accepted for o in g.ops), key=self.pos.__getitem__) + [op])
+            users = self.users_of(op)
+            for g in accepted:
+                users |= g.users
+            users = {u for u in users if u is not op and self.group_of.get(u) not in accepted}
+            # The largest group absorbs the others (ops are put in block order at the end).
+            merged = max(accepted, key=lambda g: len(g.ops)) if accepted else _Group(shape, [])
             for g in accepted:
                 groups.remove(g)
+                if g is not merged:
+                    merged.ops.extend(g.ops)
+                    for o in g.ops:
+                        self.group_of[o] = merged
+            merged.ops.append(op)
+            merged.users = users
             groups.append(merged)
-            for o in merged.ops:
-                self.group_of[o] = merged
-        return [g for g in groups if len(g.ops) >= 2]
+            self.group_of[op] = merged
+        fused = [g for g in groups if len(g.ops) >= 2]
+        for g in fused:
+            g.ops.sort(key=self.pos.__getitem__)
+        return fused
 
     def build(self, group: _Group) -> None:
         members = set(group.ops)

@@ -10,6 +10,10 @@ Argument semantics (they decide the cache key):
 * tuples and lists are flattened into their leaves;
 * arrays captured from enclosing scopes are hidden runtime arguments appended
   after the user's (`Traced.captures`), read again at every call.
+
+`trace(..., record=True)` also records the names the frontend resolved outside
+the function (`Traced.recorder`, a `msir.trace_cache.Recorder`): the
+dependency manifest of the persistent trace cache.
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ class Traced:
     out_structure: Any
     out_weak: list[bool]
     out_types: list[TensorType]
+    recorder: Any = None
 
 
 def spec_of(value: Any) -> Spec:
@@ -106,12 +111,18 @@ def _bind(spec: Spec, block: Block, counter: list[int]) -> Any:
     return t
 
 
-def trace(fn, specs: list[Spec], kwargs_specs: dict[str, Spec] | None = None) -> Traced:
-    """Translate `fn` specialised to abstract arguments `specs`."""
+def trace(fn, specs: list[Spec], kwargs_specs: dict[str, Spec] | None = None, record: bool = False) -> Traced:
+    """Translate `fn` specialised to abstract arguments `specs` (with `record`,
+    recording its dependencies in `Traced.recorder`)."""
     from msir.api import Transformed, _JvpEntry
 
+    recorder = None
+    if record:
+        from msir.trace_cache import Recorder
+
+        recorder = Recorder(fn)
     if isinstance(fn, (Transformed, _JvpEntry)):
-        return _trace_transformed(fn, specs)
+        return _trace_transformed(fn, specs, recorder)
     src = get_source(fn)
     node = src.node
     if isinstance(node, ast.FunctionDef) and (node.args.vararg or node.args.kwarg or node.args.kwonlyargs):
@@ -136,7 +147,7 @@ def trace(fn, specs: list[Spec], kwargs_specs: dict[str, Spec] | None = None) ->
     if kwargs_specs:
         raise TypeError(f"{fn.__name__}() got an unexpected keyword argument '{next(iter(kwargs_specs))}'")
 
-    tc = TraceContext()
+    tc = TraceContext(recorder=recorder)
     block = Block()
     tc.entry_block = block
     counter = [0]
@@ -163,6 +174,7 @@ def trace(fn, specs: list[Spec], kwargs_specs: dict[str, Spec] | None = None) ->
         structure,
         weak,
         list(ftype.outputs.data),
+        recorder,
     )
 
 
@@ -235,7 +247,7 @@ def module_from_file(path: str, entry: str, arg_types: str) -> ModuleOp:
     return trace(fn, parse_arg_types(arg_types)).module
 
 
-def _trace_transformed(t, specs: list[Spec]) -> Traced:
+def _trace_transformed(t, specs: list[Spec], recorder=None) -> Traced:
     """Trace an entry that applies a differentiation transform to its arguments."""
     from msir.api import Transformed
     from msir.frontend.translate import Translator, flatten_result
@@ -243,7 +255,7 @@ def _trace_transformed(t, specs: list[Spec]) -> Traced:
     jvp_entry = not isinstance(t, Transformed)
     base = t.t.source_function if jvp_entry else t.source_function
     src = get_source(base)
-    tc = TraceContext()
+    tc = TraceContext(recorder=recorder)
     block = Block()
     tc.entry_block = block
     counter = [0]
@@ -267,5 +279,5 @@ def _trace_transformed(t, specs: list[Spec]) -> Traced:
     module = ModuleOp([entry, *tc.module_ops])
     return Traced(
         module, name, specs, frozenset(tc.static_positions), tc.captures, structure,
-        [leaf.weak for leaf in leaves], list(ftype.outputs.data),
+        [leaf.weak for leaf in leaves], list(ftype.outputs.data), recorder,
     )

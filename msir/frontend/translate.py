@@ -80,6 +80,9 @@ class TraceContext:
     """The entry block of the function each region block belongs to."""
     fn_captures: dict[Block, tuple[dict[SSAValue, Tensor], list[Tensor]]] = field(default_factory=dict)
     """Per outlined function: values of enclosing functions it reads, as extra parameters."""
+    recorder: Any = None
+    """A `msir.trace_cache.Recorder` of every name resolved outside the traced
+    code (the persistent trace cache's dependency manifest), or None."""
 
     def unique_name(self, base: str) -> str:
         name, i = base, 0
@@ -397,6 +400,8 @@ class Translator:
             if isinstance(v, _Undefined):
                 raise self.error(UnsupportedSyntaxError, f"variable '{name}' {v.why}", node)
             return self.localize(v)
+        if self.tc.recorder is not None:
+            self.tc.recorder.resolved(self.closure, self.globals, name)
         if name in self.closure:
             return self.localize(self.external(self.closure[name], name, node))
         if name in self.globals:
@@ -1082,6 +1087,8 @@ class Translator:
         if isinstance(value, types.ModuleType):
             if not hasattr(value, attr):
                 raise self.error(UnsupportedSyntaxError, f"module '{value.__name__}' has no attribute '{attr}'", node)
+            if self.tc.recorder is not None:
+                self.tc.recorder.module_attribute(value, attr)
             return self.external(getattr(value, attr), f"{value.__name__}.{attr}", node)
         if isinstance(value, np.dtype) and attr in ("name", "type"):
             return getattr(value, attr)

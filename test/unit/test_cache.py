@@ -208,6 +208,7 @@ def test_threads_compile_concurrently(cdir, tmp_path):
 
 def test_size_bound_evicts_least_recently_used(cdir, tmp_path, monkeypatch):
     monkeypatch.setenv("MSIR_CACHE_MAX_ENTRIES", "3")
+    monkeypatch.setenv("MSIR_TRACE_CACHE", "0")  # object code only (trace entries: test_trace_cache)
     m = load_module(write_module(tmp_path / "ev.py", "def f(x):\n    return x + 1.0\n"), "cache_ev")
     for n in (1, 2, 3):
         msir.jit(m.f)(np.zeros(n))

@@ -1,0 +1,698 @@
+"""The persistent trace cache: a jitted function's native code found before the frontend runs.
+
+`msir.cache` keys object code by the traced IR, so a second process still
+parses, translates and fingerprints the function before it can look up its
+code. This cache is keyed by what decides the trace *before* tracing:
+
+* the function's identity: module, qualname, file and first line (of the
+  function, or of what a `grad`/`jit`/`custom_vjp` wraps);
+* the abstract arguments: `msir.frontend.driver.spec_of` without the values of
+  Python ints and bools, plus the values of those that the trace specialised
+  on (`Traced.static_positions`: an index entry under the first key names the
+  positions, the entry itself lives under a key that adds their values);
+* `msir.cache.environment()` (msir's source hash, host CPU and features, LLVM,
+  llvmlite, xDSL and NumPy versions) and `msir.compiler.pipeline_options()`.
+
+Dependency manifest
+===================
+While translating, the frontend reports every name it resolves outside the
+traced code (`Recorder.resolved`: a global, a closure cell or a builtin, in
+`Translator.lookup`; `Recorder.module_attribute`: `mod.name`). Each becomes a
+*reference* — how to reach the value again from the jitted function:
+
+    ["root"]                 the jitted function
+    ["g", fn_ref, name]      fn.__globals__[name] (absent: a builtin)
+    ["c", fn_ref, name]      the closure cell `name` of fn
+    ["a", ref, attr]         getattr(value, attr): module attributes, the
+                             function a jit/grad/custom_vjp wraps
+    ["i", ref, k]            value[k] of a tuple or list
+
+with a *fingerprint* of the value: user functions by module, qualname, file,
+first line, a hash of their code object, a hash of their source text and their
+defaults (so the functions they call are recorded in turn, when the frontend
+translates them); NumPy and msir functions, builtins and modules by identity
+(NumPy's version is in the key); Python and NumPy scalars, dtypes and
+tuples/lists of them by value; arrays by dtype and shape (they are hidden
+runtime arguments, read at every call). A value of any other kind makes the
+trace uncacheable (it is compiled through the frontend every process, the IR
+level cache still applies).
+
+On a lookup every reference is resolved again and fingerprinted; one
+difference (a helper's source edited and re-imported, a global constant
+changed, a captured array of another dtype or shape, a name that now shadows
+a builtin) is a miss: the function is traced again and the entry rewritten.
+Source text hashes are checked like CPython's .pyc files: by the file's size
+and mtime, re-reading the text only when they changed.
+
+Entries
+=======
+`<key>.msirt` in the cache directory: JSON with the manifest, the IR key of
+the object code in `msir.cache` (`<ir key>.msirc`, shared with the IR level),
+the entry point, source locations of runtime errors, the argument specs, the
+captured arrays (as references) and the output structure. A hit loads the
+object code with `msir.cache.load` without importing xDSL or running the
+frontend. Written by atomic rename, bounded and evicted with the `.msirc`
+entries, removed when corrupt (a miss). `MSIR_CACHE=0` disables both levels,
+`MSIR_TRACE_CACHE=0` this one only; `MSIR_DUMP` bypasses it (the stages run).
+`msir.cache.stats` counts trace_hits, trace_misses (no entry), trace_stale
+(manifest changed) and trace_writes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import os
+import tempfile
+import types
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from msir import cache
+
+FORMAT_VERSION = 1
+SUFFIX = ".msirt"
+
+
+class Uncacheable(Exception):
+    """A value the manifest cannot fingerprint: the trace is not cached."""
+
+
+class _Absent:
+    def __repr__(self) -> str:
+        return "<absent>"
+
+
+ABSENT = _Absent()
+"""What a reference to a missing global resolves to (the name was a builtin)."""
+
+
+def enabled() -> bool:
+    return cache.enabled() and os.environ.get("MSIR_TRACE_CACHE", "1").strip().lower() not in (
+        "0", "off", "false", "no",
+    )
+
+
+# ---------------------------------------------------------------------------
+# Fingerprints
+# ---------------------------------------------------------------------------
+
+_code_hashes: dict[types.CodeType, str] = {}
+
+
+def _hash_code(code: types.CodeType, h) -> None:
+    h.update(code.co_code)
+    h.update(code.co_linetable)
+    h.update(getattr(code, "co_exceptiontable", b""))
+    h.update(
+        repr(
+            (
+                code.co_names, code.co_varnames, code.co_freevars, code.co_cellvars,
+                code.co_argcount, code.co_posonlyargcount, code.co_kwonlyargcount,
+                code.co_flags, code.co_firstlineno, getattr(code, "co_qualname", code.co_name),
+                code.co_filename,
+            )
+        ).encode()
+    )
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            h.update(b"code{")
+            _hash_code(c, h)
+            h.update(b"}")
+        elif isinstance(c, frozenset):  # iteration order varies with string hashing
+            h.update(repr(sorted(repr(x) for x in c)).encode())
+        else:
+            h.update(f"{type(c).__name__}:{c!r}\0".encode())
+
+
+def code_hash(code: types.CodeType) -> str:
+    """A hash of what a code object executes, stable across processes
+    (marshal's output is not: it depends on reference counts)."""
+    found = _code_hashes.get(code)
+    if found is None:
+        h = hashlib.blake2b(digest_size=16)
+        _hash_code(code, h)
+        found = _code_hashes[code] = h.hexdigest()
+    return found
+
+
+def source_text_hash(fn) -> str:
+    """A hash of the source lines the frontend reads for `fn`."""
+    try:
+        lines, first = inspect.getsourcelines(fn)
+    except (OSError, TypeError):
+        return "unreadable"
+    return hashlib.blake2b(f"{first}\0{''.join(lines)}".encode(), digest_size=16).hexdigest()
+
+
+def _file_stat(path: str) -> list[int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_size, st.st_mtime_ns]
+
+
+def _is_library(module: str | None) -> bool:
+    m = module or ""
+    return m in ("numpy", "msir", "builtins", "math") or m.startswith(("numpy.", "msir.", "_operator"))
+
+
+def _source_id(fn) -> str:
+    code = fn.__code__
+    return f"{code.co_filename}:{code.co_firstlineno}:{fn.__qualname__}"
+
+
+class Fingerprinter:
+    """Fingerprints values; `sources` and `files` are the source text hashes
+    and file stats of the functions it met (recorded), or those of a recorded
+    manifest (validating: a hash is reused while its file is unchanged)."""
+
+    def __init__(self, sources: dict[str, str] | None = None, files: dict[str, list[int]] | None = None):
+        self.recording = sources is None
+        self.sources: dict[str, str] = {} if sources is None else sources
+        self.files: dict[str, list[int] | None] = {} if files is None else dict(files)
+        self._stat: dict[str, list[int] | None] = {}
+
+    def source_hash(self, fn) -> str:
+        sid = _source_id(fn)
+        path = fn.__code__.co_filename
+        if path not in self._stat:
+            self._stat[path] = _file_stat(path)
+        if self.recording:
+            self.files[path] = self._stat[path]
+            if sid not in self.sources:
+                self.sources[sid] = source_text_hash(fn)
+            return self.sources[sid]
+        if sid in self.sources and self._stat[path] is not None and self.files.get(path) == self._stat[path]:
+            return self.sources[sid]
+        return source_text_hash(fn)
+
+    def __call__(self, v: Any) -> Any:
+        t = type(v)
+        if v is None or v is ABSENT or t in (bool, int, float, complex, str, bytes):
+            return [t.__name__, repr(v)]
+        if t is tuple or t is list:
+            return [t.__name__, [self(x) for x in v]]
+        if t is np.ndarray:
+            return ["array", v.dtype.name, list(v.shape)]
+        if isinstance(v, np.generic):
+            return ["npscalar", v.dtype.str, repr(v.item())]
+        if isinstance(v, np.dtype):
+            return ["dtype", v.str]
+        if t is types.ModuleType:
+            return ["module", v.__name__]
+        if t is types.FunctionType:
+            if _is_library(v.__module__):
+                return ["libfn", v.__module__, v.__qualname__]
+            code = v.__code__
+            return [
+                "function", v.__module__, v.__qualname__, code.co_filename, code.co_firstlineno,
+                code_hash(code), self.source_hash(v), self(v.__defaults__), self(sorted((v.__kwdefaults__ or {}).items())),
+            ]
+        if t.__module__ == "msir.api":
+            name = t.__name__
+            if name == "JitFunction":
+                return ["jit", self(v.__wrapped__)]
+            if name == "Transformed" and v.tangents is None:
+                return ["transformed", v.kind, repr(v.argnums), bool(v.has_aux), self(v.fn)]
+            if name == "custom_vjp":
+                return ["custom_vjp", self(v.fn), self(v.fwd), self(v.bwd)]
+            raise Uncacheable(f"a {name}")
+        if isinstance(v, type):
+            if _is_library(v.__module__):
+                return ["type", v.__module__, v.__qualname__]
+            raise Uncacheable(f"class {v.__qualname__}")
+        if isinstance(v, (types.BuiltinFunctionType, np.ufunc)) or _is_library(t.__module__):
+            name = getattr(v, "__qualname__", None) or getattr(v, "__name__", None)
+            if name is None:
+                raise Uncacheable(f"a value of type {t.__qualname__}")
+            return ["builtin", t.__module__, t.__qualname__, getattr(v, "__module__", None), name]
+        raise Uncacheable(f"a value of type {t.__qualname__}")
+
+
+# ---------------------------------------------------------------------------
+# Recording (during translation)
+# ---------------------------------------------------------------------------
+
+
+class Recorder:
+    """The names the frontend resolves outside the traced code, as references
+    and fingerprints (see the module docstring). `failed` says why the trace
+    cannot be cached, if it cannot."""
+
+    def __init__(self, root: Any):
+        self.fingerprint = Fingerprinter()
+        self.deps: dict[str, tuple[list, Any]] = {}
+        self.failed: str | None = None
+        self._owners: dict[int, list] = {}  # id of a globals dict -> the ref of a function owning it
+        self._cells: dict[int, list] = {}  # id of a closure cell -> its ref
+        self._modules: dict[int, list] = {}
+        self.arrays: dict[int, list] = {}  # id of a captured array -> a ref
+        self._keep: list[Any] = []  # keeps the ids above valid
+        try:
+            self._note(["root"], root)
+        except Uncacheable as e:
+            self.failed = f"the jitted function: {e}"
+
+    def _register(self, ref: list, v: Any) -> None:
+        """Remember how to reach what the frontend may read through `v` later."""
+        self._keep.append(v)
+        t = type(v)
+        if t is types.FunctionType:
+            self._owners.setdefault(id(v.__globals__), ref)
+            for name, cell in zip(v.__code__.co_freevars, v.__closure__ or ()):
+                self._cells.setdefault(id(cell), ["c", ref, name])
+        elif t is types.ModuleType:
+            self._modules.setdefault(id(v), ref)
+        elif t is np.ndarray:
+            self.arrays.setdefault(id(v), ref)
+        elif t is tuple or t is list:
+            for i, x in enumerate(v):
+                self._register(["i", ref, i], x)
+        elif t.__module__ == "msir.api":
+            for attr in ("__wrapped__", "fn", "fwd", "bwd"):
+                inner = getattr(v, attr, None)
+                if inner is not None and inner is not v:
+                    self._register(["a", ref, attr], inner)
+
+    def _note(self, ref: list, value: Any) -> None:
+        k = json.dumps(ref)
+        if k in self.deps:
+            return
+        self.deps[k] = (ref, self.fingerprint(value))
+        self._register(ref, value)
+
+    def _fail(self, why: str) -> None:
+        if self.failed is None:
+            self.failed = why
+
+    def resolved(self, closure: dict, globals_: dict, name: str) -> None:
+        """`name` looked up in a function's closure, then its globals (absent
+        from both: a builtin, which a later global would shadow). Closure
+        entries that are not cells are values of the traced code itself."""
+        if self.failed is not None:
+            return
+        try:
+            if name in closure:
+                cell = closure[name]
+                if not isinstance(cell, types.CellType):
+                    return  # a value of the traced code's own scope (a nested def's environment)
+                ref = self._cells.get(id(cell))
+                if ref is None:
+                    return self._fail(f"closure variable '{name}' of an untracked function")
+                try:
+                    value = cell.cell_contents
+                except ValueError:
+                    return self._fail(f"closure variable '{name}' is empty")
+                return self._note(ref, value)
+            owner = self._owners.get(id(globals_))
+            if owner is None:
+                return self._fail(f"global '{name}' of an untracked function")
+            self._note(["g", owner, name], globals_.get(name, ABSENT))
+        except Uncacheable as e:
+            self._fail(f"'{name}' is {e}")
+
+    def module_attribute(self, module: types.ModuleType, attr: str) -> None:
+        if self.failed is not None:
+            return
+        ref = self._modules.get(id(module))
+        if ref is None:
+            return self._fail(f"module {module.__name__} reached without a name")
+        try:
+            self._note(["a", ref, attr], getattr(module, attr))
+        except Uncacheable as e:
+            self._fail(f"'{module.__name__}.{attr}' is {e}")
+
+
+# ---------------------------------------------------------------------------
+# Resolving references again
+# ---------------------------------------------------------------------------
+
+
+def resolve(ref: list, root: Any, memo: dict[str, Any] | None = None) -> Any:
+    """The value `ref` reaches from `root` now (exceptions when it reaches nothing)."""
+    if memo is not None:
+        k = json.dumps(ref)
+        if k in memo:
+            return memo[k]
+    kind = ref[0]
+    if kind == "root":
+        value = root
+    elif kind == "g":
+        value = resolve(ref[1], root, memo).__globals__.get(ref[2], ABSENT)
+    elif kind == "c":
+        fn = resolve(ref[1], root, memo)
+        value = fn.__closure__[fn.__code__.co_freevars.index(ref[2])].cell_contents
+    elif kind == "a":
+        value = getattr(resolve(ref[1], root, memo), ref[2], ABSENT)
+    elif kind == "i":
+        value = resolve(ref[1], root, memo)[ref[2]]
+    else:
+        raise ValueError(f"unknown reference {ref!r}")
+    if memo is not None:
+        memo[k] = value
+    return value
+
+
+def getter(ref: list, root: Any) -> Callable[[], Any]:
+    """A function reading `ref` now (for a captured array, at every call)."""
+    if ref == ["root"]:
+        return lambda: root
+    inner = getter(ref[1], root)
+    kind, key = ref[0], ref[2]
+    if kind == "g":
+        return lambda: inner().__globals__.get(key, ABSENT)
+    if kind == "c":
+        def cell():
+            fn = inner()
+            return fn.__closure__[fn.__code__.co_freevars.index(key)].cell_contents
+        return cell
+    if kind == "a":
+        return lambda: getattr(inner(), key, ABSENT)
+    if kind == "i":
+        return lambda: inner()[key]
+    raise ValueError(f"unknown reference {ref!r}")
+
+
+def manifest_changes(manifest: dict, root: Any) -> str | None:
+    """None when every recorded dependency resolves to the same fingerprint,
+    else the first difference (for MSIR_LOG=cache)."""
+    fp = Fingerprinter(manifest.get("sources", {}), manifest.get("files", {}))
+    memo: dict[str, Any] = {}
+    for ref, recorded in manifest["deps"]:
+        try:
+            now = fp(resolve(ref, root, memo))
+        except Uncacheable as e:
+            return f"{ref}: now {e}"
+        except Exception as e:  # the reference reaches nothing any more
+            return f"{ref}: {type(e).__name__}: {e}"
+        if now != recorded:
+            return f"{ref}: changed"
+    return None
+
+
+# ---------------------------------------------------------------------------
+# Keys
+# ---------------------------------------------------------------------------
+
+
+def identity(fn: Any) -> Any:
+    """Where `fn` is defined (not what it contains: the manifest checks that)."""
+    t = type(fn)
+    if t is types.FunctionType:
+        code = fn.__code__
+        return ["function", fn.__module__, fn.__qualname__, code.co_filename, code.co_firstlineno]
+    if t.__module__ == "msir.api" and t.__name__ == "Transformed" and fn.tangents is None:
+        return ["transformed", fn.kind, repr(fn.argnums), bool(fn.has_aux), identity(fn.fn)]
+    if t.__module__ == "msir.api" and t.__name__ == "JitFunction":
+        return identity(fn.__wrapped__)
+    return None
+
+
+def describe(value: Any) -> Any:
+    """`spec_of(value)` without the values of ints and bools; None if unsupported."""
+    if isinstance(value, np.ndarray):
+        return ["array", value.dtype.name, list(value.shape)]
+    if isinstance(value, np.generic):
+        return ["array", value.dtype.name, []]
+    if isinstance(value, bool):
+        return ["bool"]
+    if isinstance(value, int):
+        return ["int"]
+    if isinstance(value, float):
+        return ["float"]
+    if isinstance(value, (tuple, list)):
+        items = [describe(v) for v in value]
+        return None if any(i is None for i in items) else [type(value).__name__, items]
+    if value is None or isinstance(value, str):
+        return ["const", value]
+    return None
+
+
+def _digest(*parts: Any) -> str:
+    h = hashlib.blake2b(digest_size=20)
+    for p in parts:
+        h.update(json.dumps(p, sort_keys=True, default=str).encode() + b"\0")
+    return h.hexdigest()
+
+
+def _pipeline_options() -> dict:
+    from msir.compiler import pipeline_options
+
+    return pipeline_options()
+
+
+def _path(key: str) -> Path:
+    return cache.cache_dir() / (key + SUFFIX)
+
+
+def _read(key: str) -> dict | None:
+    path = _path(key)
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    try:
+        entry = json.loads(data)
+        if not isinstance(entry, dict) or entry.get("format") != FORMAT_VERSION or entry.get("key") != key:
+            raise ValueError("bad header")
+        return entry
+    except (ValueError, UnicodeDecodeError) as e:
+        cache._count("corrupt")
+        cache._log(f"removing corrupt trace entry {path.name}: {e}")
+        cache._remove(path)
+        return None
+
+
+def _write(key: str, entry: dict) -> bool:
+    d = cache.cache_dir()
+    tmp = None
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".part", dir=d)
+        with os.fdopen(fd, "w") as f:
+            json.dump({"format": FORMAT_VERSION, "key": key, **entry}, f, separators=(",", ":"))
+        os.replace(tmp, _path(key))
+        return True
+    except (OSError, TypeError, ValueError) as e:
+        cache._count("errors")
+        cache._log(f"cannot write trace entry {key[:12]}: {e}")
+        if tmp is not None:
+            cache._remove(Path(tmp))
+        return False
+
+
+# ---------------------------------------------------------------------------
+# Lookup and store
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class CachedCapture:
+    """A captured array of a cache hit: `msir.frontend.translate.Capture`'s fields."""
+
+    get: Callable[[], Any]
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+
+
+@dataclass
+class CachedTrace:
+    """What `msir.api._Entry` reads of a `Traced`, restored from an entry."""
+
+    arg_specs: list
+    captures: list[CachedCapture]
+    out_structure: Any
+    out_weak: list[bool]
+
+
+@dataclass
+class Hit:
+    native: Any
+    traced: CachedTrace
+    static_positions: frozenset[int]
+
+
+def _leaves(a: Any, out: list) -> list:
+    if isinstance(a, (tuple, list)):
+        for x in a:
+            _leaves(x, out)
+    elif not (a is None or isinstance(a, str)):
+        out.append(a)
+    return out
+
+
+def _static_values(args: tuple, positions) -> list:
+    leaves = _leaves(args, [])
+    return [leaves[i] if isinstance(leaves[i], (bool, int)) else None for i in sorted(positions)]
+
+
+def _encode_structure(s: Any) -> Any:
+    kind, payload = s
+    if kind in ("tuple", "list"):
+        return [kind, [_encode_structure(x) for x in payload]]
+    if kind == "leaf":
+        return ["leaf", int(payload)]
+    if isinstance(payload, np.dtype):
+        return ["dtype", payload.str]
+    if payload is None or type(payload) in (bool, int, float, str):
+        return ["const", payload]
+    raise Uncacheable(f"an output constant of type {type(payload).__name__}")
+
+
+def _decode_structure(s: Any) -> Any:
+    kind, payload = s
+    if kind in ("tuple", "list"):
+        return (kind, [_decode_structure(x) for x in payload])
+    if kind == "dtype":
+        return ("const", np.dtype(payload))
+    return (kind, payload)
+
+
+class Probe:
+    """One lookup of a function and its arguments; `hit` if found, else
+    `store` records the entry after the frontend and compiler ran."""
+
+    def __init__(self, fn: Any, args: tuple, ident: Any, desc: Any):
+        self.fn = fn
+        self.args = args
+        self.base = _digest("msir-trace", FORMAT_VERSION, cache.environment(), _pipeline_options(), ident, desc)
+        self.hit: Hit | None = None
+        self.failed_ir_key: str | None = None
+        """An IR key whose object code could not be loaded (a known miss)."""
+
+    def lookup(self) -> None:
+        entry = _read(self.base)
+        key = self.base
+        if entry is not None and "ir_key" not in entry:  # an index: the key adds the static values
+            positions = entry.get("static")
+            try:
+                key = _digest(self.base, _static_values(self.args, positions))
+            except (TypeError, IndexError):
+                entry = None
+            else:
+                entry = _read(key)
+        if entry is None:
+            cache._count("trace_misses")
+            cache._log(f"trace miss {key[:12]}")
+            return
+        try:
+            changed = manifest_changes(entry["manifest"], self.fn)
+            if changed is None:
+                self.hit = self._load(entry)
+                if self.hit is not None:
+                    cache._count("trace_hits")
+                    cache._log(f"trace hit {key[:12]}")
+                    try:
+                        os.utime(_path(key))
+                    except OSError:
+                        pass
+                    return
+            else:
+                cache._count("trace_stale")
+                cache._log(f"trace stale {key[:12]}: {changed}")
+                return
+        except (KeyError, TypeError, ValueError, IndexError) as e:
+            cache._count("corrupt")
+            cache._log(f"removing corrupt trace entry {key[:12]}: {type(e).__name__}: {e}")
+            cache._remove(_path(key))
+        cache._count("trace_misses")
+
+    def _load(self, entry: dict) -> Hit | None:
+        from msir.errors import CompileError
+
+        locs = [tuple(loc) for loc in entry["locs"]]
+        found = cache.load(entry["ir_key"], locs)
+        if found is None:
+            self.failed_ir_key = entry["ir_key"]
+            return None
+        native_module, sites = found
+        try:
+            native = native_module.function(entry["symbol"], sites=sites)
+        except CompileError as e:
+            cache._log(f"unusable trace entry: {e}")
+            self.failed_ir_key = entry["ir_key"]
+            return None
+        captures = [
+            CachedCapture(getter(ref, self.fn), name, dtype, tuple(shape)) for ref, name, dtype, shape in entry["captures"]
+        ]
+        traced = CachedTrace(entry["specs"], captures, _decode_structure(entry["out"]), list(entry["weak"]))
+        return Hit(native, traced, frozenset(entry["static"]))
+
+    def store(self, traced: Any, symbol: str, ir_key: str | None, locs: list) -> bool:
+        """Write the entry of a trace (`msir.frontend.driver.Traced` with its
+        recorder) whose object code is in `msir.cache` under `ir_key`."""
+        recorder = traced.recorder
+        if ir_key is None or recorder is None:
+            return False
+        if recorder.failed is not None:
+            cache._log(f"not caching the trace of {getattr(self.fn, '__qualname__', self.fn)}: {recorder.failed}")
+            return False
+        try:
+            captures = []
+            for c in traced.captures:
+                ref = recorder.arrays.get(id(c.get()))
+                if ref is None:
+                    raise Uncacheable(f"captured array '{c.name}' has no reference")
+                captures.append([ref, c.name, c.dtype, list(c.shape)])
+            fp = recorder.fingerprint
+            manifest = {
+                "deps": [[ref, value] for ref, value in recorder.deps.values()],
+                "sources": fp.sources,
+                "files": {k: v for k, v in fp.files.items() if v is not None},
+            }
+            static = sorted(traced.static_positions)
+            entry = {
+                "ir_key": ir_key,
+                "symbol": symbol,
+                "locs": [list(loc) for loc in locs],
+                "specs": traced.arg_specs,
+                "static": static,
+                "captures": captures,
+                "out": _encode_structure(traced.out_structure),
+                "weak": [bool(w) for w in traced.out_weak],
+                "manifest": manifest,
+            }
+            json.dumps(entry)  # everything must be JSON (specs hold only names, shapes and ints)
+        except (Uncacheable, TypeError, ValueError) as e:
+            cache._log(f"not caching the trace of {getattr(self.fn, '__qualname__', self.fn)}: {e}")
+            return False
+        key = self.base
+        if static:
+            if not _write(self.base, {"static": static}):
+                return False
+            key = _digest(self.base, _static_values(self.args, static))
+        if not _write(key, entry):
+            return False
+        cache._count("trace_writes")
+        cache._log(f"wrote trace entry {key[:12]}")
+        cache.evict()
+        return True
+
+
+def probe(fn: Any, args: tuple) -> Probe | None:
+    """Look `fn` called on `args` up; None when the trace cache does not apply
+    (disabled, MSIR_DUMP set, or a function or arguments it cannot key)."""
+    if not enabled() or os.environ.get("MSIR_DUMP"):
+        return None
+    ident = identity(fn)
+    desc = describe(list(args))
+    if ident is None or desc is None:
+        return None
+    try:
+        p = Probe(fn, args, ident, desc)
+    except Exception as e:  # never fail a call because of the cache
+        cache._log(f"no trace key: {type(e).__name__}: {e}")
+        return None
+    try:
+        p.lookup()
+    except Exception as e:
+        cache._log(f"trace lookup failed: {type(e).__name__}: {e}")
+        p.hit = None
+    return p
