@@ -273,12 +273,15 @@ def _exp(b: _Builder, x: SSAValue) -> SSAValue:
     f = b.f
     xc = b.clamp_below(b.clamp_above(x, f.exp_hi), f.exp_lo)
     k, r = b.reduce_exp(xc)
-    p = b.add(b.expm1_reduced(r), b.c(1.0))
-    # 2**k in two factors: k in [-1076, 1024] needs exponents beyond the normal
-    # range; p*s1 is exact, *s2 rounds once (to a denormal, 0 or inf)
+    p = b.add(b.expm1_reduced(r), b.c(1.0))  # in [0.7, 1.42]
+    # times 2**k in two factors, as k in [-1076, 1024] needs exponents beyond
+    # the normal range: p*2**k1 (k1 = k >> 1) is normal, so exactly an integer
+    # add to the exponent field (no multiply: the FMA pipes are the loop's
+    # bottleneck); *2**(k-k1) is exact unless the result is a denormal, 0 or
+    # inf, where it rounds once
     k1 = b.ashr(k, 1)
-    k2 = b.isub(k, k1)
-    return b.mul(b.mul(p, b.pow2(k1)), b.pow2(k2))
+    p1 = b.from_bits(b.iadd(b.bits(p), b.shl(k1, f.mbits)))
+    return b.mul(p1, b.pow2(b.isub(k, k1)))
 
 
 def _tanh(b: _Builder, x: SSAValue) -> SSAValue:
@@ -288,8 +291,10 @@ def _tanh(b: _Builder, x: SSAValue) -> SSAValue:
     k, r = b.reduce_exp(y)
     s = b.pow2(k)  # k in [0, 64]
     e = b.fma(s, b.expm1_reduced(r), b.sub(s, b.c(1.0)))  # expm1(y); s*q is exact
-    t = b.div(e, b.add(e, b.c(2.0)))
-    return b.intrinsic("copysign", [t, x])
+    t = b.div(e, b.add(e, b.c(2.0)))  # >= 0 or NaN
+    # copysign(t, x) knowing t's sign bit is clear: one `and` and one `or`
+    sign = b.iand(b.bits(x), b.ci(-(1 << (f.width - 1))))
+    return b.from_bits(b.fl.add(llvm.OrOp(b.bits(t), sign)))
 
 
 def _log(b: _Builder, x: SSAValue) -> SSAValue:
