@@ -26,8 +26,9 @@ Output: a module of `llvm.mlir.global`, `llvm.func` and nothing else, ready for
   Inline vector math: exp, tanh and log (f32, f64) are emitted as branch-free
   range-reduced polynomials (`msir.lowering.vector_math`, which states their
   accuracy) where pass option `math_impl` (default `auto`: per function, as
-  measured on this project's machine) chooses them; the loop vectoriser
-  vectorises them inline. Otherwise, as follows.
+  measured on this project's machine, within a per-function compile-time
+  budget) chooses them; the loop vectoriser vectorises them inline.
+  Otherwise, as follows.
   Vector math: where glibc's libmvec has vector variants for the target ISA
   (pass option `vector_abi`, default `host`: AVX-512 -> `e`, AVX2 -> `d`, also
   the narrower `b`/SSE ones), every transcendental math op (exp, log, sin, cos,
@@ -649,6 +650,7 @@ class FunctionLowering:
         self.bail_block: Block | None = None
         # float accumulations of scf.for reductions: lowered with `reassoc`
         self.reductions: set[Operation] = set()
+        self.inline_math_candidates = vector_math.inline_candidates(f)
 
     # -- building ----------------------------------------------------------
 
@@ -954,7 +956,7 @@ def _libm_op(name: str, intrinsic: str | None = None) -> Lowering:
         symbol = name + "f" if isinstance(t, Float32Type) else name
         args = [fl.get(v) for v in op.operands]
         vectorised = bool(_vector_variants(symbol, len(args), t, fl.m.vector_abi))
-        if vector_math.choose(name, t, fl.m.math_impl, vectorised):
+        if vector_math.choose(name, t, fl.m.math_impl, vectorised, fl.inline_math_candidates):
             fl.vals[op.results[0]] = vector_math.emit(fl, name, args, t)
             return
         if intrinsic is not None and not vectorised:

@@ -583,16 +583,51 @@ def test_math_impl_option_is_checked():
 
 
 def test_default_route_follows_the_measured_table():
-    """auto: the table of vector_math, and inline wherever libmvec has no
-    vector variant (the alternative being a scalar call)."""
+    """auto: the table of vector_math within the per-function budget, and
+    inline wherever libmvec has no vector variant (the alternative being a
+    scalar call)."""
     from xdsl.dialects.builtin import f32, f64
 
     from msir.lowering import vector_math as vm
 
+    over = vm.MAX_INLINE_PER_FUNCTION + 1
     for (fn, t), inline in vm.INLINE_BY_DEFAULT.items():
         ty = f32 if t == "f32" else f64
         assert vm.choose(fn, ty, "auto", True) is inline
-        assert vm.choose(fn, ty, "auto", False) is True
+        assert vm.choose(fn, ty, "auto", True, over) is False
+        assert vm.choose(fn, ty, "auto", False, over) is True
         assert vm.choose(fn, ty, "libm", False) is False
-        assert vm.choose(fn, ty, "inline", True) is True
+        assert vm.choose(fn, ty, "inline", True, over) is True
     assert vm.choose("sin", f32, "inline", True) is False
+
+
+def f_nine_exps(x):
+    return (
+        np.exp(x) + np.exp(x * 2.0) + np.exp(x * 3.0) + np.exp(x * 4.0) + np.exp(x * 5.0)
+        + np.exp(x * 6.0) + np.exp(x * 7.0) + np.exp(x * 8.0) + np.exp(x * 9.0)
+    )
+
+
+def f_eight_exps(x):
+    return (
+        np.exp(x) + np.exp(x * 2.0) + np.exp(x * 3.0) + np.exp(x * 4.0) + np.exp(x * 5.0)
+        + np.exp(x * 6.0) + np.exp(x * 7.0) + np.exp(x * 8.0)
+    )
+
+
+@pytest.mark.skipif(
+    _host_vector_abi() not in ("avx2", "avx512"), reason="needs AVX2 or AVX-512 and libmvec"
+)
+def test_inline_budget_per_function():
+    """auto inlines up to MAX_INLINE_PER_FUNCTION math ops per function; past
+    it, all take libmvec (compile time), with the same values."""
+    from msir.lowering import vector_math as vm
+
+    assert vm.MAX_INLINE_PER_FUNCTION == 8
+    x = np.linspace(-2, 2, 1001).astype(np.float32)
+    few = _calls(_optimised_ir(f_eight_exps, x))
+    many = _calls(_optimised_ir(f_nine_exps, x))
+    assert not any(c == "expf" or c.endswith("_expf") for c in few), sorted(few)
+    assert any(c.startswith("_ZGV") and c.endswith("_expf") for c in many), sorted(many)
+    for f in (f_eight_exps, f_nine_exps):
+        assert_ulp(msir.jit(f)(x), reference(f, x), [x], 8, f.__name__)
