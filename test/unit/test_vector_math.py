@@ -630,4 +630,5 @@ def test_inline_budget_per_function():
     assert not any(c == "expf" or c.endswith("_expf") for c in few), sorted(few)
     assert any(c.startswith("_ZGV") and c.endswith("_expf") for c in many), sorted(many)
     for f in (f_eight_exps, f_nine_exps):
-        assert_ulp(msir.jit(f)(x), reference(f, x), [x], 8, f.__name__)
+        # against NumPy in float32 (the products x*k round as in msir)
+        np.testing.assert_allclose(msir.jit(f)(x), f(x), rtol=8 * np.finfo(np.float32).eps)
