@@ -4,39 +4,48 @@
 that `choose(...)` routes here instead of to libm/libmvec. The emitted code is
 straight-line and branch-free (special cases by `select`), uses only IEEE
 operations without fast-math flags, `llvm.fmuladd` (an FMA where the target has
-one, else a multiply and an add: every formula below is accurate either way),
-`llvm.copysign` and integer operations on the bit pattern, so LLVM's loop
-vectoriser vectorises it inline for any x86-64 (or other) target, with no call.
-No float-to-int conversion appears (the "shifter" trick rounds x*log2(e) and
+one, else a multiply and an add), `llvm.fabs` and integer operations on the bit
+pattern, so LLVM's loop vectoriser vectorises it inline for the host's vector
+ISA (AVX2 here, SSE2 on any x86-64, AVX-512 where present), with no call. No
+float-to-int conversion appears (the "shifter" 1.5*2**mbits rounds x*log2(e) and
 yields its integer bits), so no input, NaN and infinities included, can produce
 poison.
 
-Functions and stated accuracy (measured in test/unit/test_vector_math.py against
-NumPy in float64 / long double, on dense sweeps of the whole range):
+Functions, and accuracy measured by test/unit/test_vector_math.py against the
+correctly rounded result (NumPy in x87 long double, rounded once) on 10**6
+points per function and dtype (half spread over every float of the whole
+range, half uniform in the core range), with FMA and with fmuladd emulated as
+a multiply and an add (a target without FMA):
 
 * exp  f32, f64: x = k*ln2 + r (Cody-Waite split ln2, |r| <= ln2/2),
-  e**r = 1 + r + r**2*P(r), result (e**r * 2**(k//2)) * 2**(k - k//2) so that
-  overflow (to inf) and gradual underflow (denormals, then 0) round once.
-  Within 1 ulp (f32) and 2 ulp (f64) of the correctly rounded result.
+  e**r = 1 + r + r**2*P(r), times 2**(k>>1) by an integer add to the exponent
+  field, times 2**(k - (k>>1)) by one multiply, so that overflow (to inf) and
+  gradual underflow (denormals, then 0) round once. Within 1 ulp.
 * tanh f32, f64: tanh|x| = e/(e+2) with e = expm1(2|x|) = 2**k*(e**r-1) +
-  (2**k-1) (one rounding), the sign by copysign; 2|x| is clamped where tanh
-  rounds to 1 (|x| > 9.5 f32, 22 f64). Within 3 ulp.
+  (2**k-1) (one rounding: the product is exact), the sign of x by and/or;
+  2|x| is clamped where tanh rounds to 1 (|x| > 9.5 f32, 22 f64). Within 2 ulp
+  (3 without FMA, f64).
 * log  f32: x = 2**k*m, m in [sqrt(1/2), sqrt(2)), f = m-1,
   log1p(f) = f - f**2/2 + f**3*P(f); f64: s = f/(2+f),
   log1p(f) = f - (f**2/2 - s*(f**2/2 + s**2*P(s**2))) (fdlibm's form), then
-  + k*ln2 (split). Denormal inputs are scaled first. Within 1 ulp (f32) and 1 ulp
-  (f64) of the correctly rounded result.
+  + k*ln2 (split). Denormal inputs are scaled by 2**25 (2**54) first. Within
+  1 ulp.
 
 Special values, exactly: exp(+-0) = 1, exp(+inf) = inf, exp(-inf) = 0,
-exp(nan) = nan; tanh(+-0) = +-0, tanh(+-inf) = +-1, tanh(nan) = nan, tanh of a
-denormal is itself; log(+-0) = -inf, log(x<0) = nan, log(+inf) = inf,
-log(nan) = nan.
+exp(nan) = nan, overflow to inf, underflow to denormals and 0; tanh(+-0) = +-0,
+tanh(+-inf) = +-1, tanh(nan) = nan, tanh saturates to +-1, tanh of a denormal
+is itself; log(+-0) = -inf, log(x<0) = nan, log(-inf) = nan, log(+inf) = inf,
+log(nan) = nan (a canonical quiet NaN).
 
 The polynomial coefficients come from tools/fit_vector_math.py (near-minimax,
 Chebyshev interpolation in mpmath, rounded to the float type).
 
-Which route each (function, dtype) takes by default is `INLINE_BY_DEFAULT`,
-chosen by measuring both (bench/vector_math.py) on this project's machine.
+Which route each (function, dtype) takes by default (`math_impl=auto`) is
+`INLINE_BY_DEFAULT`, chosen by measuring both (bench/vector_math.py) on this
+project's machine, within a per-function compile-time budget
+(`MAX_INLINE_PER_FUNCTION`); where libmvec has no vector variant for the target
+(no glibc, `vector_abi=none`), the polynomials are always used, since the
+alternative is a scalar libm call per element.
 """
 
 from __future__ import annotations
@@ -212,8 +221,9 @@ class _Builder:
 
     def estrin(self, x: SSAValue, x2: SSAValue, coeffs: Sequence[float]) -> SSAValue:
         """The polynomial (highest degree first) in pairs c*x + d combined in
-        x**2: as many operations as Horner's rule, about half the latency
-        (the loop's speed is bound by latency, not by throughput)."""
+        x**2 (Estrin's scheme): as many operations as Horner's rule, a shorter
+        dependency chain (neutral in W1's loop, whose bound is the FMA pipes,
+        by llvm-mca; it helps a loop with less independent work)."""
         pairs = []
         cs = list(coeffs)
         if len(cs) % 2:
@@ -363,15 +373,26 @@ def _log(b: _Builder, x: SSAValue) -> SSAValue:
 
 EMITTERS = {"exp": _exp, "tanh": _tanh, "log": _log}
 
-# The default route per (function, dtype), from bench/vector_math.py on this
-# project's machine (AMD Zen 3, AVX2+FMA, glibc 2.3x libmvec); see its docstring.
+# The default route per (function, dtype) where libmvec has a vector variant,
+# from `taskset -c 1 python bench/vector_math.py` on this project's machine (AMD
+# EPYC Zen 3, AVX2 + FMA, 2 shared cores; glibc's libmvec AVX2 variants). Ratio
+# = libmvec time / inline time per element, n = 65536 (in L2), minimum of
+# alternated runs, three runs on a loaded machine (load average 3 to 10):
+#   exp  f32 1.47 0.88 1.08   inline (and W1, which has exp and tanh: all
+#                             inline 2.34 ns/element, exp via libmvec 2.65,
+#                             both via libmvec 4.34, same run)
+#   exp  f64 1.76 1.05 2.00   inline
+#   tanh f32 2.17 3.11        inline
+#   tanh f64 2.29 3.28        inline
+#   log  f32 0.93 0.68 0.56   libmvec (glibc's vector logf is faster)
+#   log  f64 1.05 0.72 0.76   libmvec
 INLINE_BY_DEFAULT: dict[tuple[str, str], bool] = {
     ("exp", "f32"): True,
     ("exp", "f64"): True,
     ("tanh", "f32"): True,
     ("tanh", "f64"): True,
-    ("log", "f32"): True,
-    ("log", "f64"): True,
+    ("log", "f32"): False,
+    ("log", "f64"): False,
 }
 
 MATH_IMPLS = ("auto", "inline", "libm")

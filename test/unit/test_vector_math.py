@@ -1,13 +1,16 @@
 """Vector math: transcendental functions and reductions in vectorised loops.
 
-msir-lower-to-llvm lowers exp/log/sin/cos/pow/tanh/log1p/expm1/... to libm calls
-that offer LLVM's loop vectoriser glibc's libmvec variants (`_ZGVdN8v_expf` on
-AVX2, `_ZGVeN16v_expf` on AVX-512) through the `vector-function-abi-variant`
-attribute; sqrt is LLVM's intrinsic (a vector instruction). Float sums
-accumulate with `reassoc`, so LLVM keeps 8-16 partial sums per loop.
+msir-lower-to-llvm emits exp and tanh (and log where libmvec has no vector
+variant) inline as range-reduced polynomials (msir.lowering.vector_math, tested
+at the end of this file on dense sweeps against long double), and lowers
+log/sin/cos/pow/log1p/expm1/... to libm calls that offer LLVM's loop vectoriser
+glibc's libmvec variants (`_ZGVdN8v_expf` on AVX2, `_ZGVeN16v_expf` on
+AVX-512) through the `vector-function-abi-variant` attribute; sqrt is LLVM's
+intrinsic (a vector instruction). Float sums accumulate with `reassoc`, so
+LLVM keeps 8-16 partial sums per loop.
 
 Stated accuracy, checked here through `msir.jit`:
-* float64: within 4 ulp of NumPy (glibc's libm), everywhere including
+* float64: within 4 ulp of NumPy (glibc's libm), whichever route, everywhere including
   special values (inf, -inf, nan, +-0, denormals, huge arguments); libmvec
   measured at most 3 ulp on this machine.
 * float32: within 4 ulp of the float64 result rounded to float32 (NumPy in
