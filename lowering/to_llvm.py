@@ -23,6 +23,12 @@ Output: a module of `llvm.mlir.global`, `llvm.func` and nothing else, ready for
   (never ptrtoint/inttoptr), so LLVM's loop vectoriser sees affine accesses.
 * Math ops become `llvm.call_intrinsic` with fully type-suffixed names
   (`llvm.exp.f32`); functions without an intrinsic call libm (`tanhf`, `tanh`).
+  Inline vector math: exp, tanh and log (f32, f64) are emitted as branch-free
+  range-reduced polynomials (`msir.lowering.vector_math`, which states their
+  accuracy) where pass option `math_impl` (default `auto`: per function, as
+  measured on this project's machine, within a per-function compile-time
+  budget) chooses them; the loop vectoriser vectorises them inline.
+  Otherwise, as follows.
   Vector math: where glibc's libmvec has vector variants for the target ISA
   (pass option `vector_abi`, default `host`: AVX-512 -> `e`, AVX2 -> `d`, also
   the narrower `b`/SSE ones), every transcendental math op (exp, log, sin, cos,
@@ -97,6 +103,7 @@ from xdsl.passes import ModulePass
 
 from msir.errors import CompileError, SourceLoc
 from msir.lowering import allocator
+from msir.lowering import vector_math
 
 I1 = IntegerType(1)
 I8 = IntegerType(8)
@@ -402,10 +409,16 @@ def _is_public(f: func.FuncOp) -> bool:
 class ModuleLowering:
     """State shared by the functions of one module: signatures, declarations."""
 
-    def __init__(self, module: ModuleOp, vector_abi: str = "host"):
+    def __init__(self, module: ModuleOp, vector_abi: str = "host", math_impl: str = "auto"):
         self.module = module
         _vector_isas(vector_abi)  # validates
+        if math_impl not in vector_math.MATH_IMPLS:
+            raise CompileError(
+                f"msir-lower-to-llvm: unknown math_impl '{math_impl}' "
+                f"(expected one of {', '.join(vector_math.MATH_IMPLS)})"
+            )
         self.vector_abi = vector_abi
+        self.math_impl = math_impl
         self.passthrough: dict[str, ArrayAttr] = {}
         self.funcs = [op for op in module.ops if isinstance(op, func.FuncOp)]
         self.sigs = {f.sym_name.data: _signature(f) for f in self.funcs}
@@ -654,6 +667,7 @@ class FunctionLowering:
         self.bail_block: Block | None = None
         # float accumulations of scf.for reductions: lowered with `reassoc`
         self.reductions: set[Operation] = set()
+        self.inline_math_candidates = vector_math.inline_candidates(f)
 
     # -- building ----------------------------------------------------------
 
@@ -958,7 +972,11 @@ def _libm_op(name: str, intrinsic: str | None = None) -> Lowering:
         t = op.results[0].type
         symbol = name + "f" if isinstance(t, Float32Type) else name
         args = [fl.get(v) for v in op.operands]
-        if intrinsic is not None and not _vector_variants(symbol, len(args), t, fl.m.vector_abi):
+        vectorised = bool(_vector_variants(symbol, len(args), t, fl.m.vector_abi))
+        if vector_math.choose(name, t, fl.m.math_impl, vectorised, fl.inline_math_candidates):
+            fl.vals[op.results[0]] = vector_math.emit(fl, name, args, t)
+            return
+        if intrinsic is not None and not vectorised:
             fl.vals[op.results[0]] = fl.intrinsic(f"{intrinsic}.{_suffix(t)}", args, t)
             return
         fl.m.declare_math(symbol, len(args), t)
@@ -1477,5 +1495,9 @@ class MsirLowerToLlvm(ModulePass):
     """libmvec variants to offer the loop vectoriser: host (this machine's
     widest, if libmvec is loadable), none, sse, avx, avx2 or avx512."""
 
+    math_impl: str = "auto"
+    """exp/tanh/log as inline polynomials (`inline`, see vector_math.py), as
+    libm/libmvec calls (`libm`), or per function as measured (`auto`)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        ModuleLowering(op, self.vector_abi).run()
+        ModuleLowering(op, self.vector_abi, self.math_impl).run()

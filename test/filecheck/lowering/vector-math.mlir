@@ -1,8 +1,10 @@
-// RUN: msir-opt %s -p "msir-lower-to-llvm{vector_abi=avx2}" | filecheck %s --check-prefixes=CHECK,AVX2
-// RUN: msir-opt %s -p "msir-lower-to-llvm{vector_abi=avx512}" | filecheck %s --check-prefixes=CHECK,AVX512
-// RUN: msir-opt %s -p "msir-lower-to-llvm{vector_abi=none}" | filecheck %s --check-prefix=NONE
+// RUN: msir-opt %s -p "msir-lower-to-llvm{vector_abi=avx2 math_impl=libm}" | filecheck %s --check-prefixes=CHECK,AVX2
+// RUN: msir-opt %s -p "msir-lower-to-llvm{vector_abi=avx512 math_impl=libm}" | filecheck %s --check-prefixes=CHECK,AVX512
+// RUN: msir-opt %s -p "msir-lower-to-llvm{vector_abi=none math_impl=libm}" | filecheck %s --check-prefix=NONE
 
-// Vector math: with libmvec variants for the target, transcendental math ops
+// Vector math through libm (math_impl=libm; the default `auto` emits exp, tanh
+// and log inline instead, see vector-math-inline.mlir): with libmvec variants
+// for the target, transcendental math ops
 // become libm calls whose declarations name their vector variants (LLVM's
 // VFABI mangling) for the loop vectoriser, and the variants are declared.
 // Without (vector_abi=none), exp/log/sin/cos/pow stay LLVM intrinsics and only
