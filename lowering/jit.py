@@ -11,6 +11,13 @@ released during the call) and turns the error status into msir exceptions.
 Compilation is serialised by a process-wide lock. Calls are thread-safe except
 for error attribution: `@__msir_status`/`@__msir_site` are per-module globals,
 so two threads failing in the same module at once may see each other's error.
+
+Threads: the one native call may split its large loops across msir's native
+thread pool (`msir.lowering.threads`, entry point `__msir_parallel_for`); it
+returns after every worker finished, and a runtime error a worker records in
+`@__msir_status` is raised here as from a serial loop. Two Python threads may
+call compiled functions at once: the pool serves one of them at a time and
+the other runs its loops serially, so neither waits for the other.
 """
 
 from __future__ import annotations
@@ -47,6 +54,7 @@ from msir.errors import (
     ShapeError,
     SourceLoc,
 )
+from msir.lowering import threads
 from msir.lowering.to_llvm import ENTRY_SUFFIX, SITE, export_attributes
 
 _LOCK = threading.Lock()
@@ -165,6 +173,8 @@ def load_native_module(
     module; `required_symbols` are the external symbols the object calls: a
     CompileError if one does not resolve (MCJIT would abort the process).
     The object must have no static constructors (they are not run)."""
+    if any(s in threads.ENTRY_POINTS for s in required_symbols):
+        threads.load()  # registers the pool's entry points (a CompileError below if it failed)
     with _LOCK:
         _initialise()
         missing = [s for s in required_symbols if not llvm.address_of_symbol(s)]

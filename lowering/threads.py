@@ -81,6 +81,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import sys
 import threading
 import time
 
@@ -130,6 +131,7 @@ _RUNTIME = r"""
 @job.chunk = internal global i64 0
 @job.nchunks = internal global i64 0
 @job.next = internal global i64 0
+@stats.worker_chunks = internal global i64 0
 
 declare i32 @pthread_create(ptr, ptr, ptr, ptr)
 declare i32 @pthread_detach(i64)
@@ -156,7 +158,8 @@ define internal void @futex_wake(ptr %addr, i32 %n) {{
   ret void
 }}
 
-define internal void @run_chunks() {{
+; Run chunks until none is left; returns how many this thread ran.
+define internal i64 @run_chunks() {{
 entry:
   %task = load ptr, ptr @job.task
   %ctx = load ptr, ptr @job.ctx
@@ -166,10 +169,12 @@ entry:
   %n = load i64, ptr @job.nchunks
   br label %loop
 loop:
+  %ran = phi i64 [ 0, %entry ], [ %ran1, %run ]
   %k = atomicrmw add ptr @job.next, i64 1 monotonic
   %more = icmp slt i64 %k, %n
   br i1 %more, label %run, label %done
 run:
+  %ran1 = add i64 %ran, 1
   %off = mul i64 %k, %chunk
   %b = add i64 %begin, %off
   %b1 = add i64 %b, %chunk
@@ -177,7 +182,7 @@ run:
   call void %task(ptr %ctx, i64 %k, i64 %b, i64 %e)
   br label %loop
 done:
-  ret void
+  ret i64 %ran
 }}
 
 define internal ptr @worker_main(ptr %arg) {{
@@ -222,7 +227,8 @@ got:
   %mine = icmp ule i32 %w, %parts
   br i1 %mine, label %work, label %wait
 work:
-  call void @run_chunks()
+  %ran = call i64 @run_chunks()
+  %st = atomicrmw add ptr @stats.worker_chunks, i64 %ran monotonic
   %old = atomicrmw sub ptr @pool.pending, i32 1 seq_cst
   %last = icmp eq i32 %old, 1
   br i1 %last, label %check_caller, label %worked
@@ -258,6 +264,11 @@ define void @__msir_threads_set(i32 %n) {{
 
 define void @__msir_noop_task(ptr %ctx, i64 %k, i64 %b, i64 %e) {{
   ret void
+}}
+
+define i64 @__msir_threads_worker_chunks() {{
+  %n = load atomic i64, ptr @stats.worker_chunks monotonic, align 8
+  ret i64 %n
 }}
 
 define i32 @__msir_threads_started() {{
@@ -368,7 +379,7 @@ wake:
   call void @futex_wake(ptr @pool.gen, i32 2147483647)
   br label %work
 work:
-  call void @run_chunks()
+  %mine = call i64 @run_chunks()
   br label %spin
 spin:
   %i = phi i32 [ 0, %work ], [ %i1, %spin_more ]
@@ -457,6 +468,7 @@ def _load() -> None:
     init = ctypes.CFUNCTYPE(ctypes.c_int32)(address("__msir_threads_init"))
     setter = ctypes.CFUNCTYPE(None, ctypes.c_int32)(address("__msir_threads_set"))
     started = ctypes.CFUNCTYPE(ctypes.c_int32)(address("__msir_threads_started"))
+    worker_chunks = ctypes.CFUNCTYPE(ctypes.c_int64)(address("__msir_threads_worker_chunks"))
     parallel_for = ctypes.CFUNCTYPE(
         ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64
     )(address("__msir_parallel_for"))
@@ -466,6 +478,7 @@ def _load() -> None:
         engine=engine,
         set=setter,
         started=started,
+        worker_chunks=worker_chunks,
         parallel_for=parallel_for,
         noop=address("__msir_noop_task"),
     )
@@ -517,14 +530,19 @@ def set_num_threads(n: int) -> None:
     _requested = n
     if _state.get("ok"):
         _state["set"](n if supported() else 1)  # type: ignore[operator]
-    from msir.lowering import blas
-
-    blas.set_num_threads(n)
+    blas = sys.modules.get("msir.lowering.blas")
+    if blas is not None:  # else blas.load() applies get_num_threads() itself
+        blas.set_num_threads(n)
 
 
 def workers_started() -> int:
     """Worker threads running in this process (0 before the first parallel loop)."""
     return int(_state["started"]()) if load() else 0  # type: ignore[operator]
+
+
+def worker_chunks() -> int:
+    """Chunks run by worker threads (not callers) since the process started."""
+    return int(_state["worker_chunks"]()) if load() else 0  # type: ignore[operator]
 
 
 def measure_dispatch_us(repeats: int = 2000) -> dict[str, float]:

@@ -39,6 +39,31 @@ Output: a module of `llvm.mlir.global`, `llvm.func` and nothing else, ready for
   value (`yield addf(acc, x)`) gets the `reassoc` fast-math flag, and only that
   op: LLVM vectorises (and reorders) the accumulation. Every other float op
   keeps strict IEEE semantics.
+* Parallel loops (pass option `parallel`, default on): an `scf.for` whose
+  iterations are independent (`_parallel_plan`: step 1, no calls but
+  `__msir_error`, no heap allocation, every written buffer indexed by the
+  induction variable as first index or a row group's `msir.row_local`
+  buffer, every carried value a reduction `acc = op(acc, x)` of
+  `_REDUCTIONS`) and whose work (a static cost model: ~1 unit per scalar op,
+  8 per libm call, inner loops times their trip count) may exceed two chunks
+  of `threads.MIN_CHUNK_WORK` is outlined, outermost first, into::
+
+      internal {partials} @f__par<k>(i64 begin, i64 end, captured...)  (noinline)
+      internal void @f__par<k>__task(ptr ctx, i64 chunk, i64 begin, i64 end)
+
+  `@f__par<k>` runs the loop over [begin, end) with each reduction started at
+  its identity (-0.0 for addf, -inf for maximumf, ...) and allocates its own
+  copy of each row-local buffer (stack up to 64 KiB, else heap); its pointer
+  parameters are `noalias` when the captured buffers are `noalias` arguments
+  or allocations of the parent. The parent stores the captured LLVM values in
+  8-byte slots of a stack `ctx`, followed by one pointer per reduction to a
+  stack array of `threads.MAX_CHUNKS` partials, calls
+  `i64 @__msir_parallel_for(@f__par<k>__task, ctx, lb, ub, min_iters)` (the
+  number of chunks run; `min_iters` = MIN_CHUNK_WORK / cost per iteration)
+  and combines `init (+) partial[0] (+) ... (+) partial[n-1]` in chunk order:
+  elementwise loops give bitwise the serial result; float sums and products
+  are reassociated (as the vectoriser already does), deterministically for a
+  given thread count. Loops inside an outlined body stay inline.
 * `@__msir_status : i32` and `@__msir_site : i64` are module globals (weak
   linkage, so the JIT can look them up); `@__msir_error` is defined to keep the
   first error only. `memref.alloc` calls `aligned_alloc(64, max(64,
@@ -1816,7 +1841,8 @@ def _outlined_body(
             packed = child.add(llvm.InsertValueOp(DenseArrayBase.from_list(i64, [j]), packed, value))
         child.emit(llvm.ReturnOp(packed))
     child.prologue.add_op(llvm.BrOp(start))
-    props: dict[str, Attribute | None] = {}
+    # called from its task only: inlining would compile the loop twice
+    props: dict[str, Attribute | None] = {"passthrough": ArrayAttr([StringAttr("noinline")])}
     if _noalias_params(fl, params):
         no_alias = DictionaryAttr({"llvm.noalias": UnitAttr()})
         props["arg_attrs"] = ArrayAttr(
