@@ -7,8 +7,8 @@ Its large parallel loops are split inside that call: `msir-lower-to-llvm`
 outlines them (see "Parallel loops" in `msir.lowering.to_llvm`) and calls
 `__msir_parallel_for`, which hands chunks to worker threads that already exist
 and wait for work. Starting a Python thread per kernel would cost tens of
-microseconds and the GIL; a dispatch here costs a few microseconds (measured
-by `measure_dispatch_us`, see `DISPATCH_NOTE`).
+microseconds and the GIL; a dispatch here costs under a microsecond when the
+workers are awake (`measure_dispatch_us`, see `MIN_CHUNK_WORK`).
 
 The runtime
 ===========
@@ -17,8 +17,9 @@ llvmlite in an engine of its own, and registers its entry points with
 `llvmlite.binding.add_symbol` so every module compiled (or loaded from the
 persistent cache) afterwards resolves them. No C compiler, no new dependency:
 the module calls libc's `pthread_create`, `pthread_sigmask`, `pthread_atfork`
-(glibc: `__register_atfork`)
-and `syscall(SYS_futex)`. ::
+(glibc: `__register_atfork`) and `syscall(SYS_futex)`. Its object code is kept in the persistent compile
+cache's directory (`threads-runtime-<hash>.o`, keyed like cache entries), so
+later processes load it in milliseconds instead of generating it again. ::
 
     i64 __msir_parallel_for(ptr task, ptr ctx, i64 begin, i64 end, i64 min_iters)
         -- task: void (ptr ctx, i64 chunk, i64 chunk_begin, i64 chunk_end)
@@ -34,17 +35,25 @@ combining per-chunk partials in chunk order is deterministic for a given
 thread count. With one chunk, one thread, or when the pool is busy, `task`
 runs in the calling thread as one chunk.
 
-Scheduling: the caller publishes the job (task, ctx, range, chunk size) and
-a generation word, wakes sleeping workers, and then takes chunks itself
-through the same atomic counter as the workers (dynamic scheduling, so a core
-the OS gives to another process slows one chunk, not a fixed half of the
-work). It returns when every participating worker has reported done.
+Scheduling: the caller writes the job (task, ctx, range, chunk size), opens
+it in the 64-bit claim word `generation << 32 | next chunk`, bumps the
+generation word (whose low 8 bits say how many workers may join), wakes
+sleeping workers, and then claims chunks itself like any worker: a chunk is
+taken by a compare-and-swap on the claim word (dynamic scheduling: a core the
+OS gives to another process slows one chunk, not a fixed share of the work).
+The caller waits only for chunks that were claimed, counted in `done`, never
+for a worker that has not woken up yet: on a busy machine a late worker finds
+the job finished (the claim word carries another generation) and goes back
+to waiting. Before it rewrites the fields for the next job, the caller closes
+the previous generation in the claim word; the fields are stored with release
+and loaded with acquire, so a worker whose claim succeeds has read the fields
+of the job it claimed from.
 
 Waiting: a worker that has no work spins on the generation word for
 `SPIN_ITERATIONS` pause instructions (about 0.1 ms on current x86 cores, so
 back-to-back kernels find it awake), then sleeps in `futex(FUTEX_WAIT)` and
-costs nothing. The caller waits for the last worker the same way. A sleeper
-count (and a flag for the caller) makes the waking side skip the futex
+costs nothing. The caller waits for the last claimed chunk the same way. A
+sleeper count (and a flag for the caller) makes the waking side skip the futex
 syscall when nobody sleeps; both sides use seq_cst so a wake-up is never lost.
 
 Safety
@@ -60,8 +69,11 @@ Safety
   taken while another thread of the parent is inside a parallel loop leaves
   that loop's buffers half-written in the child, as with any threaded code.)
 * Errors: tasks report runtime errors through the module's `__msir_error`
-  (first error wins, atomically); the caller reads the status after the
-  join, so errors raised in a worker reach Python as from a serial loop.
+  (`@__msir_status`/`@__msir_site`); the caller reads them after the join, so
+  an index or zero-division error raised in a worker reaches Python as from a
+  serial loop. Two chunks failing at the same moment may interleave their
+  writes (the llvm dialect has no atomics): the error is then one of the two,
+  its reported line possibly the other's.
 * Platforms: Linux on x86_64 or aarch64 (the futex syscall number). Elsewhere
   the pool never starts and every loop runs serially.
 
@@ -97,15 +109,18 @@ one partial per chunk of each reduction in a stack array of this length."""
 CHUNK_ALIGN = 16
 SPIN_ITERATIONS = 4096
 
-MIN_CHUNK_WORK = 40000
-"""Work units (see `msir.lowering.to_llvm`'s cost model: about one per scalar
-operation of a loop body, ~0.1-0.3 ns each once vectorised) a chunk must do,
-so that splitting pays for the dispatch. Chosen from `measure_dispatch_us`: a
-dispatch costs ~2-5 us with awake workers and ~15-40 us when they sleep (futex
-wake-up, on this 2-core machine); 40000 units is ~5-10 us of single-thread
-work, so a loop goes parallel only when each thread gets at least that. Loops
-below 2 * MIN_CHUNK_WORK in total stay serial, without a call to the runtime
-when their size is known at compile time."""
+MIN_CHUNK_WORK = 100_000
+"""Work units a chunk must do (to_llvm's cost model: ~1 per scalar op of a
+loop body, 8 per libm call), so that splitting pays for the dispatch. From
+measurements on this 2-core machine (shared, load average ~13 at the time):
+one unit is ~0.1 ns of single-thread time (0.07-0.15 ns for `x + y` and the
+W1 chain at 2^14..2^18 elements); `measure_dispatch_us` gives ~0.5 us over a
+plain call when the workers are spinning and ~20-200 us when they sleep
+(futex wake-up plus scheduling latency, the larger figure under load). A chunk
+of 100000 units (~10 us) amortises an awake dispatch completely and a sleeping
+one over the chunks of a large loop; loops below 2 * MIN_CHUNK_WORK in total
+(~20 us) stay serial, without a call to the runtime when their size is known
+at compile time."""
 
 ENTRY_POINTS = ("__msir_parallel_for",)
 
@@ -117,20 +132,22 @@ _requested: int | None = None  # set_num_threads(n)
 
 
 _RUNTIME = r"""
+; pool
 @pool.nthreads = internal global i32 1
 @pool.started = internal global i32 0
 @pool.lock = internal global i32 0
 @pool.gen = internal global i32 0
 @pool.sleepers = internal global i32 0
-@pool.pending = internal global i32 0
 @pool.caller_sleeping = internal global i32 0
+; the job of generation g: fields written (release) before `claim` opens it
 @job.task = internal global ptr null
 @job.ctx = internal global ptr null
 @job.begin = internal global i64 0
 @job.end = internal global i64 0
 @job.chunk = internal global i64 0
 @job.nchunks = internal global i64 0
-@job.next = internal global i64 0
+@job.claim = internal global i64 0
+@job.done = internal global i32 0
 @stats.worker_chunks = internal global i64 0
 
 declare i32 @pthread_create(ptr, ptr, ptr, ptr)
@@ -158,28 +175,56 @@ define internal void @futex_wake(ptr %addr, i32 %n) {{
   ret void
 }}
 
-; Run chunks until none is left; returns how many this thread ran.
-define internal i64 @run_chunks() {{
+; Claim and run chunks of generation %g until none is left or the job is
+; over; returns how many this thread ran. A chunk is claimed by a CAS on
+; `claim` = g << 32 | next chunk, so a thread that read the fields of another
+; job never runs anything with them (the CAS fails: see the module docstring).
+define internal i64 @run_chunks(i32 %g) {{
 entry:
-  %task = load ptr, ptr @job.task
-  %ctx = load ptr, ptr @job.ctx
-  %begin = load i64, ptr @job.begin
-  %end = load i64, ptr @job.end
-  %chunk = load i64, ptr @job.chunk
-  %n = load i64, ptr @job.nchunks
+  %task = load atomic ptr, ptr @job.task acquire, align 8
+  %ctx = load atomic ptr, ptr @job.ctx acquire, align 8
+  %begin = load atomic i64, ptr @job.begin acquire, align 8
+  %end = load atomic i64, ptr @job.end acquire, align 8
+  %chunk = load atomic i64, ptr @job.chunk acquire, align 8
+  %n = load atomic i64, ptr @job.nchunks acquire, align 8
+  %g64 = zext i32 %g to i64
+  %tag = shl i64 %g64, 32
+  %n32 = trunc i64 %n to i32
   br label %loop
 loop:
-  %ran = phi i64 [ 0, %entry ], [ %ran1, %run ]
-  %k = atomicrmw add ptr @job.next, i64 1 monotonic
-  %more = icmp slt i64 %k, %n
-  br i1 %more, label %run, label %done
+  %ran = phi i64 [ 0, %entry ], [ %ran1, %finished ], [ %ran, %claim ]
+  %c = load atomic i64, ptr @job.claim seq_cst, align 8
+  %cg = and i64 %c, -4294967296
+  %ours = icmp eq i64 %cg, %tag
+  br i1 %ours, label %check, label %done
+check:
+  %k = and i64 %c, 4294967295
+  %left = icmp ult i64 %k, %n
+  br i1 %left, label %claim, label %done
+claim:
+  %c1 = add i64 %c, 1
+  %cx = cmpxchg ptr @job.claim, i64 %c, i64 %c1 seq_cst seq_cst
+  %won = extractvalue {{ i64, i1 }} %cx, 1
+  br i1 %won, label %run, label %loop
 run:
-  %ran1 = add i64 %ran, 1
   %off = mul i64 %k, %chunk
   %b = add i64 %begin, %off
   %b1 = add i64 %b, %chunk
   %e = call i64 @llvm.smin.i64(i64 %b1, i64 %end)
   call void %task(ptr %ctx, i64 %k, i64 %b, i64 %e)
+  %ran1 = add i64 %ran, 1
+  %d0 = atomicrmw add ptr @job.done, i32 1 seq_cst
+  %d1 = add i32 %d0, 1
+  %last = icmp eq i32 %d1, %n32
+  br i1 %last, label %check_caller, label %finished
+check_caller:
+  %cs = load atomic i32, ptr @pool.caller_sleeping seq_cst, align 4
+  %asleep = icmp ne i32 %cs, 0
+  br i1 %asleep, label %wake_caller, label %finished
+wake_caller:
+  call void @futex_wake(ptr @job.done, i32 1)
+  br label %finished
+finished:
   br label %loop
 done:
   ret i64 %ran
@@ -192,14 +237,14 @@ entry:
   %a64 = ptrtoint ptr %arg to i64
   %w64 = and i64 %a64, 65535
   %w = trunc i64 %w64 to i32
-  %g64 = lshr i64 %a64, 16
-  %seen0 = trunc i64 %g64 to i32
+  %sg64 = lshr i64 %a64, 16
+  %seen0 = trunc i64 %sg64 to i32
   %set = alloca [128 x i8], align 8
   %r0 = call i32 @sigfillset(ptr %set)
   %r1 = call i32 @pthread_sigmask(i32 0, ptr %set, ptr null)
   br label %wait
 wait:
-  %seen = phi i32 [ %seen0, %entry ], [ %g, %got ], [ %g, %worked ], [ %g, %notify ]
+  %seen = phi i32 [ %seen0, %entry ], [ %g, %got ], [ %g, %work ]
   br label %spin
 spin:
   %i = phi i32 [ 0, %wait ], [ %i1, %spin_more ], [ 0, %woke ]
@@ -227,19 +272,8 @@ got:
   %mine = icmp ule i32 %w, %parts
   br i1 %mine, label %work, label %wait
 work:
-  %ran = call i64 @run_chunks()
+  %ran = call i64 @run_chunks(i32 %g)
   %st = atomicrmw add ptr @stats.worker_chunks, i64 %ran monotonic
-  %old = atomicrmw sub ptr @pool.pending, i32 1 seq_cst
-  %last = icmp eq i32 %old, 1
-  br i1 %last, label %check_caller, label %worked
-check_caller:
-  %cs = load atomic i32, ptr @pool.caller_sleeping seq_cst, align 4
-  %asleep = icmp ne i32 %cs, 0
-  br i1 %asleep, label %notify, label %worked
-notify:
-  call void @futex_wake(ptr @pool.pending, i32 1)
-  br label %wait
-worked:
   br label %wait
 }}
 
@@ -247,7 +281,6 @@ define internal void @child_after_fork() {{
   store i32 0, ptr @pool.started
   store i32 0, ptr @pool.lock
   store i32 0, ptr @pool.sleepers
-  store i32 0, ptr @pool.pending
   store i32 0, ptr @pool.caller_sleeping
   ret void
 }}
@@ -276,7 +309,7 @@ define i32 @__msir_threads_started() {{
   ret i32 %n
 }}
 
-; Start workers 1..want-1 that are not running yet (under the pool lock).
+; Start workers up to `want` that are not running yet (under the pool lock).
 define internal i32 @ensure_workers(i32 %want) {{
 entry:
   %tid = alloca i64, align 8
@@ -341,36 +374,43 @@ serial:
   call void %task(ptr %ctx, i64 0, i64 %begin, i64 %end)
   ret i64 1
 try_lock:
-  %cx = cmpxchg ptr @pool.lock, i32 0, i32 1 acquire monotonic
-  %locked = extractvalue {{ i32, i1 }} %cx, 1
+  %lx = cmpxchg ptr @pool.lock, i32 0, i32 1 acquire monotonic
+  %locked = extractvalue {{ i32, i1 }} %lx, 1
   br i1 %locked, label %start, label %serial
 start:
   %want = sub i32 %nt32, 1
   %have = call i32 @ensure_workers(i32 %want)
   %have64 = zext i32 %have to i64
-  %nw0 = call i64 @llvm.smin.i64(i64 %have64, i64 %chunks)
   %cm1 = sub i64 %chunks, 1
-  %nw1 = call i64 @llvm.smin.i64(i64 %nw0, i64 %cm1)
-  %nw2 = call i64 @llvm.smin.i64(i64 %nw1, i64 %nt)
-  %nw = trunc i64 %nw2 to i32
+  %nw0 = call i64 @llvm.smin.i64(i64 %have64, i64 %cm1)
+  %ntm1 = sub i64 %nt, 1
+  %nw1 = call i64 @llvm.smin.i64(i64 %nw0, i64 %ntm1)
+  %nw = trunc i64 %nw1 to i32
   %no_workers = icmp eq i32 %nw, 0
   br i1 %no_workers, label %unlock_serial, label %publish
 unlock_serial:
   store atomic i32 0, ptr @pool.lock release, align 4
   br label %serial
 publish:
-  store ptr %task, ptr @job.task
-  store ptr %ctx, ptr @job.ctx
-  store i64 %begin, ptr @job.begin
-  store i64 %end, ptr @job.end
-  store i64 %size, ptr @job.chunk
-  store i64 %chunks, ptr @job.nchunks
-  store i64 0, ptr @job.next
-  store i32 %nw, ptr @pool.pending
   %gen0 = load i32, ptr @pool.gen
   %gen1 = add i32 %gen0, 256
   %gen2 = and i32 %gen1, -256
   %gen = or i32 %gen2, %nw
+  ; close the previous job before its fields change, then open this one
+  %old_tag = zext i32 %gen0 to i64
+  %old_hi = shl i64 %old_tag, 32
+  %closed = or i64 %old_hi, 4294967295
+  store atomic i64 %closed, ptr @job.claim seq_cst, align 8
+  store atomic ptr %task, ptr @job.task release, align 8
+  store atomic ptr %ctx, ptr @job.ctx release, align 8
+  store atomic i64 %begin, ptr @job.begin release, align 8
+  store atomic i64 %end, ptr @job.end release, align 8
+  store atomic i64 %size, ptr @job.chunk release, align 8
+  store atomic i64 %chunks, ptr @job.nchunks release, align 8
+  store atomic i32 0, ptr @job.done release, align 4
+  %tag64 = zext i32 %gen to i64
+  %tag = shl i64 %tag64, 32
+  store atomic i64 %tag, ptr @job.claim seq_cst, align 8
   store atomic i32 %gen, ptr @pool.gen seq_cst, align 4
   %sleepers = load atomic i32, ptr @pool.sleepers seq_cst, align 4
   %any_asleep = icmp ne i32 %sleepers, 0
@@ -379,12 +419,14 @@ wake:
   call void @futex_wake(ptr @pool.gen, i32 2147483647)
   br label %work
 work:
-  %mine = call i64 @run_chunks()
+  %mine = call i64 @run_chunks(i32 %gen)
+  %n32 = trunc i64 %chunks to i32
   br label %spin
 spin:
+  ; wait for the chunks other threads claimed, not for threads that never came
   %i = phi i32 [ 0, %work ], [ %i1, %spin_more ]
-  %p = load atomic i32, ptr @pool.pending acquire, align 4
-  %finished = icmp eq i32 %p, 0
+  %p = load atomic i32, ptr @job.done acquire, align 4
+  %finished = icmp eq i32 %p, %n32
   br i1 %finished, label %done, label %spin_more
 spin_more:
   call void @pause()
@@ -395,11 +437,11 @@ sleep:
   store atomic i32 1, ptr @pool.caller_sleeping seq_cst, align 4
   br label %sleep_loop
 sleep_loop:
-  %q = load atomic i32, ptr @pool.pending seq_cst, align 4
-  %zero = icmp eq i32 %q, 0
-  br i1 %zero, label %awake, label %do_wait
+  %q = load atomic i32, ptr @job.done seq_cst, align 4
+  %all = icmp eq i32 %q, %n32
+  br i1 %all, label %awake, label %do_wait
 do_wait:
-  call void @futex_wait(ptr @pool.pending, i32 %q)
+  call void @futex_wait(ptr @job.done, i32 %q)
   br label %sleep_loop
 awake:
   store atomic i32 0, ptr @pool.caller_sleeping seq_cst, align 4
@@ -456,12 +498,19 @@ def _load() -> None:
     # it is __register_atfork(prepare, parent, child, dso_handle); the extra
     # argument is ignored by a 3-argument pthread_atfork (musl).
     atfork = "__register_atfork" if hasattr(ctypes.CDLL(None), "__register_atfork") else "pthread_atfork"
-    mod = llvm.parse_assembly(_runtime_ir(os.uname().machine, atfork))
-    mod.verify()
+    ir = _runtime_ir(os.uname().machine, atfork)
     target = llvm.Target.from_default_triple()
     tm = target.create_target_machine(opt=2, codemodel="jitdefault")
-    engine = llvm.create_mcjit_compiler(mod, tm)
-    engine.finalize_object()
+    engine = _load_cached_object(llvm, tm, ir)
+    if engine is None:
+        mod = llvm.parse_assembly(ir)
+        mod.verify()
+        engine = llvm.create_mcjit_compiler(mod, tm)
+        objects: list[bytes] = []
+        engine.set_object_cache(lambda _module, obj: objects.append(obj))
+        engine.finalize_object()
+        if len(objects) == 1:
+            _store_object(ir, objects[0])
     for name in ENTRY_POINTS:
         llvm.add_symbol(name, engine.get_function_address(name))
     address = engine.get_function_address
@@ -483,6 +532,48 @@ def _load() -> None:
         noop=address("__msir_noop_task"),
     )
     setter(get_num_threads() if supported() else 1)
+
+
+def _object_path(ir: str):
+    """Where the persistent compile cache keeps the runtime's object code
+    (None when the cache is disabled): generating code for it costs ~0.1-0.3 s,
+    which a second process (W8's target: 50 ms) must not pay."""
+    import hashlib
+
+    from msir import cache
+
+    if not cache.enabled():
+        return None
+    digest = hashlib.blake2b(f"{cache.environment()}\n{ir}".encode(), digest_size=16).hexdigest()
+    return cache.cache_dir() / f"threads-runtime-{digest}.o"
+
+
+def _load_cached_object(llvm, tm, ir: str):
+    try:
+        path = _object_path(ir)
+        if path is None or not path.exists():
+            return None
+        obj = path.read_bytes()
+    except OSError:
+        return None
+    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
+    engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+    engine.finalize_object()
+    return engine if engine.get_function_address(ENTRY_POINTS[0]) else None
+
+
+def _store_object(ir: str, obj: bytes) -> None:
+    """Written to a temporary file and renamed, so readers never see half."""
+    try:
+        path = _object_path(ir)
+        if path is None:
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(obj)
+        os.replace(tmp, path)
+    except OSError:
+        pass  # the runtime works without the cache
 
 
 def load_error() -> str | None:

@@ -198,8 +198,8 @@ def test_two_python_threads_call_at_once():
 
 def test_ten_thousand_small_parallel_calls():
     threads.set_num_threads(2)
-    x = RNG.standard_normal(40000, dtype=np.float32)
-    y = RNG.standard_normal(40000, dtype=np.float32)
+    x = RNG.standard_normal(60000, dtype=np.float32)
+    y = RNG.standard_normal(60000, dtype=np.float32)
     assert "__msir_parallel_for" in _llvm_ir(add, x, y)
     f = msir.jit(add)
     expect = x + y

@@ -5,7 +5,8 @@
 // @f__par<k>(begin, end, captured...) and a task @f__par<k>__task(ctx, chunk,
 // begin, end) that unpacks the captured values from 8-byte slots of ctx; the
 // function calls __msir_parallel_for(task, ctx, lb, ub, min_iters) with
-// min_iters = MIN_CHUNK_WORK / (work units per iteration). Reductions start
+// min_iters = MIN_CHUNK_WORK (100000) / (work units per iteration: 12 for
+// @scale, 11 for @total). Reductions start
 // each chunk at the identity and are combined in chunk order afterwards; a
 // row group's msir.row_local buffer becomes a per-chunk stack buffer. Small
 // loops and loops with a cross-iteration dependence stay inline.
@@ -21,7 +22,7 @@ builtin.module {
   // CHECK-NEXT:    store ptr %".1", ptr %[[SLOTS]]
   // CHECK-NEXT:    %[[SLOT1:.*]] = getelementptr inbounds i64, ptr %[[SLOTS]], i64 1
   // CHECK-NEXT:    store ptr %".2", ptr %[[SLOT1]]
-  // CHECK-NEXT:    call ccc i64 @"__msir_parallel_for"(void (ptr, i64, i64, i64)* @"scale__par0__task", ptr %[[SLOTS]], i64 0, i64 65536, i64 3334)
+  // CHECK-NEXT:    call ccc i64 @"__msir_parallel_for"(void (ptr, i64, i64, i64)* @"scale__par0__task", ptr %[[SLOTS]], i64 0, i64 65536, i64 8334)
   // CHECK-NEXT:    ret void
   // CHECK-LABEL: define void @"scale__par0"(i64 %".1", i64 %".2", ptr noalias %".3", ptr noalias %".4")
   // CHECK:         phi  i64 [%".1", %{{.*}}], [%{{.*}}, %{{.*}}]
@@ -50,7 +51,7 @@ builtin.module {
 
   // CHECK-LABEL: define float @"total"(ptr noalias %".1")
   // CHECK:         %[[PARTIALS:.*]] = alloca float, i64 256, align 64
-  // CHECK:         %[[N:.*]] = call ccc i64 @"__msir_parallel_for"(void (ptr, i64, i64, i64)* @"total__par0__task", ptr %{{.*}}, i64 0, i64 65536, i64 3637)
+  // CHECK:         %[[N:.*]] = call ccc i64 @"__msir_parallel_for"(void (ptr, i64, i64, i64)* @"total__par0__task", ptr %{{.*}}, i64 0, i64 65536, i64 9091)
   // CHECK:         %[[K:.*]] = phi  i64 [0, %{{.*}}], [%[[K1:.*]], %{{.*}}]
   // CHECK-NEXT:    %[[ACC:.*]] = phi  float [{{ *}}0x0, %{{.*}}], [%[[ACC1:.*]], %{{.*}}]
   // CHECK-NEXT:    icmp slt i64 %[[K]], %[[N]]
@@ -80,7 +81,7 @@ builtin.module {
   }
 
   // CHECK-LABEL: define void @"rows"
-  // CHECK:         call ccc i64 @"__msir_parallel_for"(void (ptr, i64, i64, i64)* @"rows__par0__task", ptr %{{.*}}, i64 0, i64 512, i64 3)
+  // CHECK:         call ccc i64 @"__msir_parallel_for"(void (ptr, i64, i64, i64)* @"rows__par0__task", ptr %{{.*}}, i64 0, i64 512, i64 7)
   // CHECK-LABEL: define void @"rows__par0"
   // CHECK:         %[[ROW:.*]] = alloca float, i64 1024, align 64
   // CHECK:         getelementptr inbounds float, float* %[[ROW]]
