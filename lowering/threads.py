@@ -96,6 +96,7 @@ import os
 import sys
 import threading
 import time
+import warnings
 
 MAX_THREADS = 256
 """Threads (caller included) the pool may use; the participant count of a
@@ -582,15 +583,19 @@ def load_error() -> str | None:
 
 
 def _env_threads() -> int | None:
+    """The first valid setting of MSIR_NUM_THREADS, OMP_NUM_THREADS (whose
+    nested form "4,2" gives 4); a malformed one is skipped with a warning."""
     for var in ("MSIR_NUM_THREADS", "OMP_NUM_THREADS"):
         value = os.environ.get(var, "").strip()
-        if value:
-            try:
-                n = int(value.split(",")[0])
-            except ValueError:
-                continue
-            if n > 0:
-                return n
+        if not value:
+            continue
+        try:
+            n = int(value.split(",")[0])
+        except ValueError:
+            n = 0
+        if n > 0:
+            return n
+        warnings.warn(f"msir: ignoring {var}={value!r} (expected a positive integer)", stacklevel=3)
     return None
 
 

@@ -48,17 +48,18 @@ Output: a module of `llvm.mlir.global`, `llvm.func` and nothing else, ready for
   8 per libm call, inner loops times their trip count) may exceed two chunks
   of `threads.MIN_CHUNK_WORK` is outlined, outermost first, into::
 
-      internal {partials} @f__par<k>(i64 begin, i64 end, captured...)  (noinline)
-      internal void @f__par<k>__task(ptr ctx, i64 chunk, i64 begin, i64 end)
+      internal {partials} @f.par<k>(i64 begin, i64 end, captured...)  (noinline)
+      internal void @f.par<k>.task(ptr ctx, i64 chunk, i64 begin, i64 end)
 
-  `@f__par<k>` runs the loop over [begin, end) with each reduction started at
+  (a `.` cannot clash with msir's function names, which are identifiers).
+  `@f.par<k>` runs the loop over [begin, end) with each reduction started at
   its identity (-0.0 for addf, -inf for maximumf, ...) and allocates its own
   copy of each row-local buffer (stack up to 64 KiB, else heap); its pointer
   parameters are `noalias` when the captured buffers are `noalias` arguments
   or allocations of the parent. The parent stores the captured LLVM values in
   8-byte slots of a stack `ctx`, followed by one pointer per reduction to a
   stack array of `threads.MAX_CHUNKS` partials, calls
-  `i64 @__msir_parallel_for(@f__par<k>__task, ctx, lb, ub, min_iters)` (the
+  `i64 @__msir_parallel_for(@f.par<k>.task, ctx, lb, ub, min_iters)` (the
   number of chunks run; `min_iters` = MIN_CHUNK_WORK / cost per iteration)
   and combines `init (+) partial[0] (+) ... (+) partial[n-1]` in chunk order:
   elementwise loops give bitwise the serial result; float sums and products
@@ -1694,8 +1695,8 @@ def _captured(op: Operation) -> list[SSAValue]:
 
 
 def _parallel_for(fl: FunctionLowering, op: scf.ForOp, plan: _ParallelPlan) -> None:
-    """Outline `op` as `@<f>__par<k>(begin, end, captured...) -> partials`
-    with a task `@<f>__par<k>__task(ctx, chunk, begin, end)` that unpacks the
+    """Outline `op` as `@<f>.par<k>(begin, end, captured...) -> partials`
+    with a task `@<f>.par<k>.task(ctx, chunk, begin, end)` that unpacks the
     captured values from `ctx` and stores the partials of its chunk, and call
     `__msir_parallel_for`; then combine the partials in chunk order."""
     from msir.lowering import threads
@@ -1721,7 +1722,8 @@ def _parallel_for(fl: FunctionLowering, op: scf.ForOp, plan: _ParallelPlan) -> N
             need(value)
     params = list(leaves)
     acc_types = [scalar_type(r.type) for r in op.results]
-    name = f"{fl.f.sym_name.data}__par{len(m.outlined) // 2}"
+    # '.' never occurs in a Python identifier: no clash with msir functions
+    name = f"{fl.f.sym_name.data}.par{len(m.outlined) // 2}"
     body_fn, heap_private = _outlined_body(fl, op, plan, name, captured, params, acc_types)
     task = _task_function(name, params, acc_types)
     m.outlined += [body_fn, task]
@@ -1889,7 +1891,7 @@ def _private_buffer(child: FunctionLowering, root: SSAValue, frees: list[SSAValu
 
 
 def _task_function(name: str, params: Sequence[SSAValue], acc_types: Sequence[Attribute]) -> llvm.FuncOp:
-    """`void @name__task(ptr ctx, i64 chunk, i64 begin, i64 end)`: loads the
+    """`void @name.task(ptr ctx, i64 chunk, i64 begin, i64 end)`: loads the
     parameters of `@name` from the 8-byte slots of `ctx` (then one slot per
     reduction: its array of partials), calls it and stores the partials at
     index `chunk`."""
@@ -1918,7 +1920,7 @@ def _task_function(name: str, params: Sequence[SSAValue], acc_types: Sequence[At
     ops.append(llvm.ReturnOp())
     block.add_ops(ops)
     return llvm.FuncOp(
-        f"{name}__task",
+        f"{name}.task",
         llvm.LLVMFunctionType([PTR, I64, I64, I64]),
         linkage=llvm.LinkageAttr("internal"),
         body=Region([block]),

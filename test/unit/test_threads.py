@@ -148,7 +148,7 @@ def test_max_and_int_sum_are_exact():
 
 def test_large_loops_are_outlined_small_ones_are_not():
     big = _llvm_ir(add, X1, X1)
-    assert "__msir_parallel_for" in big and "add__par0__task" in big
+    assert "__msir_parallel_for" in big and "add.par0.task" in big
     small = np.ones(1000, np.float32)
     assert "__msir_parallel_for" not in _llvm_ir(add, small, small)
 
@@ -245,3 +245,7 @@ def test_thread_count_settings():
         out = subprocess.run([sys.executable, "-c", code], env={**env, **extra},
                              capture_output=True, text=True, check=True).stdout
         assert int(out) == expect
+    bad = subprocess.run([sys.executable, "-c", code], env={**env, "MSIR_NUM_THREADS": "two"},
+                         capture_output=True, text=True, check=True)
+    assert "ignoring MSIR_NUM_THREADS='two'" in bad.stderr
+    assert int(bad.stdout) == len(os.sched_getaffinity(0))

@@ -2,7 +2,7 @@
 // RUN: msir-opt %s -p "msir-lower-to-llvm{vector_abi=none parallel=false}" -t llvm | filecheck %s --check-prefix=SERIAL
 
 // Parallel loops: a large loop with independent iterations is outlined into
-// @f__par<k>(begin, end, captured...) and a task @f__par<k>__task(ctx, chunk,
+// @f.par<k>(begin, end, captured...) and a task @f.par<k>.task(ctx, chunk,
 // begin, end) that unpacks the captured values from 8-byte slots of ctx; the
 // function calls __msir_parallel_for(task, ctx, lb, ub, min_iters) with
 // min_iters = MIN_CHUNK_WORK (100000) / (work units per iteration: 12 for
@@ -22,18 +22,18 @@ builtin.module {
   // CHECK-NEXT:    store ptr %".1", ptr %[[SLOTS]]
   // CHECK-NEXT:    %[[SLOT1:.*]] = getelementptr inbounds i64, ptr %[[SLOTS]], i64 1
   // CHECK-NEXT:    store ptr %".2", ptr %[[SLOT1]]
-  // CHECK-NEXT:    call ccc i64 @"__msir_parallel_for"(void (ptr, i64, i64, i64)* @"scale__par0__task", ptr %[[SLOTS]], i64 0, i64 65536, i64 8334)
+  // CHECK-NEXT:    call ccc i64 @"__msir_parallel_for"(void (ptr, i64, i64, i64)* @"scale.par0.task", ptr %[[SLOTS]], i64 0, i64 65536, i64 8334)
   // CHECK-NEXT:    ret void
-  // CHECK-LABEL: define void @"scale__par0"(i64 %".1", i64 %".2", ptr noalias %".3", ptr noalias %".4")
+  // CHECK-LABEL: define void @"scale.par0"(i64 %".1", i64 %".2", ptr noalias %".3", ptr noalias %".4")
   // CHECK:         phi  i64 [%".1", %{{.*}}], [%{{.*}}, %{{.*}}]
   // CHECK:         icmp slt i64 %{{.*}}, %".2"
   // CHECK:         call float @"llvm.exp.f32"
   // CHECK:         fmul float %{{.*}}, 0x4000000000000000
-  // CHECK-LABEL: define void @"scale__par0__task"(ptr %".1", i64 %".2", i64 %".3", i64 %".4")
+  // CHECK-LABEL: define void @"scale.par0.task"(ptr %".1", i64 %".2", i64 %".3", i64 %".4")
   // CHECK:         %[[A:.*]] = load ptr, ptr %".1"
   // CHECK-NEXT:    %[[P1:.*]] = getelementptr inbounds i64, ptr %".1", i32 1
   // CHECK-NEXT:    %[[B:.*]] = load ptr, ptr %[[P1]]
-  // CHECK-NEXT:    call ccc void @"scale__par0"(i64 %".3", i64 %".4", ptr %[[A]], ptr %[[B]])
+  // CHECK-NEXT:    call ccc void @"scale.par0"(i64 %".3", i64 %".4", ptr %[[A]], ptr %[[B]])
 
   func.func @scale(%a: memref<65536xf32>, %out: memref<65536xf32>) attributes {msir.num_outputs = 1 : i64} {
     %c0 = arith.constant 0 : index
@@ -51,18 +51,18 @@ builtin.module {
 
   // CHECK-LABEL: define float @"total"(ptr noalias %".1")
   // CHECK:         %[[PARTIALS:.*]] = alloca float, i64 256, align 64
-  // CHECK:         %[[N:.*]] = call ccc i64 @"__msir_parallel_for"(void (ptr, i64, i64, i64)* @"total__par0__task", ptr %{{.*}}, i64 0, i64 65536, i64 9091)
+  // CHECK:         %[[N:.*]] = call ccc i64 @"__msir_parallel_for"(void (ptr, i64, i64, i64)* @"total.par0.task", ptr %{{.*}}, i64 0, i64 65536, i64 9091)
   // CHECK:         %[[K:.*]] = phi  i64 [0, %{{.*}}], [%[[K1:.*]], %{{.*}}]
   // CHECK-NEXT:    %[[ACC:.*]] = phi  float [{{ *}}0x0, %{{.*}}], [%[[ACC1:.*]], %{{.*}}]
   // CHECK-NEXT:    icmp slt i64 %[[K]], %[[N]]
   // CHECK:         %[[PK:.*]] = getelementptr inbounds float, float* %[[PARTIALS]], i64 %[[K]]
   // CHECK-NEXT:    %[[X:.*]] = load float, float* %[[PK]]
   // CHECK-NEXT:    %[[ACC1]] = fadd reassoc float %[[ACC]], %[[X]]
-  // CHECK-LABEL: define float @"total__par0"(i64 %".1", i64 %".2", ptr noalias %".3")
+  // CHECK-LABEL: define float @"total.par0"(i64 %".1", i64 %".2", ptr noalias %".3")
   // CHECK:         phi  float [0x8000000000000000, %{{.*}}], [%{{.*}}, %{{.*}}]
   // CHECK:         fadd reassoc float
-  // CHECK-LABEL: define void @"total__par0__task"
-  // CHECK:         %[[PART:.*]] = call ccc float @"total__par0"(i64 %".3", i64 %".4", ptr %{{.*}})
+  // CHECK-LABEL: define void @"total.par0.task"
+  // CHECK:         %[[PART:.*]] = call ccc float @"total.par0"(i64 %".3", i64 %".4", ptr %{{.*}})
   // CHECK-NEXT:    %[[SLOT:.*]] = getelementptr inbounds float, ptr %{{.*}}, i64 %".2"
   // CHECK-NEXT:    store float %[[PART]], ptr %[[SLOT]]
 
@@ -81,12 +81,12 @@ builtin.module {
   }
 
   // CHECK-LABEL: define void @"rows"
-  // CHECK:         call ccc i64 @"__msir_parallel_for"(void (ptr, i64, i64, i64)* @"rows__par0__task", ptr %{{.*}}, i64 0, i64 512, i64 7)
-  // CHECK-LABEL: define void @"rows__par0"
+  // CHECK:         call ccc i64 @"__msir_parallel_for"(void (ptr, i64, i64, i64)* @"rows.par0.task", ptr %{{.*}}, i64 0, i64 512, i64 7)
+  // CHECK-LABEL: define void @"rows.par0"
   // CHECK:         %[[ROW:.*]] = alloca float, i64 1024, align 64
   // CHECK:         getelementptr inbounds float, float* %[[ROW]]
   // CHECK-NOT:     aligned_alloc
-  // CHECK:         define void @"rows__par0__task"
+  // CHECK:         define void @"rows.par0.task"
 
   func.func @rows(%a: memref<512x1024xf32>, %out: memref<512x1024xf32>) attributes {msir.num_outputs = 1 : i64} {
     %c0 = arith.constant 0 : index
