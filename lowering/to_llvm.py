@@ -44,7 +44,7 @@ Output: a module of `llvm.mlir.global`, `llvm.func` and nothing else, ready for
   `__msir_error`, no heap allocation, every written buffer indexed by the
   induction variable as first index or a row group's `msir.row_local`
   buffer, every carried value a reduction `acc = op(acc, x)` of
-  `_REDUCTIONS`) and whose work (a static cost model: ~1 unit per scalar op,
+  `_REDUCTIONS`, directly or through an inner loop) and whose work (a static cost model: ~1 unit per scalar op,
   8 per libm call, inner loops times their trip count) may exceed two chunks
   of `threads.MIN_CHUNK_WORK` is outlined, outermost first, into::
 
@@ -1589,7 +1589,7 @@ def _parallel_plan(fl: FunctionLowering, op: scf.ForOp) -> _ParallelPlan | None:
       `convert-msir-to-loops`), which each chunk replaces by its own;
     every buffer it touches is a function argument, an allocation or a call
     result (so distinct buffers never alias); and every loop-carried value is
-    a reduction `yield op(acc, x)` with `op` in `_REDUCTIONS`. Serial too when
+    a reduction (`_reduction_kind`). Serial too when
     its size is known and below two chunks' worth of work."""
     from msir.lowering import threads
 
@@ -1625,19 +1625,11 @@ def _parallel_plan(fl: FunctionLowering, op: scf.ForOp) -> _ParallelPlan | None:
         elif any(not indices or indices[0] != iv for indices, _ in uses):
             return None
     reductions = []
-    terminator = body.last_op
-    assert isinstance(terminator, scf.YieldOp)
-    for carried, v in zip(body.args[1:], terminator.operands):
-        owner = v.owner
-        if not (
-            isinstance(owner, Operation)
-            and type(owner) in _REDUCTIONS
-            and owner.parent_block() is body
-            and carried in owner.operands
-            and carried.has_one_use()
-        ):
+    for j in range(len(body.args) - 1):
+        kind = _reduction_kind(body, j)
+        if kind is None:
             return None
-        reductions.append(type(owner))
+        reductions.append(kind)
     cost = _block_cost(body) + 1
     trips = _static_trips(op)
     if trips is not None and trips * cost < 2 * threads.MIN_CHUNK_WORK:
@@ -1645,6 +1637,35 @@ def _parallel_plan(fl: FunctionLowering, op: scf.ForOp) -> _ParallelPlan | None:
     if not threads.load():
         return None
     return _ParallelPlan(cost, private, reductions)
+
+
+def _reduction_kind(body: Block, j: int) -> type[Operation] | None:
+    """The combining op if carried value `j` of the loop body `body` is a
+    reduction: `yield op(acc, x)` with `acc` used once, or the result of an
+    inner `scf.for` that receives `acc` as its only use and reduces it the
+    same way (a full reduction of a 2-D nest)."""
+    carried = body.args[1 + j]
+    terminator = body.last_op
+    assert isinstance(terminator, scf.YieldOp)
+    value = terminator.operands[j]
+    owner = value.owner
+    # a running value used by anything but the yield (a prefix sum stored
+    # per row) would depend on where its chunk starts
+    if not (
+        isinstance(owner, Operation)
+        and owner.parent_block() is body
+        and carried.has_one_use()
+        and value.has_one_use()
+    ):
+        return None
+    if type(owner) in _REDUCTIONS:
+        return type(owner) if carried in owner.operands else None
+    if isinstance(owner, scf.ForOp):
+        inits = list(owner.iter_args)
+        k = value.index  # type: ignore[attr-defined]
+        if k < len(inits) and inits[k] is carried:
+            return _reduction_kind(owner.body.block, k)
+    return None
 
 
 def _for_maybe_parallel(fl: FunctionLowering, op: scf.ForOp) -> None:

@@ -249,3 +249,60 @@ def test_thread_count_settings():
                          capture_output=True, text=True, check=True)
     assert "ignoring MSIR_NUM_THREADS='two'" in bad.stderr
     assert int(bad.stdout) == len(os.sched_getaffinity(0))
+
+
+def sum_2d(x):
+    return np.sum(x * 2.0)
+
+
+def test_full_reduction_of_a_nest_is_parallel():
+    x = RNG.standard_normal((1024, 1000), dtype=np.float32)
+    assert "__msir_parallel_for" in _llvm_ir(sum_2d, x)
+    f = msir.jit(sum_2d)
+    one = float(_at(1, f, x))
+    ref = float(np.sum(x.astype(np.float64) * 2.0))
+    for n in (2, 3):
+        many = float(_at(n, f, x))
+        assert abs(many - one) <= 1e-4 * np.abs(x).sum()
+        assert abs(many - ref) <= 1e-4 * np.abs(x).sum()
+
+
+PREFIX_SUM = """
+func.func @prefix(%a: memref<65536xf32>, %out: memref<65536xf32>) -> f32 attributes {msir.num_outputs = 1 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = arith.constant 65536 : index
+  %zero = arith.constant 0.0 : f32
+  %s = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %zero) -> (f32) {
+    %x = memref.load %a[%i] : memref<65536xf32>
+    %e = math.exp %x : f32
+    %acc1 = arith.addf %acc, %e : f32
+    memref.store %acc1, %out[%i] : memref<65536xf32>
+    scf.yield %acc1 : f32
+  }
+  func.return %s : f32
+}
+"""
+
+
+def test_running_values_are_not_split():
+    # the running sum is also stored per element: splitting it would be wrong
+    from xdsl.context import Context
+    from xdsl.dialects import arith, builtin, func, llvm, math, memref, scf
+    from xdsl.parser import Parser
+
+    from msir.lowering.jit import compile_llvm_module
+    from msir.lowering.to_llvm import MsirLowerToLlvm
+
+    ctx = Context()
+    for dialect in (builtin.Builtin, func.Func, scf.Scf, arith.Arith, math.Math, memref.MemRef, llvm.LLVM):
+        ctx.load_dialect(dialect)
+    module = Parser(ctx, PREFIX_SUM).parse_module()
+    MsirLowerToLlvm().apply(ctx, module)
+    native = compile_llvm_module(module)
+    assert "__msir_parallel_for" not in native.llvm_ir
+    x = RNG.standard_normal(65536, dtype=np.float32)
+    threads.set_num_threads(3)
+    out, total = native.function("prefix")(x)
+    np.testing.assert_allclose(out, np.cumsum(np.exp(x.astype(np.float64))), rtol=1e-4)
+    assert float(total) == float(out[-1])
