@@ -235,6 +235,12 @@ def test_thread_count_settings():
         msir.set_num_threads("2")
     msir.set_num_threads(3)
     assert msir.get_num_threads() == 3
+    from msir.lowering import blas
+
+    if blas.available():  # OpenBLAS follows the same count
+        assert blas.get_num_threads() == 3
+        msir.set_num_threads(1)
+        assert blas.get_num_threads() == 1
     code = "import msir; print(msir.get_num_threads())"
     env = {k: v for k, v in os.environ.items() if k not in ("MSIR_NUM_THREADS", "OMP_NUM_THREADS")}
     for extra, expect in [
