@@ -501,7 +501,9 @@ def _load() -> None:
     atfork = "__register_atfork" if hasattr(ctypes.CDLL(None), "__register_atfork") else "pthread_atfork"
     ir = _runtime_ir(os.uname().machine, atfork)
     target = llvm.Target.from_default_triple()
-    tm = target.create_target_machine(opt=2, codemodel="jitdefault")
+    # O0 (fast instruction selection): generating code is 3-4x faster than at
+    # O2 and the runtime's hot path is a few atomics per chunk either way
+    tm = target.create_target_machine(opt=0, codemodel="jitdefault")
     engine = _load_cached_object(llvm, tm, ir)
     if engine is None:
         mod = llvm.parse_assembly(ir)
@@ -537,7 +539,7 @@ def _load() -> None:
 
 def _object_path(ir: str):
     """Where the persistent compile cache keeps the runtime's object code
-    (None when the cache is disabled): generating code for it costs ~0.1-0.3 s,
+    (None when the cache is disabled): generating code for it costs ~30-100 ms,
     which a second process (W8's target: 50 ms) must not pay."""
     import hashlib
 
