@@ -3,7 +3,7 @@
     python bench/run.py [--quick] [--json out.json] [--only W1,W4-1024] [--frameworks msir,numpy]
 
 Every (framework, thread count) pair runs in its own process (bench/peers.py) with the
-thread environment set before anything is imported: OMP/MKL/OPENBLAS_NUM_THREADS,
+thread environment set before anything is imported: OMP/MKL/OPENBLAS/MSIR_NUM_THREADS,
 XLA_FLAGS (1 thread: no multi-threaded Eigen, intra_op_parallelism_threads=1),
 torch.set_num_threads, and the CPU affinity cut to that many cores. All harness
 processes run with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE removed (the environment's
@@ -50,7 +50,8 @@ def thread_env(n: int, scratch: Path) -> dict:
     env = dict(os.environ)
     for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "XLA_FLAGS"):
         env.pop(k, None)
-    for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS"):
+    for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS",
+              "MSIR_NUM_THREADS"):
         env[k] = str(n)
     if n == 1:
         env["XLA_FLAGS"] = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"

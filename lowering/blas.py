@@ -50,9 +50,10 @@ persistent compile cache that loads object code must call it too).
 
 Threads
 =======
-OpenBLAS starts its own thread pool. Its size follows, in this order:
-`set_num_threads(n)`, the environment variable `MSIR_NUM_THREADS` (read at
-`load()`), then OpenBLAS's own `OPENBLAS_NUM_THREADS` (or all cores).
+OpenBLAS starts its own thread pool. Its size is msir's thread count
+(`msir.lowering.threads.get_num_threads()`: `msir.set_num_threads(n)`, else
+`MSIR_NUM_THREADS`, else `OMP_NUM_THREADS`, else the usable CPUs), applied at
+`load()` and by every `msir.set_num_threads`.
 
 Disabling
 =========
@@ -163,9 +164,9 @@ def _load() -> None:
     cdll.scipy_openblas_get_num_threads.restype = ctypes.c_int
     cdll.scipy_openblas_get_corename.restype = ctypes.c_char_p
     _state.update(engine=engine, cdll=cdll, path=path)
-    n = os.environ.get("MSIR_NUM_THREADS", "").strip()
-    if n.isdigit() and int(n) > 0:
-        cdll.scipy_openblas_set_num_threads(int(n))
+    from msir.lowering import threads
+
+    cdll.scipy_openblas_set_num_threads(threads.get_num_threads())
 
 
 def available() -> bool:

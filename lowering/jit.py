@@ -16,6 +16,13 @@ The calling convention is read from the entry wrappers' loops-level types,
 given as xDSL attributes or as their printed text (`memref<4x?xf32>`, `f64`,
 `index`, `i1`): a module loaded from the persistent cache (`load_native_module`)
 is called without importing xDSL, which only `compile_llvm_module` needs.
+
+Threads: the one native call may split its large loops across msir's native
+thread pool (`msir.lowering.threads`, entry point `__msir_parallel_for`); it
+returns after every worker finished, and a runtime error a worker records in
+`@__msir_status` is raised here as from a serial loop. Two Python threads may
+call compiled functions at once: the pool serves one of them at a time and
+the other runs its loops serially, so neither waits for the other.
 """
 
 from __future__ import annotations
@@ -42,7 +49,7 @@ from msir.errors import (
     ShapeError,
     SourceLoc,
 )
-from msir.lowering import allocator
+from msir.lowering import allocator, threads
 
 # The entry-wrapper ABI of msir.lowering.to_llvm (its ENTRY_SUFFIX and SITE;
 # test_jit checks they agree), restated so that calling does not import xDSL.
@@ -178,6 +185,8 @@ def load_native_module(
     module; `required_symbols` are the external symbols the object calls: a
     CompileError if one does not resolve (MCJIT would abort the process).
     The object must have no static constructors (they are not run)."""
+    if any(s in threads.ENTRY_POINTS for s in required_symbols):
+        threads.load()  # registers the pool's entry points (a CompileError below if it failed)
     with _LOCK:
         _initialise()
         missing = [s for s in required_symbols if not llvm.address_of_symbol(s)]

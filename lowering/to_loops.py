@@ -35,6 +35,9 @@ Guarantees
       the other dims of its row. A value used only inside the run gets a
       one-row buffer (`memref<1x...>`, indexed at row 0); the others keep their
       full buffers. All are allocated before that loop and freed after it.
+      A one-row buffer's `memref.alloc` carries `msir.row_local`: each
+      iteration of the row loop writes every element it reads, so each thread
+      running part of the loop may use its own copy (msir-lower-to-llvm).
     * Runtime errors. `func.func private @__msir_error(i32, i64)` is declared when
       used and called as `func.call @__msir_error(%code, %site)`: code 1 = index
       out of range (`msir.take`, `msir.scatter_add`), code 2 = integer division
@@ -91,6 +94,7 @@ from xdsl.dialects.builtin import (
     SymbolRefAttr,
     TensorType,
     TupleType,
+    UnitAttr,
     i1,
     i32,
     i64,
@@ -108,6 +112,7 @@ ERR_ZERO_DIVISION = 2
 SITES_ATTR = "msir.sites"
 SITE_ATTR = "msir.site"
 NUM_OUTPUTS_ATTR = "msir.num_outputs"
+ROW_LOCAL_ATTR = "msir.row_local"
 
 INDEX = IndexType()
 DYN = DYNAMIC_INDEX
@@ -505,6 +510,7 @@ class _Lowering:
                 if all(use.operation in members for use in r.uses):
                     mt = MemRefType(r.type.element_type, [1, *shape[1:]])  # type: ignore[attr-defined]
                     buf = self.alloc(mt, [1, *shape[1:]])
+                    buf.owner.attributes[ROW_LOCAL_ATTR] = UnitAttr()
                     self.row_local.add(buf)
                     local.append(buf)
                 else:

@@ -15,6 +15,8 @@ _LAZY = {
     "jit": "msir.api",
     "set_context": "msir.api",
     "get_context": "msir.api",
+    "set_num_threads": "msir.api",
+    "get_num_threads": "msir.api",
     "GRAPH_MODE": "msir.api",
     "PYNATIVE_MODE": "msir.api",
     "grad": "msir.api",

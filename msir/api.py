@@ -40,6 +40,24 @@ def set_context(mode: int | None = None) -> None:
         _context["mode"] = mode
 
 
+def set_num_threads(n: int) -> None:
+    """Run compiled code on `n` threads: msir's parallel loops (the calling
+    thread plus n - 1 native workers) and OpenBLAS's matmuls. The default is
+    `MSIR_NUM_THREADS`, else `OMP_NUM_THREADS`, else the CPUs this process may
+    use (see `msir.lowering.threads`). Takes effect at once, also for
+    functions compiled before."""
+    from msir.lowering import threads
+
+    threads.set_num_threads(n)
+
+
+def get_num_threads() -> int:
+    """The thread count compiled code uses (see `set_num_threads`)."""
+    from msir.lowering import threads
+
+    return threads.get_num_threads()
+
+
 def get_context(key: str) -> Any:
     if key not in _context:
         raise ValueError(f"unknown context key {key!r} (known: {', '.join(_context)})")

@@ -1,4 +1,4 @@
-// RUN: msir-opt %s -p "msir-lower-to-llvm{vector_abi=none math_impl=libm}" | filecheck %s
+// RUN: msir-opt %s -p "msir-lower-to-llvm{vector_abi=none math_impl=libm parallel=false}" | filecheck %s
 
 builtin.module {
   func.func private @__msir_error(i32, i64)
