@@ -5,7 +5,9 @@ Contract
 Input: a `builtin.module` of `func.func` ops (as produced by
 `convert-msir-to-loops`) whose bodies use only `func` (return, call), `scf`
 (for, if, while, condition, yield), `arith` (scalar ops), `math` and `memref`
-(alloc, alloca, dealloc, load, store, dim, cast) on identity-layout memrefs of
+(alloc, alloca, dealloc, load, store, dim, cast, and reinterpret_cast with
+offset 0 and row-major strides, which changes only the sizes) on
+identity-layout memrefs of
 f32, f64, i1, i32, i64 or index, of any rank (0 included), with static or
 dynamic dims. Errors are reported by calls to the private declaration
 `@__msir_error(i32 code, i64 site)`.
@@ -1307,6 +1309,17 @@ def _memref_cast(fl: FunctionLowering, op: memref.CastOp) -> None:
     shape = op.dest.type.get_shape()
     sizes = tuple(s if d < 0 else d for s, d in zip(m.sizes, shape))
     fl.vals[op.dest] = Mem(m.ptr, sizes)
+
+
+@lowers(memref.ReinterpretCastOp)
+def _reinterpret_cast(fl: FunctionLowering, op: memref.ReinterpretCastOp) -> None:
+    """The same data with other sizes: a tape's buffer (capacity rows) recast to
+    the tape's length. Only offset 0 and row-major strides are produced."""
+    if any(o != 0 for o in op.static_offsets.get_values()):
+        raise CompileError("msir-lower-to-llvm: memref.reinterpret_cast needs offset 0", _loc_of(op))
+    dynamic = iter(op.sizes)
+    sizes = tuple(fl.get(next(dynamic)) if s == memref.DYNAMIC_INDEX else s for s in op.static_sizes.get_values())
+    fl.vals[op.result] = Mem(fl.mem(op.source).ptr, sizes)
 
 
 # -- func --------------------------------------------------------------------
