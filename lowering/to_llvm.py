@@ -6,7 +6,7 @@ Input: a `builtin.module` of `func.func` ops (as produced by
 `convert-msir-to-loops`) whose bodies use only `func` (return, call), `scf`
 (for, if, while, condition, yield), `arith` (scalar ops), `math` and `memref`
 (alloc, alloca, dealloc, load, store, dim, cast, and reinterpret_cast with
-offset 0 and row-major strides, which changes only the sizes) on
+row-major strides: a view from an element offset with other sizes) on
 identity-layout memrefs of
 f32, f64, i1, i32, i64 or index, of any rank (0 included), with static or
 dynamic dims. Errors are reported by calls to the private declaration
@@ -1313,13 +1313,20 @@ def _memref_cast(fl: FunctionLowering, op: memref.CastOp) -> None:
 
 @lowers(memref.ReinterpretCastOp)
 def _reinterpret_cast(fl: FunctionLowering, op: memref.ReinterpretCastOp) -> None:
-    """The same data with other sizes: a tape's buffer (capacity rows) recast to
-    the tape's length. Only offset 0 and row-major strides are produced."""
-    if any(o != 0 for o in op.static_offsets.get_values()):
-        raise CompileError("msir-lower-to-llvm: memref.reinterpret_cast needs offset 0", _loc_of(op))
+    """A row-major view of the source's data from an element offset: a tape's
+    buffer (capacity rows) recast to the tape's length, or one row of a tape.
+    The strides are not read: msir only produces the row-major ones."""
     dynamic = iter(op.sizes)
     sizes = tuple(fl.get(next(dynamic)) if s == memref.DYNAMIC_INDEX else s for s in op.static_sizes.get_values())
-    fl.vals[op.result] = Mem(fl.mem(op.source).ptr, sizes)
+    (offset,) = op.static_offsets.get_values()
+    ptr = fl.mem(op.source).ptr
+    if offset == memref.DYNAMIC_INDEX:
+        elem = memory_type(op.source.type.element_type)
+        ptr = fl.add(_llvm_gep(ptr, fl.get(op.offsets[0]), elem))
+    elif offset != 0:
+        elem = memory_type(op.source.type.element_type)
+        ptr = fl.add(_llvm_gep(ptr, fl.const(offset, I64), elem))
+    fl.vals[op.result] = Mem(ptr, sizes)
 
 
 # -- func --------------------------------------------------------------------

@@ -263,6 +263,7 @@ class _Lowering:
         self.consumed: set[SSAValue] = set()
         # Tapes whose buffer has more rows (its capacity) than the value (`exact`).
         self.resized: set[SSAValue] = set()
+        self.writes_tapes = any(isinstance(o, msir.TapeSetOp | msir.TapePushOp) for o in f.walk())
 
     # -- op creation --------------------------------------------------------
 
@@ -1997,9 +1998,24 @@ def _tape_push(L: _Lowering, op: msir.TapePushOp) -> None:
 
 
 def _tape_get(L: _Lowering, op: msir.TapeGetOp) -> None:
+    """Row `%k`: a view of the tape's buffer (no copy) when the tape is an
+    argument of a function that writes no tape (an adjoint reading the tapes of
+    its forward), which outlives every use of the row; else a copy."""
     tape = L.get(op.tape)
     k = L.to_index(_scalar(L, op.index))
     dims = L.dims_of(op.tape)[1:]
+    if L.canon(op.tape) in L.f.body.block.args and op.result not in L.dest and not L.writes_tapes:
+        strides: list[Dim] = []
+        row: Dim = 1
+        for d in reversed(dims):
+            strides.insert(0, row)
+            row = L.index_mul(row, d)
+        offset = L.v(arith.MuliOp, k, L.index(row))
+        view = memref.ReinterpretCastOp.from_dynamic(tape, [offset], dims, strides, _memref_type(op.result.type))
+        view.location = L.loc
+        L.block.add_op(view)
+        L.buf[op.result], L.dims[op.result] = view.result, list(dims)
+        return
     out = L.result(op.result, dims)
     L.loops(dims, lambda ivs, _: L.store(L.load(tape, [k, *ivs]), out, ivs))
 
