@@ -26,9 +26,30 @@ Guarantees
       the same convention (the caller allocates the static outputs, passes them,
       and deallocates them after their last use).
     * Buffers. Every intermediate is a `memref.alloc` (one index operand per
-      dynamic dim) deallocated right after its last use; nothing leaks. A value
+      dynamic dim) deallocated right after its last use (in a loop body: see
+      Loops); nothing leaks. A value
       that is returned is written straight into its output buffer; a returned
       argument, or a value returned twice, is copied. Input buffers are only read.
+    * Loops (`msir.for`, `msir.while`). A carried value lives in the buffer of
+      the loop's result (its output buffer when returned; the initial value's
+      own buffer when that value dies at the loop, else a copy made once). The
+      body's new value is computed straight into that buffer when the old value
+      is not read after the op computing it (or only elementwise by it);
+      otherwise into a second buffer, the two swapping roles every iteration as
+      loop-carried memrefs (with a parity flag: an odd count copies back once
+      after the loop). Only a value the body does not compute (an outer value,
+      a swap of arguments) is copied per iteration. Allocations inside a loop
+      body whose sizes do not depend on the iteration are made once before the
+      outermost loop and freed after it, so a loop body allocates nothing.
+    * Tapes. A tape's buffer has at least as many rows as the tape (its first
+      dim is the capacity, the tape's length is tracked beside it and carried
+      through loops with the buffer). `msir.tape_push` appends in place when
+      the tape dies there and the buffer is the function's or the loop's (when
+      full, into a new buffer of twice the capacity, at least 4 rows: amortised
+      O(1)), else into a copy; `msir.tape_set` writes its row in place. A tape
+      that crosses a function boundary is recast (`memref.reinterpret_cast`,
+      same data) to its length. `msir.tape_get` in a function that writes no
+      tape reads a tape argument's row through a view instead of a copy.
     * Row groups. A run of consecutive top-level fusions and reductions on static
       shapes that share a leading dim R > 1 and keep axis 0 (a row softmax or
       layernorm) is lowered inside one `scf.for` over R, each op looping over
