@@ -1766,7 +1766,7 @@ class _Carry:
     value it does not compute (an outer value, or a swap of arguments)."""
 
     def __init__(self, L: _Lowering, op: Operation, inits: Sequence[SSAValue], body: Block, lead: int):
-        self.L, self.op, self.body, self.lead = L, op, body, lead
+        self.L, self.op, self.body = L, op, body
         ops = list(body.ops)
         L._fold_aliases(ops[:-1])
         term = ops[-1]
