@@ -2017,9 +2017,45 @@ class TapeGetOp(IRDLOperation):
         _verify_tape_row(self, self.tape.type, self.index.type, self.result.type)
 
 
+@irdl_op_definition
+class TapePushOp(IRDLOperation):
+    """The tape with one more row, `%v`, appended after its last one (a tape of
+    n rows becomes one of n + 1). Reverse mode records the residuals of a loop
+    whose trip count is unknown in advance (`msir.while`) this way, starting
+    from `msir.tape_alloc` of 0 rows. The tape operand is not used again: the
+    lowering appends in place into a buffer whose capacity doubles when full
+    (amortised O(1), no allocation per push), and copies only when the operand
+    is still needed.
+
+    ```mlir
+    %t0 = msir.tape_alloc %zero : tensor<i64> to tensor<?x4xf32>
+    %t1 = msir.tape_push %t0, %v : tensor<?x4xf32>, tensor<4xf32>
+    %v0 = msir.tape_get %t1[%zero] : tensor<?x4xf32>, tensor<i64> to tensor<4xf32>
+    ```
+    """
+
+    name = "msir.tape_push"
+    T: ClassVar = VarConstraint("T", _TensorT)
+    tape = operand_def(T)
+    value = operand_def(_TensorT)
+    result = result_def(T)
+    traits = traits_def(Pure())
+    assembly_format = "$tape `,` $value attr-dict `:` type($tape) `,` type($value)"
+
+    def __init__(self, tape: SSAValue, value: SSAValue):
+        super().__init__(operands=[tape, value], result_types=[tape.type])
+
+    def verify_(self) -> None:
+        _verify_row_type(self, self.tape.type, self.value.type)
+
+
 def _verify_tape_row(op: Operation, tape: Attribute, index: Attribute, row: Attribute) -> None:
     if not _scalar_type(index, ("int64",)):
         raise VerifyException(f"'{op.name}' index has type {index}, expected tensor<i64>")
+    _verify_row_type(op, tape, row)
+
+
+def _verify_row_type(op: Operation, tape: Attribute, row: Attribute) -> None:
     if not isinstance(tape, TensorType) or not isinstance(row, TensorType) or (
         TensorType(row.element_type, [DYNAMIC, *row.get_shape()]) != tape
     ):
@@ -2098,6 +2134,7 @@ Msir = Dialect(
         ConditionOp,
         TapeAllocOp,
         TapeSetOp,
+        TapePushOp,
         TapeGetOp,
     ],
     [],

@@ -5,7 +5,9 @@ Contract
 Input: a `builtin.module` of `func.func` ops (as produced by
 `convert-msir-to-loops`) whose bodies use only `func` (return, call), `scf`
 (for, if, while, condition, yield), `arith` (scalar ops), `math` and `memref`
-(alloc, alloca, dealloc, load, store, dim, cast) on identity-layout memrefs of
+(alloc, alloca, dealloc, load, store, dim, cast, and reinterpret_cast with
+row-major strides: a view from an element offset with other sizes) on
+identity-layout memrefs of
 f32, f64, i1, i32, i64 or index, of any rank (0 included), with static or
 dynamic dims. Errors are reported by calls to the private declaration
 `@__msir_error(i32 code, i64 site)`.
@@ -1378,6 +1380,24 @@ def _memref_cast(fl: FunctionLowering, op: memref.CastOp) -> None:
     shape = op.dest.type.get_shape()
     sizes = tuple(s if d < 0 else d for s, d in zip(m.sizes, shape))
     fl.vals[op.dest] = Mem(m.ptr, sizes)
+
+
+@lowers(memref.ReinterpretCastOp)
+def _reinterpret_cast(fl: FunctionLowering, op: memref.ReinterpretCastOp) -> None:
+    """A row-major view of the source's data from an element offset: a tape's
+    buffer (capacity rows) recast to the tape's length, or one row of a tape.
+    The strides are not read: msir only produces the row-major ones."""
+    dynamic = iter(op.sizes)
+    sizes = tuple(fl.get(next(dynamic)) if s == memref.DYNAMIC_INDEX else s for s in op.static_sizes.get_values())
+    (offset,) = op.static_offsets.get_values()
+    ptr = fl.mem(op.source).ptr
+    if offset == memref.DYNAMIC_INDEX:
+        elem = memory_type(op.source.type.element_type)
+        ptr = fl.add(_llvm_gep(ptr, fl.get(op.offsets[0]), elem))
+    elif offset != 0:
+        elem = memory_type(op.source.type.element_type)
+        ptr = fl.add(_llvm_gep(ptr, fl.const(offset, I64), elem))
+    fl.vals[op.result] = Mem(ptr, sizes)
 
 
 # -- func --------------------------------------------------------------------

@@ -26,9 +26,30 @@ Guarantees
       the same convention (the caller allocates the static outputs, passes them,
       and deallocates them after their last use).
     * Buffers. Every intermediate is a `memref.alloc` (one index operand per
-      dynamic dim) deallocated right after its last use; nothing leaks. A value
+      dynamic dim) deallocated right after its last use (in a loop body: see
+      Loops); nothing leaks. A value
       that is returned is written straight into its output buffer; a returned
       argument, or a value returned twice, is copied. Input buffers are only read.
+    * Loops (`msir.for`, `msir.while`). A carried value lives in the buffer of
+      the loop's result (its output buffer when returned; the initial value's
+      own buffer when that value dies at the loop, else a copy made once). The
+      body's new value is computed straight into that buffer when the old value
+      is not read after the op computing it (or only elementwise by it);
+      otherwise into a second buffer, the two swapping roles every iteration as
+      loop-carried memrefs (with a parity flag: an odd count copies back once
+      after the loop). Only a value the body does not compute (an outer value,
+      a swap of arguments) is copied per iteration. Allocations inside a loop
+      body whose sizes do not depend on the iteration are made once before the
+      outermost loop and freed after it, so a loop body allocates nothing.
+    * Tapes. A tape's buffer has at least as many rows as the tape (its first
+      dim is the capacity, the tape's length is tracked beside it and carried
+      through loops with the buffer). `msir.tape_push` appends in place when
+      the tape dies there and the buffer is the function's or the loop's (when
+      full, into a new buffer of twice the capacity, at least 4 rows: amortised
+      O(1)), else into a copy; `msir.tape_set` writes its row in place. A tape
+      that crosses a function boundary is recast (`memref.reinterpret_cast`,
+      same data) to its length. `msir.tape_get` in a function that writes no
+      tape reads a tape argument's row through a view instead of a copy.
     * Row groups. A run of consecutive top-level fusions and reductions on static
       shapes that share a leading dim R > 1 and keep axis 0 (a row softmax or
       layernorm) is lowered inside one `scf.for` over R, each op looping over
@@ -69,10 +90,11 @@ several times cheaper than `Builder` or the IRDL constructors.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math as pymath
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects import arith, func, math, memref, scf
@@ -220,6 +242,16 @@ class _Module:
         return self.site_index[text]
 
 
+@dataclass
+class _Hoist:
+    """Allocations of loop bodies moved out of the outermost loop being lowered:
+    they go into `block` before `anchor` (the loop op) and are freed after it."""
+
+    block: Block
+    anchor: Operation
+    bufs: list[SSAValue] = field(default_factory=list)
+
+
 class _Lowering:
     """Lowers one function body. `block` is where ops go, `loc` what they carry."""
 
@@ -244,6 +276,20 @@ class _Lowering:
         # and the one-row buffers read and written at row 0 whatever the row.
         self.row: SSAValue | None = None
         self.row_local: set[SSAValue] = set()
+        # The op being lowered: its index in its block and that block's last uses
+        # (loops and tape pushes take over buffers whose value dies with them).
+        self.k = 0
+        self.last_use: dict[SSAValue, int] = {}
+        # Loop bodies (`_Carry`): where static allocations are hoisted to, the
+        # hoisted buffers (never freed inside the loop), the carried tape buffers
+        # the current region may take over, and those a tape push took over.
+        self.frame: _Hoist | None = None
+        self.hoisted: set[SSAValue] = set()
+        self.consumable: set[SSAValue] = set()
+        self.consumed: set[SSAValue] = set()
+        # Tapes whose buffer has more rows (its capacity) than the value (`exact`).
+        self.resized: set[SSAValue] = set()
+        self.writes_tapes = any(isinstance(o, msir.TapeSetOp | msir.TapePushOp) for o in f.walk())
 
     # -- op creation --------------------------------------------------------
 
@@ -326,12 +372,53 @@ class _Lowering:
             idx = [self.index(0), *idx[1:]]
         self.emit(memref.StoreOp, [value, buf, *idx])
 
-    def alloc(self, type_: MemRefType, dims: Sequence[Dim]) -> SSAValue:
+    def alloc(self, type_: MemRefType, dims: Sequence[Dim], hoist: bool = True) -> SSAValue:
+        """A fresh buffer. Inside a loop body (`hoisting`), one whose sizes do not
+        change between iterations is allocated once before the outermost loop
+        instead, and freed after it (`free` leaves it alone inside the loop)."""
         dyn = [self.index(d) for d, s in zip(dims, _shape(type_)) if s == DYN]
         props = {"operandSegmentSizes": _alloc_segments(len(dyn))}
-        op = self.emit(memref.AllocOp, dyn, [type_], props)
+        frame = self.frame
+        if hoist and frame is not None and all(self._invariant(d, frame) for d in dyn):
+            op = memref.AllocOp.create(operands=dyn, result_types=[type_], properties=props)
+            op.location = self.loc
+            frame.block.insert_op_before(op, frame.anchor)
+            frame.bufs.append(op.results[0])
+            self.hoisted.add(op.results[0])
+        else:
+            op = self.emit(memref.AllocOp, dyn, [type_], props)
         op.attributes[SITE_ATTR] = IntegerAttr(self.mod.site(self.msir_op), i64)
         return op.results[0]
+
+    def _invariant(self, d: SSAValue, frame: _Hoist) -> bool:
+        """Whether `d` is available before the loop `frame.anchor`: a constant
+        (placed in the entry block at the end), a function argument or a value
+        of the block holding the loop."""
+        owner = d.owner
+        if isinstance(owner, Block):
+            return owner is self.entry
+        block = owner.parent_block()
+        return block is None or block is frame.block
+
+    def free(self, buf: SSAValue) -> None:
+        if buf not in self.hoisted:
+            self.emit(memref.DeallocOp, [buf])
+
+    @contextlib.contextmanager
+    def hoisting(self, loop: Operation) -> Iterator[None]:
+        """While lowering the regions of `loop` (just emitted): hoist static
+        allocations to before the outermost such loop, free them after it."""
+        if self.frame is not None:
+            yield
+            return
+        frame = self.frame = _Hoist(self.block, loop)
+        try:
+            yield
+        finally:
+            self.frame = None
+        for buf in frame.bufs:
+            self.hoisted.discard(buf)
+            self.emit(memref.DeallocOp, [buf])
 
     def dims_of(self, v: SSAValue) -> list[Dim]:
         return self.dims[self.canon(v)]
@@ -359,6 +446,25 @@ class _Lowering:
         self.buf[res] = buf
         self.dims[res] = dims
         return buf
+
+    def exact(self, v: SSAValue) -> SSAValue:
+        """The buffer of `v` with the sizes of `v`, as it crosses a function
+        boundary: a tape's buffer, whose first dim is its capacity, is recast
+        (same data, row-major) to the tape's length."""
+        v = self.canon(v)
+        buf = self.buf[v]
+        if v not in self.resized:
+            return buf
+        dims = self.dims[v]
+        strides: list[Dim] = []
+        stride: Dim = 1
+        for d in reversed(dims):
+            strides.insert(0, stride)
+            stride = self.index_mul(stride, d)
+        op = memref.ReinterpretCastOp.from_dynamic(buf, [0], dims, strides, buf.type)
+        op.location = self.loc
+        self.block.add_op(op)
+        return op.result
 
     def canon(self, v: SSAValue) -> SSAValue:
         return self.alias.get(v, v)
@@ -538,7 +644,7 @@ class _Lowering:
             self._release(op, k, last_use)
         for buf in local:
             self.row_local.discard(buf)
-            self.emit(memref.DeallocOp, [buf])
+            self.free(buf)
 
     def _fold_aliases(self, ops: list[Operation]) -> None:
         """Values that need no code of their own: tuple elements and identity
@@ -599,18 +705,33 @@ class _Lowering:
         if emitter is None:
             raise _fail(op, "is not supported by the lowering to loops")
         self.loc, self.msir_op = op.location, op
+        self.k, self.last_use = k, last_use
         emitter(self, op)
         self._release(op, k, last_use)
 
-    def lower_region(self, block: Block, arg_bufs: Sequence[SSAValue]) -> tuple[list[SSAValue], set[SSAValue]]:
+    def lower_region(self, block: Block, arg_bufs: Sequence[SSAValue],
+                     arg_dims: Sequence[Sequence[Dim] | None] = (), dests: Sequence[SSAValue | None] = (),
+                     consumable: Sequence[SSAValue] = ()) -> tuple[list[SSAValue], set[SSAValue]]:
         """Lower a region's ops into `self.block` with its arguments bound to
-        `arg_bufs`. Returns the buffers of the terminator's operands and the
-        buffers the region allocated that are still alive (the caller copies
-        what it needs out of them, then frees them)."""
-        for arg, buf in zip(block.args, arg_bufs):
-            self.define(arg, buf)
+        `arg_bufs` (with sizes `arg_dims[i]` where given, else the buffer's).
+        Returns the buffers of the terminator's operands and the buffers the
+        region allocated that are still alive (the caller copies what it needs
+        out of them, then frees them). A terminator operand computed by an op
+        of the block (and yielded once) is written straight into `dests[i]`
+        where given. A tape push may take over the buffers `consumable`."""
+        for i, (arg, buf) in enumerate(zip(block.args, arg_bufs)):
+            dims = arg_dims[i] if i < len(arg_dims) else None
+            if dims is None:
+                self.define(arg, buf)
+            else:
+                self.buf[arg], self.dims[arg] = buf, list(dims)
+                if not _is_static_tensor(arg.type):
+                    self.resized.add(arg)
         ops = list(block.ops)
         self._fold_aliases(ops[:-1])
+        for v, dest in zip(_own_results(self, block) if dests else (), dests):
+            if v is not None and dest is not None:
+                self.dest[v] = dest
         last_use: dict[SSAValue, int] = {}
         for k, op in enumerate(ops):
             if op not in self.skipped:
@@ -621,7 +742,8 @@ class _Lowering:
         for v in yielded:  # kept alive past the terminator
             last_use[v] = len(ops)
         outer_owned, self.owned = self.owned, set()
-        saved = self.loc, self.msir_op
+        outer_consumable, self.consumable = self.consumable, set(consumable)
+        saved = self.loc, self.msir_op, self.k, self.last_use
         try:
             for k, op in enumerate(ops[:-1]):
                 if op in self.skipped:
@@ -630,7 +752,8 @@ class _Lowering:
             return [self.get(v) for v in term.operands], {self.buf[v] for v in self.owned}
         finally:
             self.owned = outer_owned
-            self.loc, self.msir_op = saved
+            self.consumable = outer_consumable
+            self.loc, self.msir_op, self.k, self.last_use = saved
 
     def copy_out(self, srcs: Sequence[SSAValue], dsts: Sequence[SSAValue], values: Sequence[SSAValue],
                  local: set[SSAValue]) -> None:
@@ -650,9 +773,9 @@ class _Lowering:
             if src is not dst:
                 self.copy(src, dst, dims)
             if temporary:
-                self.emit(memref.DeallocOp, [src])
+                self.free(src)
         for buf in local:
-            self.emit(memref.DeallocOp, [buf])
+            self.free(buf)
 
     def _release(self, op: Operation, k: int, last_use: dict[SSAValue, int]) -> None:
         dead = {self.canon(v) for v in _used_values(op) if last_use.get(self.canon(v)) == k}
@@ -660,7 +783,7 @@ class _Lowering:
         for v in dead:
             if v in self.owned:
                 self.owned.discard(v)
-                self.emit(memref.DeallocOp, [self.buf[v]])
+                self.free(self.buf[v])
 
 
 # ---------------------------------------------------------------------------
@@ -1481,7 +1604,7 @@ def _call(L: _Lowering, op: func.CallOp) -> None:
     for pos in sig.out_positions:
         res = op.results[pos]
         outs.append(L.result(res, list(_shape(res.type))))  # type: ignore[attr-defined]
-    args = [L.get(v) for v in op.operands]
+    args = [L.exact(v) for v in op.operands]
     call = L.emit(func.CallOp, [*args, *outs], sig.results, {"callee": op.callee})
     for pos, new in zip(sig.ret_positions, call.results):
         res = op.results[pos]
@@ -1497,14 +1620,16 @@ def _return(L: _Lowering, op: func.ReturnOp) -> None:
         if L.buf[v] is not out_args[k]:
             L.copy(L.buf[v], out_args[k], L.dims[v])
     rets = []
+    given: set[SSAValue] = set()
     for pos in L.sig.ret_positions:
         v = L.canon(op.operands[pos])
-        if isinstance(v.type, TensorType) and (v not in L.returned or L.buf[v] in rets):
+        if isinstance(v.type, TensorType) and (v not in L.returned or L.buf[v] in given):
             fresh = L.alloc(_memref_type(v.type), L.dims[v])  # type: ignore[arg-type]
             L.copy(L.buf[v], fresh, L.dims[v])
             rets.append(fresh)
         else:
-            rets.append(L.buf[v])
+            given.add(L.buf[v])
+            rets.append(L.exact(v))
     for v in list(L.owned):
         L.owned.discard(v)
         L.emit(memref.DeallocOp, [L.buf[v]])
@@ -1582,72 +1707,279 @@ def _scalar(L: _Lowering, v: SSAValue) -> SSAValue:
     return L.load(L.get(v), [])
 
 
+def _own_results(L: _Lowering, block: Block) -> list[SSAValue | None]:
+    """Per terminator operand of `block`: the (canonical) value when an op of the
+    block computes it into a buffer of a static shape and it is yielded only
+    once, else None. Such a value can be computed straight into the buffer it
+    is yielded to (`lower_region`'s `dests`)."""
+    values = [L.canon(v) for v in block.last_op.operands]  # type: ignore[union-attr]
+    out: list[SSAValue | None] = []
+    for v in values:
+        owner = v.owner
+        ok = (isinstance(owner, Operation) and owner.parent_block() is block and owner not in L.skipped
+              and _is_static_tensor(v.type) and values.count(v) == 1)
+        out.append(v if ok else None)
+    return out
+
+
 def _if(L: _Lowering, op: msir.IfOp) -> None:
     outs = [L.result(r, list(_shape(r.type))) for r in op.res]
 
     def branch(region: Region):
         def emit():
-            bufs, local = L.lower_region(region.block, [])
+            bufs, local = L.lower_region(region.block, [], dests=outs)
             L.copy_out(bufs, outs, [L.canon(v) for v in region.block.last_op.operands], local)
         return emit
 
     L.if_(_scalar(L, op.cond), branch(op.then_region), branch(op.else_region))
 
 
-def _carried(L: _Lowering, op: Operation, inits: Sequence[SSAValue]) -> list[SSAValue]:
-    """Buffers for a loop's carried values (its results), holding the initial values."""
-    bufs = []
-    for r, v in zip(op.results, inits):
-        buf = L.result(r, L.dims_of(v))
-        if buf is not L.get(v):
-            L.copy(L.get(v), buf, L.dims_of(v))
-        bufs.append(buf)
-    return bufs
+def _aligned(producer: Operation) -> bool:
+    """Whether `producer` reads each element of its operands only at the index
+    of the element it writes, after reading everything it needs there
+    (elementwise ops, and fusions whose results are all computed values)."""
+    if type(producer) in SCALAR or isinstance(producer, msir.CompareOp | msir.CastOp):
+        return True
+    if isinstance(producer, msir.FusionOp):
+        return all(isinstance(v.owner, Operation) for v in producer.body.block.last_op.operands)  # type: ignore[union-attr]
+    return False
+
+
+@dataclass
+class _Slot:
+    """One carried value of a loop. `kind`:
+
+    * "same": the body yields its argument unchanged (or a tape it set rows of
+      in place): one buffer, `first`, for the whole loop;
+    * "inplace": the new value is computed straight into `first`, since the old
+      one is not read after (or is read only elementwise by the op computing it);
+    * "pingpong" / "copy": the new value is computed (or, when the body does not
+      compute it, copied) into the other of two buffers, `first` and `spare`,
+      which swap roles each iteration (loop-carried memrefs);
+    * "move": a dynamic shape (a tape growing by `msir.tape_push`): the buffer
+      and its sizes are loop-carried, the yielded buffer is adopted.
+    """
+
+    kind: str
+    first: SSAValue
+    dims: list[Dim]
+    spare: SSAValue | None = None
+
+
+class _Carry:
+    """The buffers of the carried values of an `msir.for`/`msir.while` (`_Slot`):
+    no carried value is copied whole per iteration unless the body yields a
+    value it does not compute (an outer value, or a swap of arguments)."""
+
+    def __init__(self, L: _Lowering, op: Operation, inits: Sequence[SSAValue], body: Block, lead: int):
+        self.L, self.op, self.body = L, op, body
+        ops = list(body.ops)
+        L._fold_aliases(ops[:-1])
+        term = ops[-1]
+        own = _own_results(L, body)
+        loop_uses = [L.canon(u) for u in _used_values(op)]
+        self.slots: list[_Slot] = []
+        for j, (r, init, a) in enumerate(zip(op.results, inits, body.args[lead:])):
+            v = L.canon(term.operands[j])
+            src = L.canon(init)
+            dims = list(L.dims_of(init))
+            movable = (src in L.owned and L.last_use.get(src) == L.k and loop_uses.count(src) == 1
+                       and r not in L.dest)
+            static = _is_static_tensor(r.type)
+            if v is a:
+                kind = "same"
+            elif not static:
+                kind = "move"
+            elif own[j] is None:
+                kind = "copy"
+            else:
+                kind = "inplace" if self._in_place(ops, a, v) else "pingpong"
+            if movable:
+                first = L.get(init)
+                L.owned.discard(src)
+                L.buf[r], L.dims[r] = first, dims
+                if src in L.resized:
+                    L.resized.add(r)
+                if r not in L.returned:
+                    L.owned.add(r)
+            elif static:
+                first = L.result(r, dims)
+            else:
+                first = L.alloc(_memref_type(r.type), dims, hoist=False)  # type: ignore[arg-type]
+            if first is not L.get(init):
+                L.copy(L.get(init), first, dims)
+            spare = L.alloc(_memref_type(r.type), dims) if kind in ("pingpong", "copy") else None  # type: ignore[arg-type]
+            self.slots.append(_Slot(kind, first, dims, spare))
+        self.flag = any(s.spare is not None for s in self.slots)
+        self.inits: list[SSAValue] = []
+        for s in self.slots:
+            if s.spare is not None:
+                self.inits += [s.first, s.spare]
+            elif s.kind == "move":
+                self.inits += [s.first, *[L.index(d) for d, n in zip(s.dims, _shape(s.first.type)) if n == DYN]]
+        if self.flag:
+            self.inits.append(L.const(False, i1))
+
+    def _in_place(self, ops: list[Operation], a: SSAValue, v: SSAValue) -> bool:
+        """Whether `v` (computed by an op of the body) can be written over its
+        carried argument `a`: nothing reads `a` after the op computing `v`, and
+        that op reads it only elementwise."""
+        L = self.L
+        producer = v.owner
+        p = ops.index(producer)  # type: ignore[arg-type]
+        for q, o in enumerate(ops):
+            if o in L.skipped:
+                continue
+            if a not in {L.canon(u) for u in _used_values(o)}:
+                continue
+            if q < p or (q == p and _aligned(o)):
+                continue
+            return False
+        return True
+
+    def bind(self, iters: Sequence[SSAValue]) -> tuple[list[SSAValue], list[list[Dim] | None], list[SSAValue]]:
+        """The buffers (and sizes) of the carried values in an iteration whose
+        loop-carried values are `iters`; also the spare buffers (or None)."""
+        it = iter(iters)
+        bufs: list[SSAValue] = []
+        dims: list[list[Dim] | None] = []
+        spares: list[SSAValue] = []
+        for s in self.slots:
+            if s.spare is not None:
+                bufs.append(next(it))
+                spares.append(next(it))
+                dims.append(None)
+            elif s.kind == "move":
+                bufs.append(next(it))
+                dims.append([next(it) if n == DYN else d for d, n in zip(s.dims, _shape(s.first.type))])
+            else:
+                bufs.append(s.first)
+                dims.append(s.dims)
+        return bufs, dims, spares
+
+    def iteration(self, iters: Sequence[SSAValue], lead_bufs: Sequence[SSAValue]) -> list[SSAValue]:
+        """Lower the body for one iteration; returns the next loop-carried values."""
+        L = self.L
+        bufs, dims, spares = self.bind(iters)
+        spare_of = iter(spares)
+        dests: list[SSAValue | None] = []
+        spare: list[SSAValue | None] = []
+        for s, buf in zip(self.slots, bufs):
+            sp = next(spare_of) if s.spare is not None else None
+            spare.append(sp)
+            dests.append(buf if s.kind == "inplace" else sp if s.kind == "pingpong" else None)
+        moving = [buf for s, buf in zip(self.slots, bufs) if s.kind == "move"]
+        yielded, local = L.lower_region(
+            self.body, [*lead_bufs, *bufs], [None] * len(lead_bufs) + dims, dests, moving
+        )
+        values = [L.canon(v) for v in self.body.last_op.operands]  # type: ignore[union-attr]
+        nxt: list[SSAValue] = []
+        adopted: set[SSAValue] = set()
+        for s, buf, sp, src, v in zip(self.slots, bufs, spare, yielded, values):
+            if s.kind in ("same", "inplace"):
+                if src is not buf:
+                    L.copy(src, buf, L.dims_of(v))
+            elif sp is not None:
+                if src is not sp:
+                    L.copy(src, sp, L.dims_of(v))
+                nxt += [sp, buf]
+            else:
+                if src in local and src not in adopted:
+                    adopted.add(src)
+                else:
+                    fresh = L.alloc(_memref_type(v.type), L.dims_of(v), hoist=False)  # type: ignore[arg-type]
+                    L.copy(src, fresh, L.dims_of(v))
+                    src = fresh
+                nxt += [src, *[L.index(d) for d, n in zip(L.dims_of(v), _shape(v.type)) if n == DYN]]
+        for buf in local - adopted:
+            L.free(buf)
+        for buf in moving:
+            if buf in L.consumed:
+                L.consumed.discard(buf)
+            else:
+                L.free(buf)
+        if self.flag:
+            nxt.append(L.v(arith.XOrIOp, iters[-1], L.const(True, i1)))
+        return nxt
+
+    def finish(self, results: Sequence[SSAValue]) -> None:
+        """After the loop: the op's results are in the first buffers (copied
+        back from the spare ones when they swapped an odd number of times)."""
+        L = self.L
+        bufs, dims, _ = self.bind(results)
+        swapped = [s for s in self.slots if s.spare is not None]
+        if swapped:
+            def back() -> None:
+                for s in swapped:
+                    L.copy(s.spare, s.first, s.dims)  # type: ignore[arg-type]
+
+            L.if_(results[-1], back)
+            for s in swapped:
+                L.free(s.spare)  # type: ignore[arg-type]
+        for r, s, buf, d in zip(self.op.results, self.slots, bufs, dims):
+            if s.kind == "move":
+                L.buf[r], L.dims[r] = buf, list(d)  # type: ignore[arg-type]
+                L.resized.add(r)
+                if r not in L.returned:
+                    L.owned.add(r)
+            else:
+                L.buf[r] = s.first
 
 
 def _for(L: _Lowering, op: msir.ForOp) -> None:
     lb, ub, step = (_scalar(L, v) for v in (op.lower, op.upper, op.step))
-    bufs = _carried(L, op, op.inits)
+    carry = _Carry(L, op, op.inits, op.body.block, 1)
     counter = L.alloc(MemRefType(i64, []), [])
     # trip count = max(0, ceil((ub - lb) / step)), for either sign of step
     span = L.v(arith.SubiOp, ub, lb)
     adjust = L.select(L.cmpi("sgt", step, L.const(0, i64)), L.const(-1, i64), L.const(1, i64))
     trips = L.v(arith.DivSIOp, L.v(arith.AddiOp, span, L.v(arith.AddiOp, step, adjust)), step)
     trips = L.v(arith.MaxSIOp, trips, L.const(0, i64))
-    body = op.body.block
-
-    def iteration(ivs, _):
-        k = L.v(arith.IndexCastOp, ivs[0], type=i64)
+    types = [x.type for x in carry.inits]
+    blk = Block(arg_types=[INDEX, *types])
+    loop = L.emit(scf.ForOp, [L.index(0), L.to_index(trips), L.index(1), *carry.inits], types, regions=[Region(blk)])
+    outer = L.block
+    with L.hoisting(loop):
+        L.block = blk
+        k = L.v(arith.IndexCastOp, blk.args[0], type=i64)
         L.store(L.v(arith.AddiOp, lb, L.v(arith.MuliOp, k, step)), counter, [])
-        yielded, local = L.lower_region(body, [counter, *bufs])
-        L.copy_out(yielded, bufs, [L.canon(v) for v in body.last_op.operands], local)
-
-    L.loops([L.to_index(trips)], iteration)
-    L.emit(memref.DeallocOp, [counter])
+        L.emit(scf.YieldOp, carry.iteration(list(blk.args[1:]), [counter]))
+        L.block = outer
+    carry.finish(list(loop.results))
+    L.free(counter)
 
 
 def _while(L: _Lowering, op: msir.WhileOp) -> None:
-    bufs = _carried(L, op, op.inits)
-    before, after = Block(), Block()
-    loop = L.emit(scf.WhileOp, [], [], regions=[Region(before), Region(after)])
+    carry = _Carry(L, op, op.inits, op.body.block, 0)
+    types = [x.type for x in carry.inits]
+    before, after = Block(arg_types=types), Block(arg_types=types)
+    loop = L.emit(scf.WhileOp, carry.inits, types, regions=[Region(before), Region(after)])
     outer = L.block
-    L.block = before
-    (cond_buf,), local = L.lower_region(op.cond_region.block, bufs)
-    cond = L.load(cond_buf, [])
-    for buf in local:
-        L.emit(memref.DeallocOp, [buf])
-    L.emit(scf.ConditionOp, [cond])
-    L.block = after
-    yielded, local = L.lower_region(op.body.block, bufs)
-    L.copy_out(yielded, bufs, [L.canon(v) for v in op.body.block.last_op.operands], local)
-    L.emit(scf.YieldOp, [])
-    L.block = outer
-    del loop
+    with L.hoisting(loop):
+        L.block = before
+        bufs, dims, _ = carry.bind(list(before.args))
+        (cond_buf,), local = L.lower_region(op.cond_region.block, bufs, dims)
+        cond = L.load(cond_buf, [])
+        for buf in local:
+            L.free(buf)
+        L.emit(scf.ConditionOp, [cond, *before.args])
+        L.block = after
+        L.emit(scf.YieldOp, carry.iteration(list(after.args), []))
+        L.block = outer
+    carry.finish(list(loop.results))
+
+
+TAPE_MIN_ROWS = 4
+"""The capacity a tape grows to from 0 rows; it doubles whenever a push finds it full."""
 
 
 def _tape_alloc(L: _Lowering, op: msir.TapeAllocOp) -> None:
     rows = L.to_index(_scalar(L, op.rows))
-    L.result(op.result, [rows, *_shape(op.result.type)[1:]])
+    dims: list[Dim] = [rows, *_shape(op.result.type)[1:]]
+    L.buf[op.result] = L.alloc(_memref_type(op.result.type), dims, hoist=False)  # type: ignore[arg-type]
+    L.dims[op.result] = dims
+    if op.result not in L.returned:
+        L.owned.add(op.result)
 
 
 def _tape_set(L: _Lowering, op: msir.TapeSetOp) -> None:
@@ -1656,10 +1988,61 @@ def _tape_set(L: _Lowering, op: msir.TapeSetOp) -> None:
     L.loops(L.dims_of(op.value), lambda ivs, _: L.store(L.load(value, ivs), tape, [k, *ivs]))
 
 
+def _tape_push(L: _Lowering, op: msir.TapePushOp) -> None:
+    """Row `length` of the tape's buffer, whose first dim is its capacity (rows
+    past the length are unused). A tape whose value dies here and whose buffer
+    the function owns (or the loop carries) is appended to in place, through a
+    buffer of twice the capacity when it is full; otherwise into a copy."""
+    tape = L.canon(op.tape)
+    buf, dims = L.get(op.tape), L.dims_of(op.tape)
+    length, rest = L.index(dims[0]), dims[1:]
+    mt = _memref_type(op.tape.type)
+
+    def grown(rows: SSAValue, free_old: bool) -> list[SSAValue]:
+        capacity = L.v(arith.MaxSIOp, L.v(arith.MuliOp, rows, L.index(2)), L.index(TAPE_MIN_ROWS))
+        new = L.alloc(mt, [capacity, *rest], hoist=False)  # type: ignore[arg-type]
+        L.copy(buf, new, [length, *rest])
+        if free_old:
+            L.free(buf)
+        return [new]
+
+    mine = tape in L.owned or buf in L.consumable
+    if mine and L.last_use.get(tape) == L.k:
+        capacity = L.emit(memref.DimOp, [buf, L.index(0)], [INDEX]).results[0]
+        (new,) = L.if_(L.cmpi("uge", length, capacity), lambda: grown(capacity, True), lambda: [buf], [mt])
+        if tape in L.owned:
+            L.owned.discard(tape)
+        else:
+            L.consumed.add(buf)
+    else:
+        (new,) = grown(length, False)
+    value = L.get(op.value)
+    L.loops(rest, lambda ivs, _: L.store(L.load(value, ivs), new, [length, *ivs]))
+    L.buf[op.result], L.dims[op.result] = new, [L.index_add(length, 1), *rest]
+    L.resized.add(op.result)
+    if op.result not in L.returned:
+        L.owned.add(op.result)
+
+
 def _tape_get(L: _Lowering, op: msir.TapeGetOp) -> None:
+    """Row `%k`: a view of the tape's buffer (no copy) when the tape is an
+    argument of a function that writes no tape (an adjoint reading the tapes of
+    its forward), which outlives every use of the row; else a copy."""
     tape = L.get(op.tape)
     k = L.to_index(_scalar(L, op.index))
     dims = L.dims_of(op.tape)[1:]
+    if L.canon(op.tape) in L.f.body.block.args and op.result not in L.dest and not L.writes_tapes:
+        strides: list[Dim] = []
+        row: Dim = 1
+        for d in reversed(dims):
+            strides.insert(0, row)
+            row = L.index_mul(row, d)
+        offset = L.v(arith.MuliOp, k, L.index(row))
+        view = memref.ReinterpretCastOp.from_dynamic(tape, [offset], dims, strides, _memref_type(op.result.type))
+        view.location = L.loc
+        L.block.add_op(view)
+        L.buf[op.result], L.dims[op.result] = view.result, list(dims)
+        return
     out = L.result(op.result, dims)
     L.loops(dims, lambda ivs, _: L.store(L.load(tape, [k, *ivs]), out, ivs))
 
@@ -1694,6 +2077,7 @@ EMITTERS: dict[type[Operation], Callable[[_Lowering, Operation], None]] = {
     msir.WhileOp: _while,
     msir.TapeAllocOp: _tape_alloc,
     msir.TapeSetOp: _tape_set,
+    msir.TapePushOp: _tape_push,
     msir.TapeGetOp: _tape_get,
     func.CallOp: _call,
     func.ReturnOp: _return,

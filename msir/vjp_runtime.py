@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 from xdsl.dialects import func
-from xdsl.dialects.builtin import FunctionType
+from xdsl.dialects.builtin import FunctionType, TensorType
 from xdsl.ir import Block, Region
 
 from msir.api import _leaves, _rebuild_leaves
@@ -31,6 +31,9 @@ class _CompiledVjp:
     n_results: int
     float_results: list[int]
     float_args: list[int]
+    fwd_order: list[int]
+    """The forward's result positions in the order the native function returns
+    them: the static-shaped ones (output buffers) first, then the others."""
 
 
 def _public_wrapper(module, name: str, callee, arg_types, result_types) -> None:
@@ -57,8 +60,12 @@ def _build(t, primals: tuple) -> _CompiledVjp:
     _public_wrapper(module, "vjp_fwd", pair.fwd, fwd_f.function_type.inputs.data, fwd_f.function_type.outputs.data)
     _public_wrapper(module, "vjp_bwd", pair.bwd, bwd_f.function_type.inputs.data, bwd_f.function_type.outputs.data)
     compiled = compile_module(module, "vjp_fwd", also=("vjp_bwd",))
+    outputs = fwd_f.function_type.outputs.data
+    static = [i for i, t in enumerate(outputs) if isinstance(t, TensorType) and all(d >= 0 for d in t.get_shape())]
+    order = static + [i for i in range(len(outputs)) if i not in static]
     return _CompiledVjp(
-        compiled.native, compiled.functions["vjp_bwd"], traced, pair.n_results, pair.float_results, pair.float_args
+        compiled.native, compiled.functions["vjp_bwd"], traced, pair.n_results, pair.float_results, pair.float_args,
+        order,
     )
 
 
@@ -74,7 +81,10 @@ def compiled_vjp(t, primals: tuple):
     leaves: list[Any] = []
     _leaves(primals, leaves)
     inputs = leaves + [cap.get() for cap in c.traced.captures]
-    outs = c.fwd(*inputs)
+    native = c.fwd(*inputs)
+    outs: list[Any] = [None] * len(native)
+    for k, i in enumerate(c.fwd_order):
+        outs[i] = native[k]
     results, residuals = outs[: c.n_results], outs[c.n_results :]
     entry = _Entry(None, c.traced, len(leaves))
     value = entry._rebuild(c.traced.out_structure, results)

@@ -166,6 +166,9 @@ class IRBuilder:
     def tape_set(self, tape: Any, k: Any, v: Any) -> SSAValue:
         return self.emit(M.TapeSetOp(self.val(tape), self.val(k), self.val(v)))
 
+    def tape_push(self, tape: Any, v: Any) -> SSAValue:
+        return self.emit(M.TapePushOp(self.val(tape), self.val(v)))
+
     def tape_get(self, tape: Any, k: Any) -> SSAValue:
         return self.emit(M.TapeGetOp(self.val(tape), self.val(k)))
 

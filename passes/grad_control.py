@@ -16,11 +16,13 @@ adjoint). Node by node, what is generated:
   down to 0, reads row k (`msir.tape_get`), calls the body's adjoint, carries
   the cotangents of the loop-carried values and accumulates those of the values
   the body reads from outside the loop.
-* `msir.while`: the trip count depends on data, so the forward first runs the
-  loop counting its iterations N (the condition is evaluated as written), then
-  replays the body N times from the same initial values as the `msir.for` above
-  would, recording residuals. The adjoint is the `msir.for` adjoint. (The
-  replay doubles the forward work; a growing tape would avoid it.)
+* `msir.while`: the trip count depends on data, so the forward is one
+  `msir.while` (the condition evaluated as written) that also carries an
+  iteration count N (tensor<i64>, from 0) and one tape per residual, started
+  empty (`msir.tape_alloc` of 0 rows); each iteration calls the body's
+  augmented forward once and appends its residuals (`msir.tape_push`, which
+  the lowering grows by doubling). The adjoint is the `msir.for` adjoint over
+  k = N-1 .. 0.
 
 Integer and boolean loop-carried values (counters) never enter a tape and get
 no cotangent.
@@ -268,6 +270,10 @@ def _forward_for(pb: _PairBuilder, op: M.ForOp) -> None:
 
 
 def _forward_while(pb: _PairBuilder, op: M.WhileOp) -> None:
+    """One `msir.while` carrying, besides the primal values, an iteration count
+    N and one tape per residual (from `msir.tape_alloc` of 0 rows); the body
+    calls the augmented forward and appends its residuals (`msir.tape_push`), so
+    the loop body runs once per iteration. The adjoint reads rows N-1 .. 0."""
     cond_call, body_call = _region_call(op.cond_region), _region_call(op.body)
     pair = pb.ad.pair(body_call.callee.string_value(), op, _wanted(pb, body_call, list(op.body.block.args)))
     pb.cf_pairs[op] = [pair]
@@ -276,45 +282,36 @@ def _forward_while(pb: _PairBuilder, op: M.WhileOp) -> None:
     inits = [pb.fwd_of[v] for v in op.inits]
     types = [v.type for v in inits]
     zero = B.constant(0, "int64")
-    # 1. the primal loop, counting its iterations
-    cond_block = Block(arg_types=[*types, I64])
+    plan = _residual_plan(pb, pair, body_call, set(op.body.block.args))
+    taped = [k for k, (kind, _) in enumerate(plan) if kind == "tape"]
+    tapes = [B.emit(M.TapeAllocOp(zero, pair.residual_types[k])) for k in taped]  # type: ignore[arg-type]
+    carried_types = [*types, I64, *[t.type for t in tapes]]
+    n_in = len(inits)
+    cond_block = Block(arg_types=carried_types)
     m = dict(zip(op.cond_region.block.args, cond_block.args))
     c = func.CallOp(cond_call.callee.string_value(), [m.get(v) or pb.fwd_of[v] for v in cond_call.arguments],
                     [r.type for r in cond_call.results])
+    c.location = op.location
     cond_block.add_op(c)
     cond_block.add_op(M.ConditionOp(c.results[0]))
-    body_block = Block(arg_types=[*types, I64])
-    m = dict(zip(op.body.block.args, body_block.args))
-    b = func.CallOp(body_call.callee.string_value(), [m.get(v) or pb.fwd_of[v] for v in body_call.arguments], types)
-    body_block.add_op(b)
-    BB = IRBuilder(body_block, op.location)
-    count = BB.binary("add", body_block.args[-1], BB.constant(1, "int64"))
-    body_block.add_op(M.YieldOp(*b.results, count))
-    counted = M.WhileOp(inits + [zero], Region(cond_block), Region(body_block))
-    counted.location = op.location
-    pb.fwd_block.add_op(counted)
-    n = counted.res[-1]
-    # 2. the replay, recording residuals
-    plan = _residual_plan(pb, pair, body_call, set(op.body.block.args))
-    taped = [k for k, (kind, _) in enumerate(plan) if kind == "tape"]
-    tapes = [B.emit(M.TapeAllocOp(n, pair.residual_types[k])) for k in taped]  # type: ignore[arg-type]
-    block = Block(arg_types=[I64, *types, *[t.type for t in tapes]])
-    k, carried, tape_args = block.args[0], block.args[1 : 1 + len(inits)], block.args[1 + len(inits) :]
-    IB = IRBuilder(block, op.location)
+    body_block = Block(arg_types=carried_types)
+    carried, count, tape_args = body_block.args[:n_in], body_block.args[n_in], body_block.args[n_in + 1 :]
     m = dict(zip(op.body.block.args, carried))
     fcall = func.CallOp(pair.fwd, [m.get(v) or pb.fwd_of[v] for v in body_call.arguments], types + pair.residual_types)
     fcall.location = op.location
-    block.add_op(fcall)
-    residuals = list(fcall.results[len(inits) :])
-    new_tapes = [IB.emit(M.TapeSetOp(t, k, residuals[j])) for t, j in zip(tape_args, taped)]
-    block.add_op(M.YieldOp(*fcall.results[: len(inits)], *new_tapes))
-    one = B.constant(1, "int64")
-    replay = M.ForOp(zero, n, one, inits + tapes, Region(block))
-    replay.location = op.location
-    pb.fwd_block.add_op(replay)
-    for old, r in zip(op.res, replay.res):
+    body_block.add_op(fcall)
+    BB = IRBuilder(body_block, op.location)
+    residuals = list(fcall.results[n_in:])
+    new_tapes = [BB.emit(M.TapePushOp(t, residuals[j])) for t, j in zip(tape_args, taped)]
+    next_count = BB.binary("add", count, BB.constant(1, "int64"))
+    body_block.add_op(M.YieldOp(*fcall.results[:n_in], next_count, *new_tapes))
+    loop = M.WhileOp(inits + [zero] + tapes, Region(cond_block), Region(body_block))
+    loop.location = op.location
+    pb.fwd_block.add_op(loop)
+    for old, r in zip(op.res, loop.res):
         pb.fwd_of[old] = r
-    pb.cf_residuals[op] = [[n, zero, one], list(replay.res[len(inits) :]), plan]
+    n = loop.res[n_in]
+    pb.cf_residuals[op] = [[n, zero, B.constant(1, "int64")], list(loop.res[n_in + 1 :]), plan]
 
 
 # ---------------------------------------------------------------------------

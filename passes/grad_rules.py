@@ -528,6 +528,13 @@ def _(B, p, xs, y, ts):
     return B.tape_set(ts[0], xs[1], _t(B, ts[2], xs[2]))
 
 
+@jvp("tape_push")
+def _(B, p, xs, y, ts):
+    if ts[0] is None:
+        raise KeyError("tape_push: the tape's tangent must come from the loop")
+    return B.tape_push(ts[0], _t(B, ts[1], xs[1]))
+
+
 @jvp("tape_get")
 def _(B, p, xs, y, ts):
     return B.tape_get(ts[0], xs[1]) if ts[0] is not None else _scalar(B, 0.0, y)

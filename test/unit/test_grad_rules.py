@@ -286,7 +286,7 @@ NOT_PRIMITIVES = {
     "if", "for", "while", "condition",
     # Tapes appear only in derivatives; differentiating them again (second order
     # through loops) is refused with NotDifferentiableError until they get rules.
-    "tape_alloc", "tape_set", "tape_get",
+    "tape_alloc", "tape_set", "tape_push", "tape_get",
 }
 
 
@@ -305,7 +305,7 @@ def test_every_rule_is_checked_here():
     checked = {c.params(c.inputs(_rng(c)))[0] for c in CASES}
     # Tape rules act on loop tapes only; they are checked end to end by the
     # forward-over-reverse Hessian tests through loops (test_control_flow_grad.py).
-    tape_rules = {"tape_set", "tape_get"}
+    tape_rules = {"tape_set", "tape_push", "tape_get"}
     assert (VJP.keys() | JVP.keys()) - checked - tape_rules == set(), "rules without a finite-difference case"
 
 

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from xdsl.context import Context
 from xdsl.dialects import arith, func, math, memref, scf
-from xdsl.dialects.builtin import Builtin, FloatAttr, IndexType, IntegerAttr, IntegerType, MemRefType, ModuleOp
+from xdsl.dialects.builtin import DYNAMIC_INDEX, Builtin, FloatAttr, IndexType, IntegerAttr, IntegerType, MemRefType, ModuleOp
 from xdsl.parser import Parser
 
 from msir.dialects.msir import Msir
@@ -104,6 +104,11 @@ class Interpreter:
         self.errors: list[tuple[int, str]] = []
         self.live: dict[int, np.ndarray] = {}
         self.readonly: set[int] = set()
+        # memref.reinterpret_cast results: id -> (the view, the id of its allocation)
+        self.views: dict[int, tuple[np.ndarray, int]] = {}
+
+    def base(self, m) -> int:
+        return self.views[id(m)][1] if id(m) in self.views else id(m)
 
     def call(self, name: str, args: list):
         f = self.funcs[name]
@@ -129,7 +134,7 @@ class Interpreter:
         return self.block(blk, env)
 
     def buffer(self, m):
-        assert id(m) in self.live, "access to a deallocated buffer"
+        assert self.base(m) in self.live, "access to a deallocated buffer"
         return m
 
     def op(self, op, name, v, env):
@@ -177,12 +182,25 @@ class Interpreter:
                 return m[idx]
             if name == "memref.store":
                 m, idx = self.buffer(v[1]), tuple(v[2:])
-                assert id(m) not in self.readonly, "store into an input buffer"
+                assert self.base(m) not in self.readonly, "store into an input buffer"
                 assert all(0 <= i < d for i, d in zip(idx, m.shape)), f"store out of bounds {idx} {m.shape}"
                 m[idx] = v[0]
                 return None
             if name == "memref.dim":
                 return v[0].shape[v[1]]
+            if name == "memref.reinterpret_cast":
+                src = self.buffer(v[0])
+                dyn = iter(v[1:])
+                offset, sizes, strides = ([next(dyn) if x == DYNAMIC_INDEX else x for x in attr.get_values()]
+                                          for attr in (op.static_offsets, op.static_sizes, op.static_strides))
+                row_major = [int(np.prod(sizes[k + 1:], dtype=np.int64)) for k in range(len(sizes))]
+                assert strides == row_major, f"strides {strides} are not row-major for {sizes}"
+                n = int(np.prod(sizes, dtype=np.int64))
+                flat = src.reshape(-1)
+                assert 0 <= offset[0] and offset[0] + n <= flat.size, "view out of bounds"
+                view = flat[offset[0]:offset[0] + n].reshape(sizes)
+                self.views[id(view)] = (view, self.base(src))
+                return view
         if name == "scf.for":
             lb, ub, step, *carried = v
             for i in range(lb, ub, step):
@@ -228,7 +246,7 @@ def run(src: str, *inputs, entry: str = "f", expect_errors: bool = False):
     rets = interp.call(entry, [*args, *outs])
     for a, s in zip(args, saved):
         np.testing.assert_array_equal(a, s)
-    leaked = set(interp.live) - {id(a) for a in (*args, *outs, *rets)}
+    leaked = set(interp.live) - {interp.base(a) for a in (*args, *outs, *rets)}
     assert not leaked, "leaked buffers"
     if not expect_errors:
         assert not interp.errors, interp.errors
@@ -681,6 +699,123 @@ def test_locations_are_copied():
     assert str(exp.location) == 'loc("m.py":5:6)'
     loop = next(op for op in module.walk() if op.name == "scf.for")
     assert loop.location == exp.location
+
+
+# ---------------------------------------------------------------------------
+# Loop buffers and tapes
+# ---------------------------------------------------------------------------
+
+LOOP_KINDS = """
+func.func @f(%a0: tensor<2x3xf64>, %b0: tensor<2x3xf64>, %c0: tensor<2x3xf64>, %d0: tensor<3x2xf64>,
+             %w: tensor<3x3xf64>, %n: tensor<i64>) -> (tensor<2x3xf64>, tensor<2x3xf64>, tensor<2x3xf64>, tensor<3x2xf64>) {
+  %zero = msir.constant dense<0> : tensor<i64>
+  %one = msir.constant dense<1> : tensor<i64>
+  %a, %b, %c, %d = msir.for %zero to %n step %one (%a0, %b0, %c0, %d0)
+      : (tensor<2x3xf64>, tensor<2x3xf64>, tensor<2x3xf64>, tensor<3x2xf64>) {
+  ^bb0(%i: tensor<i64>, %x: tensor<2x3xf64>, %y: tensor<2x3xf64>, %z: tensor<2x3xf64>, %u: tensor<3x2xf64>):
+    %z1 = msir.exp %z : tensor<2x3xf64>
+    %z2 = msir.sin %z1 : tensor<2x3xf64>
+    %s = msir.add %z2, %y : tensor<2x3xf64>
+    %u1 = msir.matmul %w, %u : tensor<3x3xf64>, tensor<3x2xf64> to tensor<3x2xf64>
+    msir.yield %y, %x, %s, %u1 : tensor<2x3xf64>, tensor<2x3xf64>, tensor<2x3xf64>, tensor<3x2xf64>
+  }
+  func.return %a, %b, %c, %d : tensor<2x3xf64>, tensor<2x3xf64>, tensor<2x3xf64>, tensor<3x2xf64>
+}
+"""
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 5])
+def test_loop_carried_values_swap_in_place_and_ping_pong(n):
+    """A swap of two carried values (copied into the spare buffers), a value
+    updated elementwise over its own buffer, one computed by a matmul into the
+    other of two buffers; an odd or even count, and none."""
+    rng = np.random.default_rng(n)
+    a, b, c = (rng.standard_normal((2, 3)) for _ in range(3))
+    d, w = rng.standard_normal((3, 2)), rng.standard_normal((3, 3)) * 0.5
+    ea, eb, ec, ed = a, b, c, d
+    for _ in range(n):
+        ea, eb, ec, ed = eb, ea, np.sin(np.exp(ec)) + eb, w @ ed
+    results, _ = run(LOOP_KINDS, a, b, c, d, w, np.int64(n))
+    for got, want in zip(results, (ea, eb, ec, ed)):
+        check(got, want)
+    loop = next(op for op in lower(LOOP_KINDS).walk() if isinstance(op, scf.ForOp) and len(op.results) > 0)
+    assert not [op for op in loop.walk() if isinstance(op, memref.AllocOp | memref.DeallocOp)]
+
+
+RECORD = """
+func.func @f(%x0: tensor<3xf64>, %limit: tensor<f64>) -> (tensor<i64>, tensor<?x3xf64>, tensor<3xf64>) {
+  %zero = msir.constant dense<0> : tensor<i64>
+  %t0 = msir.tape_alloc %zero : tensor<i64> to tensor<?x3xf64>
+  %x, %n, %t = msir.while (%x0, %zero, %t0) : (tensor<3xf64>, tensor<i64>, tensor<?x3xf64>) {
+  ^bb0(%xa: tensor<3xf64>, %k: tensor<i64>, %ta: tensor<?x3xf64>):
+    %s = msir.reduce_sum %xa axes array<i64: 0> : tensor<3xf64> to tensor<f64>
+    %c = msir.compare lt, %s, %limit : tensor<f64>
+    msir.condition %c : tensor<i1>
+  } do {
+  ^bb0(%xa: tensor<3xf64>, %k: tensor<i64>, %ta: tensor<?x3xf64>):
+    %one = msir.constant dense<1> : tensor<i64>
+    %k1 = msir.add %k, %one : tensor<i64>
+    %t1 = msir.tape_push %ta, %xa : tensor<?x3xf64>, tensor<3xf64>
+    %two = msir.constant dense<2.0> : tensor<3xf64>
+    %x1 = msir.mul %xa, %two : tensor<3xf64>
+    msir.yield %x1, %k1, %t1 : tensor<3xf64>, tensor<i64>, tensor<?x3xf64>
+  }
+  func.return %n, %t, %x : tensor<i64>, tensor<?x3xf64>, tensor<3xf64>
+}
+"""
+
+
+@pytest.mark.parametrize("rows", [0, 1, 4, 5, 9])
+def test_tape_push_grows_by_doubling(rows):
+    """Rows pushed in a while (across the growth from 0 to 4, 8 and 16 rows of
+    capacity); the returned tape has exactly the pushed rows."""
+    x0 = np.array([1.0, 2.0, 4.0]) / 7.0
+    n, tape, x = run(RECORD, x0, np.float64(2.0 ** rows - 0.5))[0]
+    assert int(n) == rows
+    check(tape, np.array([x0 * 2.0**k for k in range(rows)]).reshape(rows, 3))
+    check(x, x0 * 2.0**rows)
+
+
+def test_tape_push_copies_a_tape_it_does_not_own_or_that_is_read_later():
+    src = """func.func @f(%t: tensor<?x2xf32>, %v: tensor<2xf32>, %k: tensor<i64>) -> (tensor<?x2xf32>, tensor<2xf32>) {
+  %t1 = msir.tape_push %t, %v : tensor<?x2xf32>, tensor<2xf32>
+  %zero = msir.constant dense<0> : tensor<i64>
+  %u = msir.tape_alloc %zero : tensor<i64> to tensor<?x2xf32>
+  %u1 = msir.tape_push %u, %v : tensor<?x2xf32>, tensor<2xf32>
+  %u2 = msir.tape_push %u1, %v : tensor<?x2xf32>, tensor<2xf32>
+  %r = msir.tape_get %u1[%zero] : tensor<?x2xf32>, tensor<i64> to tensor<2xf32>
+  %s = msir.tape_get %u2[%k] : tensor<?x2xf32>, tensor<i64> to tensor<2xf32>
+  %w = msir.add %r, %s : tensor<2xf32>
+  func.return %t1, %w : tensor<?x2xf32>, tensor<2xf32>
+}"""
+    t = np.arange(6, dtype=np.float32).reshape(3, 2)
+    v = np.array([10.0, 20.0], np.float32)
+    t1, w = run(src, t, v, np.int64(1))[0]
+    check(t1, np.concatenate([t, v[None]]))
+    check(w, 2 * v)
+
+
+def test_tape_get_of_an_argument_is_a_view():
+    """An adjoint reading its forward's tape: rows are views, not copies."""
+    src = """func.func @f(%t: tensor<?x2xf64>, %n: tensor<i64>) -> tensor<2xf64> {
+  %zero = msir.constant dense<0.0> : tensor<2xf64>
+  %last = msir.constant dense<-1> : tensor<i64>
+  %one = msir.constant dense<1> : tensor<i64>
+  %start = msir.sub %n, %one : tensor<i64>
+  %r = msir.for %start to %last step %last (%zero) : (tensor<2xf64>) {
+  ^bb0(%k: tensor<i64>, %acc: tensor<2xf64>):
+    %row = msir.tape_get %t[%k] : tensor<?x2xf64>, tensor<i64> to tensor<2xf64>
+    %e = msir.exp %row : tensor<2xf64>
+    %a = msir.add %acc, %e : tensor<2xf64>
+    msir.yield %a : tensor<2xf64>
+  }
+  func.return %r : tensor<2xf64>
+}"""
+    t = np.linspace(-1.0, 1.0, 10).reshape(5, 2)
+    check(run1(src, t, np.int64(4)), np.exp(t[:4]).sum(axis=0))
+    f = next(op for op in lower(src).body.block.ops if isinstance(op, func.FuncOp))
+    tape = f.body.block.args[0]
+    assert [op.name for op in f.walk() if tape in op.operands] == ["memref.dim", "memref.reinterpret_cast"]
 
 
 # ---------------------------------------------------------------------------

@@ -47,34 +47,30 @@ func.func @grad_halve(%x: tensor<f64>) -> tensor<f64> {
 // WHILE-LABEL: func.func private @halve__while_region1__bwd(%{{.*}}: tensor<f64>, %{{.*}}: tensor<f64>, %{{.*}}: tensor<f64>) -> tensor<f64>
 // WHILE:         msir.cos
 
-// 1. The primal while, as written, with an iteration counter N carried along.
+// 1. One while, as written, carrying an iteration count N (from 0) and one tape
+//    per residual (x and sin x), started empty; each iteration calls the body's
+//    augmented forward once and appends its residuals with msir.tape_push.
 // WHILE-LABEL: func.func private @halve__fwd(
 // WHILE-SAME:    %[[X0:.*]]: tensor<f64>) -> (tensor<f64>, tensor<i64>, tensor<?xf64>, tensor<?xf64>)
+// WHILE-NOT:     msir.for
 // WHILE:         %[[ZERO:.*]] = msir.constant dense<0> : tensor<i64>
-// WHILE-NEXT:    %{{.*}}, %[[N:.*]] = msir.while (%[[X0]], %[[ZERO]]) : (tensor<f64>, tensor<i64>) {
-// WHILE-NEXT:    ^bb0(%[[CX:.*]]: tensor<f64>, %{{.*}}: tensor<i64>):
+// WHILE-NEXT:    %[[TA:.*]] = msir.tape_alloc %[[ZERO]] : tensor<i64> to tensor<?xf64>
+// WHILE-NEXT:    %[[TB:.*]] = msir.tape_alloc %[[ZERO]] : tensor<i64> to tensor<?xf64>
+// WHILE-NEXT:    %[[R:.*]], %[[N:.*]], %[[TA2:.*]], %[[TB2:.*]] = msir.while (%[[X0]], %[[ZERO]], %[[TA]], %[[TB]]) : (tensor<f64>, tensor<i64>, tensor<?xf64>, tensor<?xf64>) {
+// WHILE-NEXT:    ^bb0(%[[CX:.*]]: tensor<f64>, %{{.*}}: tensor<i64>, %{{.*}}: tensor<?xf64>, %{{.*}}: tensor<?xf64>):
 // WHILE-NEXT:      %[[C:.*]] = func.call @halve__while_region0(%[[CX]], %{{.*}})
 // WHILE-NEXT:      msir.condition %[[C]] : tensor<i1>
 // WHILE-NEXT:    } do {
-// WHILE-NEXT:    ^bb0(%[[BX:.*]]: tensor<f64>, %[[COUNT:.*]]: tensor<i64>):
-// WHILE-NEXT:      %[[NEXT:.*]] = func.call @halve__while_region1(%[[BX]])
+// WHILE-NEXT:    ^bb0(%[[XK:.*]]: tensor<f64>, %[[COUNT:.*]]: tensor<i64>, %[[A:.*]]: tensor<?xf64>, %[[B:.*]]: tensor<?xf64>):
+// WHILE-NEXT:      %[[Y:.*]], %[[R0:.*]], %[[R1:.*]] = func.call @halve__while_region1__fwd(%[[XK]])
+// WHILE-NEXT:      %[[A1:.*]] = msir.tape_push %[[A]], %[[R0]] : tensor<?xf64>, tensor<f64>
+// WHILE-NEXT:      %[[B1:.*]] = msir.tape_push %[[B]], %[[R1]] : tensor<?xf64>, tensor<f64>
 // WHILE-NEXT:      %[[INC:.*]] = msir.constant dense<1> : tensor<i64>
 // WHILE-NEXT:      %[[COUNT2:.*]] = msir.add %[[COUNT]], %[[INC]] : tensor<i64>
-// WHILE-NEXT:      msir.yield %[[NEXT]], %[[COUNT2]] : tensor<f64>, tensor<i64>
+// WHILE-NEXT:      msir.yield %[[Y]], %[[COUNT2]], %[[A1]], %[[B1]] : tensor<f64>, tensor<i64>, tensor<?xf64>, tensor<?xf64>
 // WHILE-NEXT:    }
-// 2. One tape of N rows per residual, filled by replaying the body N times from
-//    the same initial value with the augmented forward.
-// WHILE-NEXT:    %[[TA:.*]] = msir.tape_alloc %[[N]] : tensor<i64> to tensor<?xf64>
-// WHILE-NEXT:    %[[TB:.*]] = msir.tape_alloc %[[N]] : tensor<i64> to tensor<?xf64>
-// WHILE-NEXT:    %[[ONE:.*]] = msir.constant dense<1> : tensor<i64>
-// WHILE-NEXT:    %[[R:.*]], %[[TA2:.*]], %[[TB2:.*]] = msir.for %[[ZERO]] to %[[N]] step %[[ONE]] (%[[X0]], %[[TA]], %[[TB]]) : (tensor<f64>, tensor<?xf64>, tensor<?xf64>) {
-// WHILE-NEXT:    ^bb0(%[[K:.*]]: tensor<i64>, %[[XK:.*]]: tensor<f64>, %[[A:.*]]: tensor<?xf64>, %[[B:.*]]: tensor<?xf64>):
-// WHILE-NEXT:      %[[Y:.*]], %[[R0:.*]], %[[R1:.*]] = func.call @halve__while_region1__fwd(%[[XK]])
-// WHILE-NEXT:      %[[A1:.*]] = msir.tape_set %[[A]][%[[K]]], %[[R0]] : tensor<?xf64>, tensor<i64>, tensor<f64>
-// WHILE-NEXT:      %[[B1:.*]] = msir.tape_set %[[B]][%[[K]]], %[[R1]] : tensor<?xf64>, tensor<i64>, tensor<f64>
-// WHILE-NEXT:      msir.yield %[[Y]], %[[A1]], %[[B1]] : tensor<f64>, tensor<?xf64>, tensor<?xf64>
-// WHILE-NEXT:    }
-// WHILE-NEXT:    func.return %[[R]], %[[N]], %[[TA2]], %[[TB2]]
+// WHILE-NOT:     func.call @halve__while_region1
+// WHILE:         func.return %[[R]], %[[N]], %[[TA2]], %[[TB2]]
 
 // 3. The adjoint runs k = N-1 down to 0 (step -1), reading row k of each tape.
 // WHILE-LABEL: func.func private @halve__bwd(

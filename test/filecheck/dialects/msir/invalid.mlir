@@ -700,3 +700,27 @@ func.func @f(%t: tuple<tensor<f32>, tensor<4xi64>>) {
   func.return
 }
 // CHECK: {{^}}'msir.get_tuple' result has type tensor<f32>, but the operands imply tensor<4xi64> (tuple: tuple<tensor<f32>, tensor<4xi64>>){{$}}
+
+// -----
+
+// tape_push: the row does not match the tape's rows
+%t = "test.op"() : () -> tensor<?x4xf32>
+%v = "test.op"() : () -> tensor<3xf32>
+%0 = msir.tape_push %t, %v : tensor<?x4xf32>, tensor<3xf32>
+// CHECK: {{^}}'msir.tape_push' row type tensor<3xf32> does not match the tape type tensor<?x4xf32>{{$}}
+
+// -----
+
+// tape_push: the result type differs from the tape's (caught by the IRDL constraint tying them)
+%t = "test.op"() : () -> tensor<?x4xf32>
+%v = "test.op"() : () -> tensor<4xf32>
+%0 = "msir.tape_push"(%t, %v) : (tensor<?x4xf32>, tensor<4xf32>) -> tensor<?x4xf64>
+// CHECK: {{^}}attribute tensor<?x4xf32> expected from variable 'T', but got tensor<?x4xf64>{{$}}
+
+// -----
+
+// tape_push: a tape needs a dynamic first dimension
+%t = "test.op"() : () -> tensor<2x4xf32>
+%v = "test.op"() : () -> tensor<4xf32>
+%0 = msir.tape_push %t, %v : tensor<2x4xf32>, tensor<4xf32>
+// CHECK: {{^}}'msir.tape_push' row type tensor<4xf32> does not match the tape type tensor<2x4xf32>{{$}}

@@ -492,4 +492,24 @@ func.func @tuples(%a: tensor<f32>, %b: tensor<4xi64>) -> tuple<> {
 // CHECK-NEXT:   func.return %0 : tuple<>
 // CHECK-NEXT: }
 
+func.func @tapes(%n: tensor<i64>, %k: tensor<i64>, %v: tensor<4xf32>, %s: tensor<f64>) -> tensor<4xf32> {
+  %t = msir.tape_alloc %n : tensor<i64> to tensor<?x4xf32>
+  %t1 = msir.tape_set %t[%k], %v : tensor<?x4xf32>, tensor<i64>, tensor<4xf32>
+  %t2 = msir.tape_push %t1, %v : tensor<?x4xf32>, tensor<4xf32>
+  %r = msir.tape_get %t2[%k] : tensor<?x4xf32>, tensor<i64> to tensor<4xf32>
+  %u = msir.tape_alloc %k : tensor<i64> to tensor<?xf64>
+  %u1 = msir.tape_push %u, %s : tensor<?xf64>, tensor<f64>
+  func.return %r : tensor<4xf32>
+}
+
+// CHECK-LABEL: func.func @tapes(%n: tensor<i64>, %k: tensor<i64>, %v: tensor<4xf32>, %s: tensor<f64>) -> tensor<4xf32> {
+// CHECK-NEXT:   %t = msir.tape_alloc %n : tensor<i64> to tensor<?x4xf32>
+// CHECK-NEXT:   %t1 = msir.tape_set %t[%k], %v : tensor<?x4xf32>, tensor<i64>, tensor<4xf32>
+// CHECK-NEXT:   %t2 = msir.tape_push %t1, %v : tensor<?x4xf32>, tensor<4xf32>
+// CHECK-NEXT:   %r = msir.tape_get %t2[%k] : tensor<?x4xf32>, tensor<i64> to tensor<4xf32>
+// CHECK-NEXT:   %u = msir.tape_alloc %k : tensor<i64> to tensor<?xf64>
+// CHECK-NEXT:   %u1 = msir.tape_push %u, %s : tensor<?xf64>, tensor<f64>
+// CHECK-NEXT:   func.return %r : tensor<4xf32>
+// CHECK-NEXT: }
+
 // CHECK-NEXT: }
