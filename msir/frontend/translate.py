@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import copy
 import math
 import operator
 import types
@@ -235,6 +236,8 @@ class Translator:
         self.scope: dict[str, Any] = {}
         self.params: set[int] = set()
         self.loc = source.loc(source.node)
+        self.return_slots: dict[str, list[tuple[Any, ast.AST]]] = {}
+        """Per `return` lowered inside a loop: the values assigned to its slot."""
 
     # -- errors and emission ------------------------------------------------
 
@@ -260,6 +263,9 @@ class Translator:
         """Translate statements; returns (_RETURN, value) or None (fell off the end)."""
         stmts = list(stmts)
         for k, stmt in enumerate(stmts):
+            if isinstance(stmt, (ast.For, ast.While)) and _may_return([stmt]):
+                self.loc = self.source.loc(stmt)
+                return self.loop_returning(stmt, stmts[k + 1 :])
             if isinstance(stmt, ast.If) and (_may_return(stmt.body) or _may_return(stmt.orelse)):
                 self.loc = self.source.loc(stmt)
                 cond = self.expr(stmt.test)
@@ -285,6 +291,8 @@ class Translator:
             case ast.Assign(targets=targets, value=value):
                 v = self.expr(value)
                 for t in targets:
+                    if isinstance(t, ast.Name) and t.id in self.return_slots:
+                        self.return_slots[t.id].append((v, node))
                     self.assign(t, v)
             case ast.AnnAssign(target=target, value=value) if value is not None:
                 self.assign(target, self.expr(value))
@@ -1391,6 +1399,12 @@ class Translator:
         for block, stmts in ((then_block, then_stmts), (else_block, else_stmts)):
             _, result = self.in_block(block, self.scope, lambda stmts=stmts: self.run_body(stmts))
             values.append(None if result is None else result[1])
+        if (values[0] is None) != (values[1] is None):
+            raise self.error(
+                UnsupportedSyntaxError,
+                "the function returns a value on one path and falls off its end (returning None) on another",
+                node,
+            )
         self.block, saved = then_block, self.block
         st, lt = self.to_tensors(values[0], node, "the returned value")
         self.block = else_block
@@ -1402,6 +1416,70 @@ class Translator:
             )
         dtypes = self.unify(lt, le, ["<return value>"] * len(lt), node)
         return _rebuild(st, iter(self.emit_if(c, then_block, else_block, lt, le, dtypes)))
+
+    def loop_returning(self, node: ast.For | ast.While, rest: list[ast.stmt]) -> Any:
+        """A loop containing `return`: each `return v` becomes `returned = True;
+        value = v; break` (through every enclosing loop of the nest), both carried
+        by the loops; after the loop, `if returned: return value` is an early
+        return that continues with `rest` otherwise."""
+        returns = _returns(node.body)
+        for r in returns:
+            if r.value is None:
+                raise self.error(
+                    UnsupportedSyntaxError, "a bare 'return' inside a loop (the function would return None)", r
+                )
+        tag = f"{node.lineno}_{node.col_offset}"
+        flag, slot = f"__msir_returned_{tag}", f"__msir_return_value_{tag}"
+        loop = copy.copy(node)
+        loop.body = _lower_returns(node.body, flag, slot)
+        self.scope[flag] = self.constant(False, "bool", weak=True)
+        self.scope[slot] = self.return_placeholder(loop, slot)
+        self.stmt(loop)
+        first = returns[0]
+        guard = ast.If(
+            test=ast.Name(id=flag, ctx=ast.Load()),
+            body=[ast.Return(value=ast.Name(id=slot, ctx=ast.Load()))],
+            orelse=[],
+        )
+        for n_ in ast.walk(guard):
+            ast.copy_location(n_, first)
+        return self.run_body([guard, *rest])
+
+    def return_placeholder(self, loop: ast.stmt, slot: str) -> Any:
+        """The initial (never returned) value of a loop's return slot: zeros of the
+        type every `return` in the loop gives, found by translating the loop once
+        aside. The returns must agree in structure and shapes."""
+        self.return_slots[slot] = observed = []
+        try:
+            self.in_block(self.new_block(), self.scope, lambda: self.stmt(loop))
+        finally:
+            del self.return_slots[slot]
+        aside = self.new_block()
+        self.block, saved = aside, self.block
+        try:
+            typed = [(self.to_tensors(v, r, "the returned value"), r) for v, r in observed]
+        finally:
+            self.block = saved
+        (struct, leaves), first = typed[0]
+        dtypes = [(x.dtype, x.weak) for x in leaves]
+        for (st, ls), r in typed[1:]:
+            if st != struct:
+                raise self.error(
+                    UnsupportedSyntaxError,
+                    f"this return gives a value of another structure than the return at line {first.lineno}",
+                    r,
+                )
+            for k, (x, y) in enumerate(zip(leaves, ls)):
+                if x.shape != y.shape:
+                    raise self.error(
+                        ShapeError,
+                        f"this return gives shape {M.fmt_shape(y.shape)} where the return at line "
+                        f"{first.lineno} gives {M.fmt_shape(x.shape)}; every return must give the same shapes",
+                        r,
+                    )
+                dtypes[k] = promote(*dtypes[k], y.dtype, y.weak)
+        zeros = [self.broadcast(self.constant(0, d, w), x.shape) for x, (d, w) in zip(leaves, dtypes)]
+        return _rebuild(struct, iter(zeros))
 
     def loop_carried(self, body: Sequence[ast.stmt], node: ast.AST, exclude: set[str]) -> list[str]:
         assigned = _assigned(body) - exclude
@@ -1445,13 +1523,9 @@ class Translator:
         for name in names:
             scope[name] = _rebuild(structs[name], it)
 
-        if _may_return(stmts):
-            raise self.error(UnsupportedSyntaxError, "'return' inside a loop is not supported yet", node)
-
         def run():
             result = self.run_body(stmts)
-            if result is not None:
-                raise self.error(UnsupportedSyntaxError, "'return' inside a loop is not supported yet", node)
+            assert result is None, "returns inside loops are lowered by loop_returning"
             out = []
             for name in names:
                 _, leaves = self.to_tensors(self.scope[name], node, f"variable '{name}'")
@@ -1504,8 +1578,8 @@ class Translator:
                 raise self.error(UnsupportedSyntaxError, f"a loop building a list unrolls at most {_MAX_UNROLL} iterations", node)
             for item in items:
                 self.assign(node.target, item)
-                if self.run_body(node.body) is not None:
-                    raise self.error(UnsupportedSyntaxError, "'return' inside a loop is not supported yet", node)
+                result = self.run_body(node.body)
+                assert result is None, "returns inside loops are lowered by loop_returning"
             return
         if _appends(node.body):
             raise self.error(
@@ -2145,12 +2219,59 @@ def _lower_jumps(stmts: Sequence[ast.stmt], brk: str, cont: str) -> list[ast.stm
     return out
 
 
-def _may_return(stmts: Sequence[ast.stmt]) -> bool:
+def _returns(stmts: Sequence[ast.stmt]) -> list[ast.Return]:
+    """The `return` statements of a statement list (not of nested functions)."""
+    found: list[ast.Return] = []
+
+    def walk(node: ast.AST) -> None:
+        if isinstance(node, ast.Return):
+            found.append(node)
+        elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            for child in ast.iter_child_nodes(node):
+                walk(child)
+
     for s_ in stmts:
-        for node in ast.walk(s_):
-            if isinstance(node, ast.Return):
-                return True
-    return False
+        walk(s_)
+    return found
+
+
+def _may_return(stmts: Sequence[ast.stmt]) -> bool:
+    return bool(_returns(stmts))
+
+
+def _lower_returns(stmts: Sequence[ast.stmt], flag: str, slot: str) -> list[ast.stmt]:
+    """Rewrite the returns of a loop body: `return v` becomes `flag = True;
+    slot = v; break`, and a nested loop that may return is followed by
+    `if flag: break`, so a return leaves every loop of the nest (`break` is then
+    lowered by `_lower_jumps`)."""
+
+    def at(new: ast.AST, old: ast.AST) -> ast.AST:
+        for n_ in ast.walk(new):
+            ast.copy_location(n_, old)
+        return new
+
+    out: list[ast.stmt] = []
+    for st in stmts:
+        if isinstance(st, ast.Return):
+            out += [
+                at(ast.Assign(targets=[ast.Name(id=flag, ctx=ast.Store())], value=ast.Constant(True)), st),
+                ast.copy_location(ast.Assign(targets=[ast.Name(id=slot, ctx=ast.Store())], value=st.value), st),
+                at(ast.Break(), st),
+            ]
+            return out  # the rest of the block never runs
+        if isinstance(st, (ast.For, ast.While)) and _may_return([st]):
+            inner = copy.copy(st)
+            inner.body = _lower_returns(st.body, flag, slot)
+            out += [inner, at(ast.If(test=ast.Name(id=flag, ctx=ast.Load()), body=[ast.Break()], orelse=[]), st)]
+            continue
+        if isinstance(st, ast.If) and _may_return([st]):
+            new_if = copy.copy(st)
+            new_if.body = _lower_returns(st.body, flag, slot) or [at(ast.Pass(), st)]
+            new_if.orelse = _lower_returns(st.orelse, flag, slot)
+            out.append(new_if)
+            continue
+        out.append(st)
+    return out
 
 
 def _appends(stmts: Sequence[ast.stmt]) -> bool:
