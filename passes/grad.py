@@ -110,7 +110,11 @@ class ModuleAD:
     module: ModuleOp
     funcs: dict[str, func.FuncOp] = field(default_factory=dict)
     pairs: dict[tuple, Pair] = field(default_factory=dict)
-    in_progress: set[str] = field(default_factory=set)
+    building: dict[tuple, Pair] = field(default_factory=dict)
+    """The pairs being built, by (function, wanted), with their names reserved."""
+    recompute: dict[tuple, str] = field(default_factory=dict)
+    """Per pair that recursive calls use: the name of its recomputing adjoint."""
+    reserved: set[str] = field(default_factory=set)
     wrappers: dict[tuple, str] = field(default_factory=dict)
 
     def __post_init__(self):
@@ -120,9 +124,15 @@ class ModuleAD:
 
     def fresh_name(self, base: str) -> str:
         name, i = base, 0
-        while name in self.funcs:
+        while name in self.funcs or name in self.reserved:
             i += 1
             name = f"{base}_{i}"
+        return name
+
+    def reserve(self, base: str) -> str:
+        """A fresh name for a function built later (recursive calls use it first)."""
+        name = self.fresh_name(base)
+        self.reserved.add(name)
         return name
 
     def add_func(self, name: str, block: Block, results: list[Attribute], loc: Attribute) -> func.FuncOp:
@@ -144,22 +154,63 @@ class ModuleAD:
         key = (name, wanted)
         if key in self.pairs:
             return self.pairs[key]
-        if name in self.in_progress:
+        if key in self.building:
             raise NotDifferentiableError(
-                f"reverse-mode differentiation of the recursive function '{name}' is not supported yet",
+                f"reverse mode through '{name}', which a control-flow region reaches recursively "
+                "with other arguments differentiated, is not supported",
                 source_loc(at),
             )
         if f is None or not f.body.blocks:
             raise NotDifferentiableError(f"cannot differentiate the external function '{name}'", source_loc(at))
-        self.in_progress.add(name)
-        try:
-            outline_regions(self, f)
-            rule = f.attributes.get("msir.custom_vjp")
-            pair = self.custom_pair(f, rule) if rule is not None else _PairBuilder(self, f, wanted).build()
-        finally:
-            self.in_progress.discard(name)
+        outline_regions(self, f)
+        rule = f.attributes.get("msir.custom_vjp")
+        if rule is not None:
+            pair = self.custom_pair(f, rule)
+        else:
+            outputs = list(f.function_type.outputs.data)
+            reserved = Pair(
+                self.reserve(f"{name}__fwd"), self.reserve(f"{name}__bwd"), len(outputs), [],
+                [i for i, t in enumerate(outputs) if is_float_type(t)], list(wanted),
+            )
+            self.building[key] = reserved
+            try:
+                pair = _PairBuilder(self, f, wanted, reserved).build()
+            finally:
+                del self.building[key]
         self.pairs[key] = pair
+        if key in self.recompute:
+            self.recomputing_adjoint(f, pair, self.recompute[key])
         return pair
+
+    # -- recursion ------------------------------------------------------------
+
+    def recursive_pair(self, key: tuple) -> Pair:
+        """For a call of a function whose pair is being built (recursion): a pair
+        whose `bwd` is `@f__rebwd(cts..., args...)`, the adjoint that first
+        recomputes the callee's augmented forward from its arguments (the only
+        residuals the call keeps; see the module docstring)."""
+        reserved = self.building[key]
+        if key not in self.recompute:
+            self.recompute[key] = self.reserve(f"{key[0]}__rebwd")
+        params = list(self.funcs[key[0]].function_type.inputs.data)
+        return Pair(
+            reserved.fwd, self.recompute[key], reserved.n_results, params,
+            reserved.float_results, reserved.float_args,
+        )
+
+    def recomputing_adjoint(self, f: func.FuncOp, pair: Pair, name: str) -> None:
+        """`@f__rebwd(cts..., args...) = @f__bwd(cts..., residuals of @f__fwd(args...))`."""
+        params = list(f.function_type.inputs.data)
+        outputs = list(f.function_type.outputs.data)
+        block = Block(arg_types=[outputs[i] for i in pair.float_results] + params)
+        cts, args = list(block.args[: len(pair.float_results)]), list(block.args[len(pair.float_results) :])
+        fwd = func.CallOp(pair.fwd, args, outputs + pair.residual_types)
+        bwd = func.CallOp(pair.bwd, cts + list(fwd.results[len(outputs) :]), [params[i] for i in pair.float_args])
+        for op in (fwd, bwd):
+            op.location = f.location
+            block.add_op(op)
+        block.add_op(func.ReturnOp(*bwd.results))
+        self.add_func(name, block, [params[i] for i in pair.float_args], f.location)
 
 
     def custom_pair(self, f: func.FuncOp, rule: Attribute) -> Pair:
@@ -193,9 +244,10 @@ class ModuleAD:
 class _PairBuilder:
     """Builds `@f__fwd` and `@f__bwd` for one function `@f`."""
 
-    def __init__(self, ad: ModuleAD, f: func.FuncOp, wanted: tuple[int, ...]):
+    def __init__(self, ad: ModuleAD, f: func.FuncOp, wanted: tuple[int, ...], names: Pair):
         self.ad = ad
         self.f = f
+        self.names = names
         self.name = f.sym_name.data
         self.fwd_block = Block(arg_types=list(f.function_type.inputs.data))
         self.fwd_of: dict[SSAValue, SSAValue] = dict(zip(f.body.block.args, self.fwd_block.args))
@@ -230,6 +282,15 @@ class _PairBuilder:
                     self.fwd_block.add_op(clone)
                     for old, new in zip(op.results, clone.results):
                         self.fwd_of[old] = new
+                    continue
+                if (callee, wanted) in self.ad.building:
+                    # A recursive call: run the primal and keep its arguments.
+                    self.call_pairs[op] = self.ad.recursive_pair((callee, wanted))
+                    clone = op.clone(value_mapper=dict(self.fwd_of))
+                    self.fwd_block.add_op(clone)
+                    for old, new in zip(op.results, clone.results):
+                        self.fwd_of[old] = new
+                    self.call_residuals[op] = [self.fwd_of[v] for v in op.arguments]
                     continue
                 pair = self.ad.pair(callee, op, wanted)
                 self.call_pairs[op] = pair
@@ -318,9 +379,8 @@ class _PairBuilder:
         self.prune_residuals()
         fwd_ret = func.ReturnOp(*[self.fwd_of[v] for v in ret.operands], *self.residuals)
         self.fwd_block.add_op(fwd_ret)
-        fwd_name = self.ad.fresh_name(f"{self.name}__fwd")
+        fwd_name, bwd_name = self.names.fwd, self.names.bwd
         self.ad.add_func(fwd_name, self.fwd_block, [v.type for v in fwd_ret.operands], self.f.location)
-        bwd_name = self.ad.fresh_name(f"{self.name}__bwd")
         self.ad.add_func(bwd_name, self.bwd_block, [v.type for v in outs], self.f.location)
         return Pair(
             fwd_name,

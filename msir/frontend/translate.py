@@ -81,6 +81,13 @@ class TraceContext:
     """The entry block of the function each region block belongs to."""
     fn_captures: dict[Block, tuple[dict[SSAValue, Tensor], list[Tensor]]] = field(default_factory=dict)
     """Per outlined function: values of enclosing functions it reads, as extra parameters."""
+    recursive: dict[tuple, "_Recursive"] = field(default_factory=dict)
+    """Per function being built that calls itself: what its recursive calls return."""
+    trial: set[tuple] = field(default_factory=set)
+    """Functions built once to learn what their base cases return: a branch that
+    reaches their recursive call is left out."""
+    inlining: list[Any] = field(default_factory=list)
+    """The code objects of the user functions being inlined, innermost last."""
 
     def unique_name(self, base: str) -> str:
         name, i = base, 0
@@ -92,6 +99,34 @@ class TraceContext:
 
 
 _RETURN = object()
+
+
+@dataclass
+class _Recursive:
+    """The function a recursive call calls, with the result its base cases give."""
+
+    name: str
+    structure: Any
+    weak: list[bool]
+    types: list[Attribute]
+    captured: list[Tensor]
+
+    def same_as(self, other: "_Recursive") -> bool:
+        return (
+            self.structure == other.structure
+            and self.weak == other.weak
+            and self.types == other.types
+            and [c.ssa for c in self.captured] == [c.ssa for c in other.captured]
+        )
+
+
+class _UnknownRecursiveResult(Exception):
+    """A recursive call reached before its function's result type is known."""
+
+    def __init__(self, key: tuple, loc: SourceLoc):
+        super().__init__(key)
+        self.key = key
+        self.loc = loc
 
 
 @dataclass
@@ -1207,22 +1242,58 @@ class Translator:
         values = list(bound.values())
         if all(isinstance(v, Tensor) for v in values):
             return self.outline(fn, src, closure, bound, node)
+        if self.tc.inlining.count(fn.__code__) >= _MAX_INLINED_RECURSION:
+            return self.outline(fn, src, closure, self.runtime_arguments(fn, bound, node), node)
         sub = Translator(self.tc, self.block, src, fn.__globals__, closure)
         sub.scope.update(bound)
-        if isinstance(src.node, ast.Lambda):
-            return sub.expr(src.node.body)
-        result = sub.run_body(src.node.body)
+        self.tc.inlining.append(fn.__code__)
+        try:
+            if isinstance(src.node, ast.Lambda):
+                return sub.expr(src.node.body)
+            result = sub.run_body(src.node.body)
+        finally:
+            self.tc.inlining.pop()
         return None if result is None else result[1]
+
+    def runtime_arguments(self, fn, bound: dict[str, Any], node) -> dict[str, Tensor]:
+        """The arguments of a recursion too deep to unroll at compile time, with
+        its Python numbers made runtime values (it continues as native recursion)."""
+        out = {}
+        for name, v in bound.items():
+            if isinstance(v, KnownInt):
+                v = v.tensor
+            elif isinstance(v, (bool, int, float)) and not isinstance(v, Tensor):
+                v = self.as_tensor(v, node)
+            if not isinstance(v, Tensor):
+                raise self.error(
+                    UnsupportedSyntaxError,
+                    f"the recursion of '{fn.__name__}' is unrolled at compile time (argument '{name}' is "
+                    f"{self.describe(v)}) and is {_MAX_INLINED_RECURSION} levels deep; a deeper recursion "
+                    "must take only arrays and numbers, so that it runs as native recursive calls",
+                    node,
+                )
+            out[name] = v
+        return out
 
     def outline(self, fn, src: FunctionSource, closure, bound: dict[str, Tensor], node) -> Any:
         """Build (once per argument types) a separate func.func for a call with array arguments."""
         key = (fn.__code__, tuple((v.dtype, v.shape, v.weak) for v in bound.values()))
         if key in self.tc.active:
-            raise self.error(UnsupportedSyntaxError, "recursion is not supported yet", node)
+            return self.recursive_call(key, bound, node)
+        levels = sum(1 for k in self.tc.active if k[0] is fn.__code__)
+        if levels >= _MAX_SPECIALISED_RECURSION:
+            types = ", ".join(f"{M.fmt_shape(v.shape)} {v.dtype}" for v in bound.values())
+            raise self.error(
+                UnsupportedSyntaxError,
+                f"recursion whose argument shapes change at every level is not supported: '{fn.__name__}' "
+                f"calls itself with arguments ({types}), another type at each of {levels} levels; "
+                "a native recursive call needs the arguments' shapes and dtypes to repeat",
+                node,
+            )
         if key not in self.tc.callees:
             self.tc.active.append(key)
             try:
-                self.tc.callees[key] = build_function(self.tc, fn.__name__, src, fn.__globals__, closure, bound)
+                self.tc.callees[key] = self.build_callee(key, fn, src, closure, bound)
             finally:
                 self.tc.active.pop()
         name, structure, ftype, captured = self.tc.callees[key]
@@ -1232,6 +1303,119 @@ class Translator:
             Tensor(r, M.dtype_of(r.type), M.shape_of(r.type), weak) for r, weak in zip(call.results, structure[1])
         ]
         return _rebuild(structure[0], iter(results))
+
+    # -- recursion ------------------------------------------------------------
+
+    def recursive_call(self, key: tuple, bound: dict[str, Tensor], node) -> Any:
+        """A call of a function that is being built: a native recursive call,
+        whose result type is that of the function's base cases."""
+        rec = self.tc.recursive.get(key)
+        if rec is None:
+            raise _UnknownRecursiveResult(key, self.source.loc(node))
+        operands = [v.ssa for v in bound.values()] + [self.localize(c).ssa for c in rec.captured]
+        call = self.emit(func.CallOp(rec.name, operands, rec.types))
+        results = [Tensor(r, M.dtype_of(r.type), M.shape_of(r.type), w) for r, w in zip(call.results, rec.weak)]
+        return _rebuild(rec.structure, iter(results))
+
+    def build_callee(self, key: tuple, fn, src: FunctionSource, closure, bound: dict[str, Tensor]) -> tuple:
+        """`build_function` for a call with array arguments. A function that calls
+        itself (directly or through others) with arguments of the same types is
+        built once more with the paths that recurse left out ("trial"), which
+        gives the result type of its base cases; then for real, its recursive
+        calls returning that type, until the type it returns is the one assumed
+        (a fixed point: a base case returning a Python float can be promoted)."""
+        tc = self.tc
+
+        def build(rec: _Recursive | None) -> tuple:
+            saved = (len(tc.module_ops), dict(tc.callees), set(tc.names))
+            try:
+                return build_function(
+                    tc, fn.__name__, src, fn.__globals__, closure, bound,
+                    fname=rec.name if rec else None, precaptured=rec.captured if rec else (),
+                )
+            except BaseException:
+                self.restore(saved)
+                raise
+
+        saved = (len(tc.module_ops), dict(tc.callees), set(tc.names))
+        try:
+            return build(None)
+        except _UnknownRecursiveResult as e:
+            if e.key != key:
+                raise
+            where = e.loc
+        tc.trial.add(key)
+        try:
+            built = build(None)
+        except _UnknownRecursiveResult as e:
+            if e.key != key:
+                raise
+            raise UnsupportedSyntaxError(
+                f"cannot tell what the recursive function '{fn.__name__}' returns: every path through it "
+                "calls it again; it needs a base case that returns without recursing",
+                where,
+            ) from None
+        finally:
+            tc.trial.discard(key)
+        self.restore(saved)
+        name = tc.unique_name(fn.__name__)
+        rec = _recursive_of(name, built)
+        for _ in range(4):
+            tc.recursive[key] = rec
+            try:
+                built = build(rec)
+            finally:
+                del tc.recursive[key]
+            new = _recursive_of(name, built)
+            if new.same_as(rec):
+                return built
+            if new.structure != rec.structure or [M.shape_of(t) for t in new.types] != [
+                M.shape_of(t) for t in rec.types
+            ]:
+                raise ShapeError(
+                    f"the recursive call of '{fn.__name__}' returns {_describe_types(new)} where its base case "
+                    f"returns {_describe_types(rec)}; every path must return the same shapes",
+                    where,
+                )
+            self.restore(saved)
+            tc.names.add(name)
+            rec = new
+        raise UnsupportedSyntaxError(f"the result dtypes of the recursive function '{fn.__name__}' keep changing", where)
+
+    def restore(self, saved: tuple) -> None:
+        """Forget the functions built since `saved` (a build that is done again)."""
+        n_ops, callees, names = saved
+        del self.tc.module_ops[n_ops:]
+        self.tc.callees.clear()
+        self.tc.callees.update(callees)
+        self.tc.names.clear()
+        self.tc.names.update(names)
+
+    def branch(self, block: Block, scope: dict[str, Any], fn: Callable[[], Any]) -> Any:
+        """`in_block` for one branch of a runtime `if`; while a recursive function
+        is built on trial, a branch reaching its recursive call gives the
+        exception instead (the `if` then keeps only the other branch)."""
+        try:
+            return self.in_block(block, scope, fn)
+        except _UnknownRecursiveResult as e:
+            if e.key not in self.tc.trial:
+                raise
+            return e
+
+    def only_branch(self, outcomes: list[Any], blocks: list[Block]) -> int | None:
+        """After `branch` on both sides: the index of the only side that did not
+        reach a trial recursive call, its ops moved to the current block (or
+        None when both sides completed). Both sides failing re-raises."""
+        failed = [isinstance(o, _UnknownRecursiveResult) for o in outcomes]
+        if not any(failed):
+            return None
+        if all(failed):
+            raise outcomes[0]
+        k = failed.index(False)
+        for op in list(blocks[k].ops):
+            op.detach()
+            self.block.add_op(op)
+        return k
 
     # -- control flow -------------------------------------------------------
 
@@ -1291,8 +1475,15 @@ class Translator:
         names = sorted(_assigned(node.body) | _assigned(node.orelse))
         before = self.scope
         then_block, else_block = self.new_block(), self.new_block()
-        then_scope, _ = self.in_block(then_block, before, lambda: self.run_body(node.body))
-        else_scope, _ = self.in_block(else_block, before, lambda: self.run_body(node.orelse))
+        outcomes = [
+            self.branch(then_block, before, lambda: self.run_body(node.body)),
+            self.branch(else_block, before, lambda: self.run_body(node.orelse)),
+        ]
+        k = self.only_branch(outcomes, [then_block, else_block])
+        if k is not None:
+            self.scope = outcomes[k][0]
+            return
+        (then_scope, _), (else_scope, _) = outcomes
         merged, undefined = [], {}
         for name in names:
             in_then, in_else = name in then_scope, name in else_scope
@@ -1340,14 +1531,19 @@ class Translator:
     def if_expr(self, node: ast.IfExp, cond: Tensor) -> Any:
         """`a if c else b` on a runtime condition: only the taken side runs."""
         c = self.truth(cond, node.test)
-        blocks, structs, leaves = [], [], []
-        for expr in (node.body, node.orelse):
-            block = self.new_block()
-            _, value = self.in_block(block, self.scope, lambda expr=expr: self.expr(expr))
+        blocks = [self.new_block(), self.new_block()]
+        outcomes = [
+            self.branch(block, self.scope, lambda expr=expr: self.expr(expr))
+            for block, expr in zip(blocks, (node.body, node.orelse))
+        ]
+        k = self.only_branch(outcomes, blocks)
+        if k is not None:
+            return outcomes[k][1]
+        structs, leaves = [], []
+        for block, (_, value) in zip(blocks, outcomes):
             self.block, saved = block, self.block
             st, ls = self.to_tensors(value, node, "a conditional expression")
             self.block = saved
-            blocks.append(block)
             structs.append(st)
             leaves.append(ls)
         if structs[0] != structs[1]:
@@ -1395,10 +1591,15 @@ class Translator:
         """An `if` whose branches end the function: msir.if yields the returned values."""
         c = self.truth(cond, node.test)
         then_block, else_block = self.new_block(), self.new_block()
-        values = []
-        for block, stmts in ((then_block, then_stmts), (else_block, else_stmts)):
-            _, result = self.in_block(block, self.scope, lambda stmts=stmts: self.run_body(stmts))
-            values.append(None if result is None else result[1])
+        outcomes = [
+            self.branch(block, self.scope, lambda stmts=stmts: self.run_body(stmts))
+            for block, stmts in ((then_block, then_stmts), (else_block, else_stmts))
+        ]
+        k = self.only_branch(outcomes, [then_block, else_block])
+        if k is not None:
+            result = outcomes[k][1]
+            return None if result is None else result[1]
+        values = [None if result is None else result[1] for _, result in outcomes]
         if (values[0] is None) != (values[1] is None):
             raise self.error(
                 UnsupportedSyntaxError,
@@ -2067,13 +2268,17 @@ def build_function(
     params: dict[str, Any],
     public: bool = False,
     block: Block | None = None,
+    fname: str | None = None,
+    precaptured: Sequence[Tensor] = (),
 ) -> tuple[str, tuple, FunctionType]:
     """Translate a function whose runtime parameters are Tensors (block arguments).
 
     For callees, `params` maps names to the caller's Tensors, whose types become
     the new function's argument types; values of enclosing functions the callee
-    reads become extra trailing parameters (returned as `captured`). For the entry, the caller
-    has already created the block and the parameter values.
+    reads become extra trailing parameters (returned as `captured`), `precaptured`
+    first (in that order: what the function's recursive calls pass). For the entry,
+    the caller has already created the block and the parameter values. `fname`
+    is the function's name when its recursive calls already use it.
     """
     entry = block is not None
     if block is None:
@@ -2087,6 +2292,8 @@ def build_function(
         for (pname, v), arg in zip(params.items(), block.args):
             arg.name_hint = pname
             tr.scope[pname] = Tensor(arg, v.dtype, v.shape, v.weak)
+    for c in precaptured:
+        tr.localize(c)
     node = src.node
     if isinstance(node, ast.Lambda):
         value = tr.expr(node.body)
@@ -2098,7 +2305,7 @@ def build_function(
     ret.location = _loc_attr(tr.loc)
     block.add_op(ret)
     ftype = FunctionType.from_lists([a.type for a in block.args], [leaf.ssa.type for leaf in leaves])
-    fname = tc.unique_name(name if public else f"{name}")
+    fname = fname or tc.unique_name(name)
     f = func.FuncOp(fname, ftype, Region(block), visibility=None if public else "private")
     f.location = _loc_attr(src.loc(node))
     tc.module_ops.append(f)
@@ -2108,6 +2315,23 @@ def build_function(
 
 _MAX_UNROLL = 1024
 """Loops over tuples, lists, and loops that build lists, are unrolled up to this."""
+
+_MAX_INLINED_RECURSION = 16
+"""A recursion through Python values (an int depth) is unrolled at compile time
+this many levels deep; deeper, it continues as native recursive calls."""
+
+_MAX_SPECIALISED_RECURSION = 32
+"""A function calling itself with arguments of a new type at each level is
+specialised this many times before it is refused."""
+
+
+def _recursive_of(name: str, built: tuple) -> _Recursive:
+    _, (structure, weak), ftype, captured = built
+    return _Recursive(name, structure, list(weak), list(ftype.outputs.data), list(captured))
+
+
+def _describe_types(rec: _Recursive) -> str:
+    return ", ".join(f"{M.fmt_shape(M.shape_of(t))} {M.dtype_of(t)}" for t in rec.types) or "no array"
 
 
 @dataclass
