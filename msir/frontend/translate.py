@@ -88,6 +88,8 @@ class TraceContext:
     reaches their recursive call is left out."""
     inlining: list[Any] = field(default_factory=list)
     """The code objects of the user functions being inlined, innermost last."""
+    static_arguments: list[Any] = field(default_factory=list)
+    """Compile-time arguments of outlined functions (kept alive: keys hold their ids)."""
 
     def unique_name(self, base: str) -> str:
         name, i = base, 0
@@ -99,6 +101,18 @@ class TraceContext:
 
 
 _RETURN = object()
+
+
+@dataclass
+class _Callee:
+    """A user function (or nested def) that a call outlines: `code` identifies it."""
+
+    code: Any
+    name: str
+    source: FunctionSource
+    globals: dict
+    closure: dict
+    node: ast.FunctionDef | ast.Lambda
 
 
 @dataclass
@@ -1224,12 +1238,20 @@ class Translator:
 
     def call_closure(self, c: Closure, args, kwargs, node) -> Any:
         bound = self.bind(c.node, c.defaults, args, kwargs, node)
+        if self.tc.inlining.count(c.node) >= _MAX_INLINED_RECURSION:
+            name = c.node.name if isinstance(c.node, ast.FunctionDef) else "lambda"
+            callee = _Callee(c.node, name, c.source, self.globals, {**self.closure, **c.env}, c.node)
+            return self.outline(callee, self.runtime_arguments(callee, bound, node), node)
         sub = Translator(self.tc, self.block, c.source, self.globals, self.closure)
         sub.scope = dict(c.env)
         sub.scope.update(bound)
-        if isinstance(c.node, ast.Lambda):
-            return sub.expr(c.node.body)
-        result = sub.run_body(c.node.body)
+        self.tc.inlining.append(c.node)
+        try:
+            if isinstance(c.node, ast.Lambda):
+                return sub.expr(c.node.body)
+            result = sub.run_body(c.node.body)
+        finally:
+            self.tc.inlining.pop()
         return None if result is None else result[1]
 
     def call_user(self, fn: types.FunctionType, args, kwargs, node) -> Any:
@@ -1240,10 +1262,11 @@ class Translator:
         bound = self.bind(src.node, defaults, args, kwargs, node)
         closure = _closure_env(fn)
         values = list(bound.values())
+        callee = _Callee(fn.__code__, fn.__name__, src, fn.__globals__, closure, src.node)
         if all(isinstance(v, Tensor) for v in values):
-            return self.outline(fn, src, closure, bound, node)
+            return self.outline(callee, bound, node)
         if self.tc.inlining.count(fn.__code__) >= _MAX_INLINED_RECURSION:
-            return self.outline(fn, src, closure, self.runtime_arguments(fn, bound, node), node)
+            return self.outline(callee, self.runtime_arguments(callee, bound, node), node)
         sub = Translator(self.tc, self.block, src, fn.__globals__, closure)
         sub.scope.update(bound)
         self.tc.inlining.append(fn.__code__)
@@ -1255,37 +1278,44 @@ class Translator:
             self.tc.inlining.pop()
         return None if result is None else result[1]
 
-    def runtime_arguments(self, fn, bound: dict[str, Any], node) -> dict[str, Tensor]:
-        """The arguments of a recursion too deep to unroll at compile time, with
-        its Python numbers made runtime values (it continues as native recursion)."""
+    def runtime_arguments(self, fn: "_Callee", bound: dict[str, Any], node) -> dict[str, Any]:
+        """The arguments of a recursion too deep to unroll at compile time: its
+        Python numbers become runtime values (it continues as native recursion);
+        functions and other compile-time objects stay compile-time."""
         out = {}
         for name, v in bound.items():
             if isinstance(v, KnownInt):
                 v = v.tensor
             elif isinstance(v, (bool, int, float)) and not isinstance(v, Tensor):
                 v = self.as_tensor(v, node)
-            if not isinstance(v, Tensor):
+            elif isinstance(v, (tuple, list)) and _runtime_leaves(v):
                 raise self.error(
                     UnsupportedSyntaxError,
-                    f"the recursion of '{fn.__name__}' is unrolled at compile time (argument '{name}' is "
-                    f"{self.describe(v)}) and is {_MAX_INLINED_RECURSION} levels deep; a deeper recursion "
-                    "must take only arrays and numbers, so that it runs as native recursive calls",
+                    f"the recursion of '{fn.name}' is unrolled at compile time and is "
+                    f"{_MAX_INLINED_RECURSION} levels deep; a deeper recursion runs as native recursive "
+                    f"calls, which take arrays, numbers and functions, not {self.describe(v)} "
+                    f"(argument '{name}')",
                     node,
                 )
             out[name] = v
         return out
 
-    def outline(self, fn, src: FunctionSource, closure, bound: dict[str, Tensor], node) -> Any:
-        """Build (once per argument types) a separate func.func for a call with array arguments."""
-        key = (fn.__code__, tuple((v.dtype, v.shape, v.weak) for v in bound.values()))
+    def outline(self, fn: "_Callee", bound: dict[str, Any], node) -> Any:
+        """Build (once per argument types) a separate func.func for a call with
+        array arguments. Compile-time arguments (functions, as a recursion that
+        is too deep to unroll may pass) are part of the function, by identity."""
+        key = (fn.code, tuple(
+            (v.dtype, v.shape, v.weak) if isinstance(v, Tensor) else ("static", id(v)) for v in bound.values()
+        ))
+        self.tc.static_arguments += [v for v in bound.values() if not isinstance(v, Tensor)]
         if key in self.tc.active:
             return self.recursive_call(key, bound, node)
-        levels = sum(1 for k in self.tc.active if k[0] is fn.__code__)
+        levels = sum(1 for k in self.tc.active if k[0] is fn.code)
         if levels >= _MAX_SPECIALISED_RECURSION:
-            types = ", ".join(f"{M.fmt_shape(v.shape)} {v.dtype}" for v in bound.values())
+            types = ", ".join(f"{M.fmt_shape(v.shape)} {v.dtype}" for v in bound.values() if isinstance(v, Tensor))
             raise self.error(
                 UnsupportedSyntaxError,
-                f"recursion whose argument shapes change at every level is not supported: '{fn.__name__}' "
+                f"recursion whose argument shapes change at every level is not supported: '{fn.name}' "
                 f"calls itself with arguments ({types}), another type at each of {levels} levels; "
                 "a native recursive call needs the arguments' shapes and dtypes to repeat",
                 node,
@@ -1293,11 +1323,11 @@ class Translator:
         if key not in self.tc.callees:
             self.tc.active.append(key)
             try:
-                self.tc.callees[key] = self.build_callee(key, fn, src, closure, bound)
+                self.tc.callees[key] = self.build_callee(key, fn, bound)
             finally:
                 self.tc.active.pop()
         name, structure, ftype, captured = self.tc.callees[key]
-        operands = [v.ssa for v in bound.values()] + [self.localize(c).ssa for c in captured]
+        operands = [v.ssa for v in bound.values() if isinstance(v, Tensor)] + [self.localize(c).ssa for c in captured]
         call = self.emit(func.CallOp(name, operands, list(ftype.outputs.data)))
         results = [
             Tensor(r, M.dtype_of(r.type), M.shape_of(r.type), weak) for r, weak in zip(call.results, structure[1])
@@ -1306,18 +1336,19 @@ class Translator:
 
     # -- recursion ------------------------------------------------------------
 
-    def recursive_call(self, key: tuple, bound: dict[str, Tensor], node) -> Any:
+    def recursive_call(self, key: tuple, bound: dict[str, Any], node) -> Any:
         """A call of a function that is being built: a native recursive call,
         whose result type is that of the function's base cases."""
         rec = self.tc.recursive.get(key)
         if rec is None:
             raise _UnknownRecursiveResult(key, self.source.loc(node))
-        operands = [v.ssa for v in bound.values()] + [self.localize(c).ssa for c in rec.captured]
+        operands = [v.ssa for v in bound.values() if isinstance(v, Tensor)]
+        operands += [self.localize(c).ssa for c in rec.captured]
         call = self.emit(func.CallOp(rec.name, operands, rec.types))
         results = [Tensor(r, M.dtype_of(r.type), M.shape_of(r.type), w) for r, w in zip(call.results, rec.weak)]
         return _rebuild(rec.structure, iter(results))
 
-    def build_callee(self, key: tuple, fn, src: FunctionSource, closure, bound: dict[str, Tensor]) -> tuple:
+    def build_callee(self, key: tuple, fn: "_Callee", bound: dict[str, Any]) -> tuple:
         """`build_function` for a call with array arguments. A function that calls
         itself (directly or through others) with arguments of the same types is
         built once more with the paths that recurse left out ("trial"), which
@@ -1330,8 +1361,8 @@ class Translator:
             saved = (len(tc.module_ops), dict(tc.callees), set(tc.names))
             try:
                 return build_function(
-                    tc, fn.__name__, src, fn.__globals__, closure, bound,
-                    fname=rec.name if rec else None, precaptured=rec.captured if rec else (),
+                    tc, fn.name, fn.source, fn.globals, fn.closure, bound,
+                    fname=rec.name if rec else None, precaptured=rec.captured if rec else (), node=fn.node,
                 )
             except BaseException:
                 self.restore(saved)
@@ -1351,14 +1382,14 @@ class Translator:
             if e.key != key:
                 raise
             raise UnsupportedSyntaxError(
-                f"cannot tell what the recursive function '{fn.__name__}' returns: every path through it "
+                f"cannot tell what the recursive function '{fn.name}' returns: every path through it "
                 "calls it again; it needs a base case that returns without recursing",
                 where,
             ) from None
         finally:
             tc.trial.discard(key)
         self.restore(saved)
-        name = tc.unique_name(fn.__name__)
+        name = tc.unique_name(fn.name)
         rec = _recursive_of(name, built)
         for _ in range(4):
             tc.recursive[key] = rec
@@ -1369,18 +1400,24 @@ class Translator:
             new = _recursive_of(name, built)
             if new.same_as(rec):
                 return built
-            if new.structure != rec.structure or [M.shape_of(t) for t in new.types] != [
+            if new.structure == rec.structure and [M.shape_of(t) for t in new.types] != [
                 M.shape_of(t) for t in rec.types
             ]:
                 raise ShapeError(
-                    f"the recursive call of '{fn.__name__}' returns {_describe_types(new)} where its base case "
+                    f"the recursive call of '{fn.name}' returns {_describe_types(new)} where its base case "
                     f"returns {_describe_types(rec)}; every path must return the same shapes",
                     where,
                 )
+            # Another dtype (a Python float met float32), or a Python number of a
+            # base case that is a runtime value on the recursive path: again.
             self.restore(saved)
             tc.names.add(name)
             rec = new
-        raise UnsupportedSyntaxError(f"the result dtypes of the recursive function '{fn.__name__}' keep changing", where)
+        raise UnsupportedSyntaxError(
+            f"the recursive function '{fn.name}' returns {_describe_types(new)} where its base case returns "
+            f"{_describe_types(rec)}, and assuming one does not give the other",
+            where,
+        )
 
     def restore(self, saved: tuple) -> None:
         """Forget the functions built since `saved` (a build that is done again)."""
@@ -1460,9 +1497,10 @@ class Translator:
         dtypes = []
         for x, y, name in zip(a, b, names):
             if x.shape != y.shape:
+                what = name if name.startswith("the ") else f"variable '{name}'"
                 raise self.error(
                     ShapeError,
-                    f"variable '{name}' has shape {M.fmt_shape(x.shape)} on one path and "
+                    f"{what} has shape {M.fmt_shape(x.shape)} on one path and "
                     f"{M.fmt_shape(y.shape)} on the other; it must keep one shape",
                     node,
                 )
@@ -1548,7 +1586,7 @@ class Translator:
             leaves.append(ls)
         if structs[0] != structs[1]:
             raise self.error(UnsupportedSyntaxError, "the two sides of a conditional expression differ in structure", node)
-        dtypes = self.unify(leaves[0], leaves[1], ["<conditional expression>"] * len(leaves[0]), node)
+        dtypes = self.unify(leaves[0], leaves[1], ["the conditional expression"] * len(leaves[0]), node)
         return _rebuild(structs[0], iter(self.emit_if(c, blocks[0], blocks[1], leaves[0], leaves[1], dtypes)))
 
     def list_comprehension(self, node: ast.ListComp, elt: ast.expr, gens: list[ast.comprehension]) -> list[Any]:
@@ -1615,7 +1653,7 @@ class Translator:
             raise self.error(
                 UnsupportedSyntaxError, "the function returns values of different structures on different paths", node
             )
-        dtypes = self.unify(lt, le, ["<return value>"] * len(lt), node)
+        dtypes = self.unify(lt, le, ["the returned value"] * len(lt), node)
         return _rebuild(st, iter(self.emit_if(c, then_block, else_block, lt, le, dtypes)))
 
     def loop_returning(self, node: ast.For | ast.While, rest: list[ast.stmt]) -> Any:
@@ -2270,6 +2308,7 @@ def build_function(
     block: Block | None = None,
     fname: str | None = None,
     precaptured: Sequence[Tensor] = (),
+    node: ast.FunctionDef | ast.Lambda | None = None,
 ) -> tuple[str, tuple, FunctionType]:
     """Translate a function whose runtime parameters are Tensors (block arguments).
 
@@ -2278,23 +2317,29 @@ def build_function(
     reads become extra trailing parameters (returned as `captured`), `precaptured`
     first (in that order: what the function's recursive calls pass). For the entry,
     the caller has already created the block and the parameter values. `fname`
-    is the function's name when its recursive calls already use it.
+    is the function's name when its recursive calls already use it; `node` the
+    function to translate when it is not `src`'s (a nested def).
     """
     entry = block is not None
     if block is None:
-        block = Block(arg_types=[M.tensor_type(v.shape, v.dtype) for v in params.values()])
+        block = Block(arg_types=[M.tensor_type(v.shape, v.dtype) for v in params.values() if isinstance(v, Tensor)])
         tc.fn_captures[block] = ({}, [])
     tr = Translator(tc, block, src, globals_, closure)
     if entry:
         tr.scope.update(params)
         tr.params = {id(v) for v in _leaves(list(params.values()))}
     else:
-        for (pname, v), arg in zip(params.items(), block.args):
+        args = iter(block.args)
+        for pname, v in params.items():
+            if not isinstance(v, Tensor):
+                tr.scope[pname] = v  # a compile-time argument: part of the function
+                continue
+            arg = next(args)
             arg.name_hint = pname
             tr.scope[pname] = Tensor(arg, v.dtype, v.shape, v.weak)
     for c in precaptured:
         tr.localize(c)
-    node = src.node
+    node = node or src.node
     if isinstance(node, ast.Lambda):
         value = tr.expr(node.body)
     else:
@@ -2316,9 +2361,10 @@ def build_function(
 _MAX_UNROLL = 1024
 """Loops over tuples, lists, and loops that build lists, are unrolled up to this."""
 
-_MAX_INLINED_RECURSION = 16
-"""A recursion through Python values (an int depth) is unrolled at compile time
-this many levels deep; deeper, it continues as native recursive calls."""
+_MAX_INLINED_RECURSION = 8
+"""A recursion through Python values (an int depth, a function argument) is
+unrolled at compile time this many levels deep; deeper, it continues as native
+recursive calls (with its Python numbers as runtime values)."""
 
 _MAX_SPECIALISED_RECURSION = 32
 """A function calling itself with arguments of a new type at each level is
