@@ -1238,7 +1238,7 @@ class Translator:
 
     def call_closure(self, c: Closure, args, kwargs, node) -> Any:
         bound = self.bind(c.node, c.defaults, args, kwargs, node)
-        if self.tc.inlining.count(c.node) >= _MAX_INLINED_RECURSION:
+        if self.native_recursion(c.node, bound):
             name = c.node.name if isinstance(c.node, ast.FunctionDef) else "lambda"
             callee = _Callee(c.node, name, c.source, self.globals, {**self.closure, **c.env}, c.node)
             return self.outline(callee, self.runtime_arguments(callee, bound, node), node)
@@ -1265,7 +1265,7 @@ class Translator:
         callee = _Callee(fn.__code__, fn.__name__, src, fn.__globals__, closure, src.node)
         if all(isinstance(v, Tensor) for v in values):
             return self.outline(callee, bound, node)
-        if self.tc.inlining.count(fn.__code__) >= _MAX_INLINED_RECURSION:
+        if self.native_recursion(fn.__code__, bound):
             return self.outline(callee, self.runtime_arguments(callee, bound, node), node)
         sub = Translator(self.tc, self.block, src, fn.__globals__, closure)
         sub.scope.update(bound)
@@ -1277,6 +1277,18 @@ class Translator:
         finally:
             self.tc.inlining.pop()
         return None if result is None else result[1]
+
+    def native_recursion(self, code: Any, bound: dict[str, Any]) -> bool:
+        """Should a call of a function being inlined (recursion) become a native
+        recursive call? Yes when nothing could end the recursion at compile time
+        (its arguments are runtime values and functions: no Python number,
+        tuple, None... that may change from level to level), or when it is
+        already unrolled `_MAX_INLINED_RECURSION` levels deep."""
+        depth = self.tc.inlining.count(code)
+        if depth == 0:
+            return False
+        static = (bool, int, float, KnownInt, tuple, list, str, type(None), slice, RangeValue)
+        return depth >= _MAX_INLINED_RECURSION or not any(isinstance(v, static) for v in bound.values())
 
     def runtime_arguments(self, fn: "_Callee", bound: dict[str, Any], node) -> dict[str, Any]:
         """The arguments of a recursion too deep to unroll at compile time: its
