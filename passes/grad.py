@@ -19,6 +19,19 @@ calls), two new private functions:
   (`msir.add`), a call becomes a call of `@g__bwd`. A value the rule reads is
   taken from the residuals, except constants, which are recomputed.
 
+Recursion (a call of a function whose pair is being built, directly or through
+other functions or control-flow regions): its augmented forward cannot return
+the callee's residuals (their types would nest without end), so at such a call
+`@f__fwd` calls the primal `@g` and keeps only the call's arguments, and the
+adjoint calls `@g__rebwd(cts..., args...)`, which runs `@g__fwd(args...)` again
+and then `@g__bwd` on its residuals. Cost: for a linear recursion of depth d,
+the adjoint of level k recomputes the forward from level k + 1 down (its own
+primal recursive call included), O(d^2) forward work in all, and O(d) stack
+frames; memory stays O(d) (one level's residuals per live frame). A tape of
+per-level residuals would make it O(d), but cannot hold a level whose residuals
+are themselves tapes (loops inside the recursive function); this design handles
+every recursive function.
+
 Then each transformation op becomes `msir.closure` of a small function that calls
 the pair: `@f__grad_<argnums>`, `@f__value_and_grad_<argnums>`,
 `@f__vjp_<argnums>` (returning the results and `msir.closure @f__pullback_..`

@@ -11,7 +11,9 @@ of the results...)`: `@f`'s body with, after each op, its tangent computed by th
 op's forward rule from `passes/grad_rules.py` (`JVP`); a `func.call @g` becomes a
 call of `@g__jvp` for the active arguments of that call. Values without a
 tangent (integers, values independent of the active parameters) get none, so no
-work is spent on them. Then `msir.jvp` becomes `msir.closure` of a function
+work is spent on them. `@f__jvp` is named before its body is built, so a
+recursive function's `__jvp` calls itself (forward mode through recursion is as
+deep as the recursion, O(d) work). Then `msir.jvp` becomes `msir.closure` of a function
 returning the results and the tangents of the non-aux results.
 
 Guarantees: after the pass no `msir.jvp` remains (run together with `msir-grad`

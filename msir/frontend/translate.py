@@ -11,6 +11,25 @@ of a separate function (one per callee and argument types); other calls (with
 Python values, functions or tuples as arguments, or callees that capture arrays)
 are inlined. Nested `def`s and lambdas are compile-time closures, inlined where
 called.
+
+Recursion. A recursion through Python values (an int depth) is unrolled at
+compile time. A function that calls itself (directly or through others) with
+arguments of the types it is being built for becomes a native recursive
+`func.call`: its result type is the one its base cases return (the function is
+built once with the branches that recurse left out, then until the type it
+returns is the one its recursive calls assumed). An inlined recursion becomes
+native at its first recursive call when nothing static could end it (only
+arrays and functions as arguments), or once `_MAX_INLINED_RECURSION` levels
+deep (its Python numbers then become runtime values). Refused, at the call: a
+recursion with no base case, and one whose argument shapes change at every
+level (after `_MAX_SPECIALISED_RECURSION` specialisations). The depth of a
+native recursion is bounded by the native stack of the calling thread (8 MiB
+for the main thread: about 100 000 levels of a small function; a stack
+overflow ends the process, it is not caught).
+
+`return` inside loops (`loop_returning`) becomes a loop-carried `returned` flag
+and return value: every loop of the nest is left through `break`, and after the
+outermost one an early return selects the returned value or continues.
 """
 
 from __future__ import annotations
