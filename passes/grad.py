@@ -23,14 +23,18 @@ Recursion (a call of a function whose pair is being built, directly or through
 other functions or control-flow regions): its augmented forward cannot return
 the callee's residuals (their types would nest without end), so at such a call
 `@f__fwd` calls the primal `@g` and keeps only the call's arguments, and the
-adjoint calls `@g__rebwd(cts..., args...)`, which runs `@g__fwd(args...)` again
-and then `@g__bwd` on its residuals. Cost: for a linear recursion of depth d,
-the adjoint of level k recomputes the forward from level k + 1 down (its own
-primal recursive call included), O(d^2) forward work in all, and O(d) stack
-frames; memory stays O(d) (one level's residuals per live frame). A tape of
-per-level residuals would make it O(d), but cannot hold a level whose residuals
-are themselves tapes (loops inside the recursive function); this design handles
-every recursive function.
+adjoint calls `@g__rebwd(cts..., args...)`, which recomputes the callee's
+residuals from them with `@g__fwd__part` (a copy of `@g__fwd` returning only
+the residuals, see `results_only`) and then runs `@g__bwd`. Cost, for a linear
+recursion of depth d: when the adjoint does not read the result of the
+recursive call (a tail call `f(g(x), n - 1)`, or `2 * f(x / 2)`), the copy
+drops the primal recursive call and the adjoint does O(d) work, about twice the
+forward's; when it does read it (`sin(f(x))`), each level recomputes the primal
+recursion below it: O(d^2) forward work. Memory is O(d) either way (one level's
+residuals per live native frame; the adjoint's recursion is as deep as the
+forward's). A tape of per-level residuals would make the second case O(d) too,
+but cannot hold a level whose residuals are themselves tapes (loops inside the
+recursive function); this design handles every recursive function.
 
 Then each transformation op becomes `msir.closure` of a small function that calls
 the pair: `@f__grad_<argnums>`, `@f__value_and_grad_<argnums>`,
@@ -53,6 +57,7 @@ from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import FileLineColLoc, FunctionType, ModuleOp, TensorType
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.traits import IsTerminator
 from xdsl.passes import ModulePass
 from xdsl.transforms.common_subexpression_elimination import cse
 from xdsl.transforms.dead_code_elimination import dce, region_dce
@@ -212,13 +217,16 @@ class ModuleAD:
         )
 
     def recomputing_adjoint(self, f: func.FuncOp, pair: Pair, name: str) -> None:
-        """`@f__rebwd(cts..., args...) = @f__bwd(cts..., residuals of @f__fwd(args...))`."""
+        """`@f__rebwd(cts..., args...) = @f__bwd(cts..., residuals of @f__fwd(args...))`,
+        the residuals computed by a copy of `@f__fwd` that returns only them."""
         params = list(f.function_type.inputs.data)
         outputs = list(f.function_type.outputs.data)
         block = Block(arg_types=[outputs[i] for i in pair.float_results] + params)
         cts, args = list(block.args[: len(pair.float_results)]), list(block.args[len(pair.float_results) :])
-        fwd = func.CallOp(pair.fwd, args, outputs + pair.residual_types)
-        bwd = func.CallOp(pair.bwd, cts + list(fwd.results[len(outputs) :]), [params[i] for i in pair.float_args])
+        n_out = len(outputs)
+        residuals_only = self.results_only(pair.fwd, tuple(range(n_out, n_out + len(pair.residual_types))))
+        fwd = func.CallOp(residuals_only, args, pair.residual_types)
+        bwd = func.CallOp(pair.bwd, cts + list(fwd.results), [params[i] for i in pair.float_args])
         for op in (fwd, bwd):
             op.location = f.location
             block.add_op(op)
@@ -252,6 +260,84 @@ class ModuleAD:
         name = self.fresh_name(f"{f.sym_name.data}__bwd")
         self.add_func(name, block, [params[i] for i in float_args], f.location)
         return Pair(fwd_name, name, len(outputs), residual_types, float_results, float_args)
+
+
+    def results_only(self, name: str, keep: tuple[int, ...]) -> str:
+        """A copy of `@name` returning only its results at `keep` (memoised), with
+        the work they do not need removed: calls whose results are then unused
+        go, others call their own such copy, msir.if drops unused results. For
+        `@f__rebwd` this removes the primal recursive call when the adjoint does
+        not read its result (a tail call, `2 * f(x / 2)`): O(depth) work, not
+        O(depth^2)."""
+        f = self.funcs[name]
+        if keep == tuple(range(len(f.function_type.outputs.data))):
+            return name
+        key = ("results_only", name, keep)
+        if key in self.wrappers:
+            return self.wrappers[key]
+        new_name = self.reserve(f"{name}__part")
+        self.wrappers[key] = new_name
+        clone = f.clone()
+        block = clone.body.block
+        ret = block.last_op
+        assert isinstance(ret, func.ReturnOp)
+        kept = [ret.operands[i] for i in keep]
+        block.insert_op_before(func.ReturnOp(*kept), ret)
+        block.erase_op(ret)
+        self._prune(block)
+        self.add_func(new_name, _take_block(clone), [v.type for v in kept], f.location)
+        return new_name
+
+    def _prune(self, block: Block) -> None:
+        """Remove ops of `block` whose results are unused (msir is pure), and
+        unused results of calls and msir.if, to a fixed point."""
+        changed = True
+        while changed:
+            changed = False
+            for op in reversed(list(block.ops)):
+                if op is block.last_op and op.has_trait(IsTerminator):
+                    continue
+                used = [i for i, r in enumerate(op.results) if r.uses]
+                if not used:
+                    block.erase_op(op)
+                    changed = True
+                elif len(used) < len(op.results) and isinstance(op, (func.CallOp, M.IfOp)):
+                    self._keep_results(op, used)
+                    changed = True
+            for op in block.ops:
+                if isinstance(op, M.IfOp):
+                    for region in op.regions:
+                        self._prune(region.block)
+
+    def _keep_results(self, op: Operation, used: list[int]) -> None:
+        block = op.parent_block()
+        assert block is not None
+        if isinstance(op, func.CallOp):
+            callee = self.results_only(op.callee.string_value(), tuple(used))
+            new: Operation = func.CallOp(callee, list(op.arguments), [op.results[i].type for i in used])
+        else:
+            regions = []
+            for region in op.regions:
+                b = region.block
+                region.detach_block(b)
+                y = b.last_op
+                assert y is not None
+                b.insert_op_before(M.YieldOp(*[y.operands[i] for i in used]), y)
+                b.erase_op(y)
+                regions.append(Region(b))
+            new = M.IfOp(op.cond, [op.results[i].type for i in used], regions[0], regions[1])
+            new.attributes.update(op.attributes)
+        new.location = op.location
+        block.insert_op_before(new, op)
+        for i, r in zip(used, new.results):
+            op.results[i].replace_all_uses_with(r)
+        block.erase_op(op)
+
+
+def _take_block(f: func.FuncOp) -> Block:
+    block = f.body.block
+    f.body.detach_block(block)
+    return block
 
 
 class _PairBuilder:
