@@ -1706,6 +1706,11 @@ class Translator:
         self.scope[slot] = self.return_placeholder(loop, slot)
         self.stmt(loop)
         first = returns[0]
+        if _endless(node):  # only a return leaves it: what follows never runs
+            guard = ast.Return(value=ast.Name(id=slot, ctx=ast.Load()))
+            for n_ in ast.walk(guard):
+                ast.copy_location(n_, first)
+            return self.run_body([guard])
         guard = ast.If(
             test=ast.Name(id=flag, ctx=ast.Load()),
             body=[ast.Return(value=ast.Name(id=slot, ctx=ast.Load()))],
@@ -2534,6 +2539,21 @@ def _returns(stmts: Sequence[ast.stmt]) -> list[ast.Return]:
     for s_ in stmts:
         walk(s_)
     return found
+
+
+def _endless(node: ast.stmt) -> bool:
+    """`while True:` without a `break` of its own: only a return leaves it."""
+    if not (isinstance(node, ast.While) and isinstance(node.test, ast.Constant) and node.test.value):
+        return False
+
+    def breaks(n: ast.AST) -> bool:
+        if isinstance(n, ast.Break):
+            return True
+        if isinstance(n, (ast.For, ast.While, ast.AsyncFor, ast.FunctionDef, ast.Lambda)):
+            return False
+        return any(breaks(c) for c in ast.iter_child_nodes(n))
+
+    return not any(breaks(st) for st in node.body)
 
 
 def _may_return(stmts: Sequence[ast.stmt]) -> bool:

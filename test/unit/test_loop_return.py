@@ -1,7 +1,7 @@
 """`return` inside loops: compiled, eager, and differentiated in both modes.
 
 The frontend lowers a `return` inside a `for`/`while` (directly, inside an `if`,
-or inside a nested loop) into a carried `returned` flag and a carried return
+or inside a nested loop; `while True:` left only by a return) into a carried `returned` flag and a carried return
 value, leaving every loop of the nest through `break`; after the loop an early
 return selects the returned value or continues with the code after the loop.
 Values must match the same Python run by NumPy (1e-12, same dtype), for inputs
@@ -77,6 +77,13 @@ def returns_a_tuple(x, n):
     return acc, -1
 
 
+def endless(x, w):
+    while True:  # only the return leaves the loop
+        x = x * w + 0.1
+        if np.sum(x) > 3.0:
+            return np.sum(x * x)
+
+
 def unconditional(x, n):
     for i in range(n):
         x = x + 1.0
@@ -99,6 +106,7 @@ VALUE_CASES = [
     ("nested-falls-through", nested, (X * 0.1, W * 0.1, 2)),
     ("tuple-returns", returns_a_tuple, (np.array([1.0, 0.5]), 6)),
     ("tuple-falls-through", returns_a_tuple, (np.array([0.1, 0.1]), 3)),
+    ("while-true", endless, (X, W + 0.5)),
     ("unconditional", unconditional, (X, 3)),
     ("unconditional-zero-trips", unconditional, (X, 0)),
 ]
@@ -137,6 +145,7 @@ GRAD_CASES = [
     ("while-returns", in_while, (X, W * 2.0), ()),
     ("while-falls-through", in_while, (np.array([0.1, 0.1]), np.array([0.5, 0.5])), ()),
     ("rows-returns", over_rows, (np.array([[0.1, 0.2], [0.7, 0.8], [3.0, 3.0]]), W), ()),
+    ("while-true", endless, (X, W + 0.5), ()),
 ]
 
 
