@@ -11,6 +11,8 @@ released during the call) and turns the error status into msir exceptions.
 Compilation is serialised by a process-wide lock. Calls are thread-safe except
 for error attribution: `@__msir_status`/`@__msir_site` are per-module globals,
 so two threads failing in the same module at once may see each other's error.
+Calls into a module with recursive functions (which has `@__msir_stack_base`,
+see `msir.lowering.to_llvm`) are serialised by a per-module lock.
 """
 
 from __future__ import annotations
@@ -43,11 +45,12 @@ from msir.errors import (
     MsirError,
     MsirIndexError,
     MsirMemoryError,
+    MsirRecursionError,
     MsirZeroDivisionError,
     ShapeError,
     SourceLoc,
 )
-from msir.lowering.to_llvm import ENTRY_SUFFIX, SITE, export_attributes
+from msir.lowering.to_llvm import ENTRY_SUFFIX, SITE, STACK_BASE, export_attributes
 
 _LOCK = threading.Lock()
 _initialised = False
@@ -186,6 +189,9 @@ class NativeModule:
         self._sites = sites
         site_address = engine.get_global_value_address(SITE)
         self._site = ctypes.c_int64.from_address(site_address) if site_address else None
+        # A module with recursion keeps the stack base of the running call in a
+        # global: its calls run one at a time.
+        self._call_lock = threading.Lock() if engine.get_global_value_address(STACK_BASE) else None
 
     @property
     def llvm_ir(self) -> str:
@@ -391,6 +397,8 @@ _ERRORS = {
     1: (MsirIndexError, "index out of range"),
     2: (MsirZeroDivisionError, "integer division or modulo by zero"),
     3: (MsirMemoryError, "out of memory: an allocation in compiled code failed"),
+    4: (MsirRecursionError, "recursion too deep: this call would overflow the native stack "
+        "(a compiled recursion may use 4 MiB of it)"),
 }
 
 
@@ -467,9 +475,12 @@ class NativeFunction:
         for spec, a in zip(self._outputs, outputs):
             spec.store(buf, a)
         base = _addressof(buf)
-        status = self._entry(
-            base, base + 8 * self._n_args, base + 8 * self._results_offset
-        )
+        args = (base, base + 8 * self._n_args, base + 8 * self._results_offset)
+        if self.module._call_lock is None:
+            status = self._entry(*args)
+        else:
+            with self.module._call_lock:
+                status = self._entry(*args)
         del prepared
         if status:
             self._free_results(buf)

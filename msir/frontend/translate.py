@@ -22,10 +22,10 @@ native at its first recursive call when nothing static could end it (only
 arrays and functions as arguments), or once `_MAX_INLINED_RECURSION` levels
 deep (its Python numbers then become runtime values). Refused, at the call: a
 recursion with no base case, and one whose argument shapes change at every
-level (after `_MAX_SPECIALISED_RECURSION` specialisations). The depth of a
-native recursion is bounded by the native stack of the calling thread (8 MiB
-for the main thread: about 100 000 levels of a small function; a stack
-overflow ends the process, it is not caught).
+level (after `_MAX_SPECIALISED_RECURSION` specialisations). The native stack
+bounds the depth of a native recursion: a call may use `STACK_LIMIT` (4 MiB,
+`msir.lowering.to_llvm`) of it, some 50 000 levels of a small function;
+deeper, the recursive call raises `MsirRecursionError` at its line.
 
 `return` inside loops (`loop_returning`) becomes a loop-carried `returned` flag
 and return value: every loop of the nest is left through `break`, and after the

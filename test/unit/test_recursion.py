@@ -10,7 +10,8 @@ calling itself, float32 promotion of a base case's Python float, and a Python in
 depth too deep to unroll at compile time.
 
 Values match the same Python run by NumPy (1e-12, same dtype) or, beyond
-Python's recursion limit, the same recurrence computed by a loop. Derivatives,
+Python's recursion limit, the same recurrence computed by a loop; a recursion
+deeper than the native stack allows raises MsirRecursionError at its call. Derivatives,
 reverse mode (the adjoint recomputes each recursive call's augmented forward
 from its saved arguments) and forward mode (a recursive `__jvp`), match central
 finite differences (`gradcheck`, rtol 1e-6, atol 1e-8), and PYNATIVE_MODE (the
@@ -29,7 +30,7 @@ import pytest
 from gradcheck import numerical_jvp, numerical_vjp
 
 import msir
-from msir.errors import ShapeError, UnsupportedSyntaxError
+from msir.errors import MsirRecursionError, ShapeError, UnsupportedSyntaxError
 
 RTOL, ATOL = 1e-6, 1e-8
 
@@ -215,6 +216,17 @@ def test_deep_recursion(n):
     """Deeper than Python's own recursion limit: the native stack bounds it."""
     same(msir.jit(sin_n)(X, np.array(n)), sin_n_loop(X, n))
     same(msir.jit(nontail)(X * 0.001, np.array(n)), nontail_loop(X * 0.001, n), rtol=1e-10)
+
+
+def test_recursion_deeper_than_the_stack_raises():
+    """Native code checks the stack before each recursive call: beyond 4 MiB it
+    stops and reports the call, then the function works again."""
+    with pytest.raises(MsirRecursionError, match="recursion too deep") as e:
+        msir.jit(nontail)(X * 1e-6, np.array(10**6))
+    assert e.value.loc.line == line_of(nontail, "return np.sin(nontail(")
+    with pytest.raises(RecursionError):
+        msir.grad(loss_sin_n)(X, np.array(10**6))
+    same(msir.jit(nontail)(X, np.array(5)), nontail(X, 5))
 
 
 def test_deep_python_int_depth_continues_natively():
