@@ -301,13 +301,19 @@ class ModuleAD:
                 if not used:
                     block.erase_op(op)
                     changed = True
-                elif len(used) < len(op.results) and isinstance(op, (func.CallOp, M.IfOp)):
+                elif len(used) < len(op.results) and (isinstance(op, M.IfOp) or self._has_body(op)):
                     self._keep_results(op, used)
                     changed = True
             for op in block.ops:
                 if isinstance(op, M.IfOp):
                     for region in op.regions:
                         self._prune(region.block)
+
+    def _has_body(self, op: Operation) -> bool:
+        if not isinstance(op, func.CallOp):
+            return False
+        callee = self.funcs.get(op.callee.string_value())
+        return callee is not None and bool(callee.body.blocks)
 
     def _keep_results(self, op: Operation, used: list[int]) -> None:
         block = op.parent_block()
