@@ -23,6 +23,9 @@ returns after every worker finished, and a runtime error a worker records in
 `@__msir_status` is raised here as from a serial loop. Two Python threads may
 call compiled functions at once: the pool serves one of them at a time and
 the other runs its loops serially, so neither waits for the other.
+
+Calls into a module with recursive functions (which has `@__msir_stack_base`,
+see `msir.lowering.to_llvm`) are serialised by a per-module lock.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ from msir.errors import (
     MsirError,
     MsirIndexError,
     MsirMemoryError,
+    MsirRecursionError,
     MsirZeroDivisionError,
     ShapeError,
     SourceLoc,
@@ -55,6 +59,7 @@ from msir.lowering import allocator, threads
 # test_jit checks they agree), restated so that calling does not import xDSL.
 ENTRY_SUFFIX = "__entry"
 SITE = "__msir_site"
+STACK_BASE = "__msir_stack_base"
 
 _LOCK = threading.Lock()
 _initialised = False
@@ -208,6 +213,9 @@ class NativeModule:
         self._sites = sites
         site_address = engine.get_global_value_address(SITE)
         self._site = ctypes.c_int64.from_address(site_address) if site_address else None
+        # A module with recursion keeps the stack base of the running call in a
+        # global: its calls run one at a time.
+        self._call_lock = threading.Lock() if engine.get_global_value_address(STACK_BASE) else None
 
     @property
     def llvm_ir(self) -> str:
@@ -431,6 +439,8 @@ _ERRORS = {
     1: (MsirIndexError, "index out of range"),
     2: (MsirZeroDivisionError, "integer division or modulo by zero"),
     3: (MsirMemoryError, "out of memory: an allocation in compiled code failed"),
+    4: (MsirRecursionError, "recursion too deep: this call would overflow the native stack "
+        "(a compiled recursion may use 4 MiB of it)"),
 }
 
 
@@ -508,9 +518,12 @@ class NativeFunction:
         for spec, a in zip(self._outputs, outputs):
             spec.store(buf, a)
         base = _addressof(buf)
-        status = self._entry(
-            base, base + 8 * self._n_args, base + 8 * self._results_offset
-        )
+        args = (base, base + 8 * self._n_args, base + 8 * self._results_offset)
+        if self.module._call_lock is None:
+            status = self._entry(*args)
+        else:
+            with self.module._call_lock:
+                status = self._entry(*args)
         del prepared
         if status:
             self._free_results(buf)

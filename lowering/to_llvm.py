@@ -82,6 +82,12 @@ Output: a module of `llvm.mlir.global`, `llvm.func` and nothing else, ready for
   function at once with zero results. After a call to a function that can do
   that, the caller checks the status and returns too, so no code runs on a null
   buffer.
+* Recursion: before a call marked `msir.stack_check` (convert-msir-to-loops marks
+  calls that may recurse), the native stack used since the entry wrapper (which
+  records its frame address in `@__msir_stack_base`, a global the module has
+  only then) is compared with STACK_LIMIT; beyond it, error 4 is recorded at
+  the call's `msir.site` and the function returns at once, as on a failed
+  allocation, so a recursion too deep for the stack raises instead of crashing.
 * Public functions are external; their pointer parameters are `noalias` unless
   the module also calls them. Private functions with a body are internal.
 * Each public function `@f` gets an entry wrapper for the JIT::
@@ -151,6 +157,14 @@ MAX_ALLOC_BYTES = 1 << 48
 IMPOSSIBLE_ALLOC = 1 << 62
 
 ERR_MEMORY = 3
+ERR_RECURSION = 4
+
+STACK_BASE = "__msir_stack_base"
+STACK_CHECK = "msir.stack_check"
+STACK_LIMIT = 4 << 20
+"""Native stack (bytes) a call into the module may use below its entry wrapper
+before a recursive call reports error 4 instead of overflowing the stack (the
+main thread's stack is 8 MiB; Python and the caller keep the rest)."""
 
 # ---------------------------------------------------------------------------
 # Types
@@ -459,6 +473,9 @@ class ModuleLowering:
             for op in f.walk()
             if isinstance(op, func.CallOp)
         }
+        self.checks_stack = any(
+            STACK_CHECK in op.attributes for f in self.funcs for op in f.walk() if isinstance(op, func.CallOp)
+        )
         self.may_fail = self._functions_that_may_fail()
         self.externals: dict[str, llvm.LLVMFunctionType] = {}
 
@@ -474,6 +491,8 @@ class ModuleLowering:
                     failing.add(name)
                 elif isinstance(op, func.CallOp):
                     direct[name].add(op.callee.string_value())
+                    if STACK_CHECK in op.attributes:
+                        failing.add(name)
         changed = True
         while changed:
             changed = False
@@ -511,6 +530,8 @@ class ModuleLowering:
             llvm.GlobalOp(I64, SITE, "weak", value=IntegerAttr(0, I64)),
             _error_function(),
         ]
+        if self.checks_stack:
+            new_ops.append(llvm.GlobalOp(I64, STACK_BASE, "weak", value=IntegerAttr(0, I64)))
         for f in self.funcs:
             name = f.sym_name.data
             if name == ERROR_FN:
@@ -523,7 +544,7 @@ class ModuleLowering:
             new_ops += self.outlined
             self.outlined.clear()
             if _is_public(f):
-                new_ops.append(_entry_wrapper(f, sig))
+                new_ops.append(_entry_wrapper(f, sig, self.checks_stack))
         for name, ftype in self.externals.items():
             props = {"passthrough": self.passthrough[name]} if name in self.passthrough else None
             new_ops.append(
@@ -610,8 +631,9 @@ def _llvm_gep(ptr: SSAValue, index: SSAValue, elem: Attribute) -> Operation:
     return llvm.GEPOp.create(operands=[ptr, index], result_types=[PTR], properties=properties)
 
 
-def _entry_wrapper(f: func.FuncOp, sig: Signature) -> llvm.FuncOp:
-    """`i32 @f__entry(ptr args, ptr dims, ptr results)`; see the module docstring."""
+def _entry_wrapper(f: func.FuncOp, sig: Signature, checks_stack: bool = False) -> llvm.FuncOp:
+    """`i32 @f__entry(ptr args, ptr dims, ptr results)`; see the module docstring.
+    With `checks_stack`, it first records its frame address in `@__msir_stack_base`."""
     block = Block(arg_types=[PTR, PTR, PTR])
     args_ptr, dims_ptr, out_ptr = block.args
     ops: list[Operation] = []
@@ -644,6 +666,8 @@ def _entry_wrapper(f: func.FuncOp, sig: Signature) -> llvm.FuncOp:
 
     status_ptr = add(llvm.AddressOfOp(STATUS, PTR))
     ops.append(llvm.StoreOp(add(llvm.ConstantOp(IntegerAttr(0, I32), I32)), status_ptr))
+    if checks_stack:
+        ops.append(llvm.StoreOp(_stack_address(add), add(llvm.AddressOfOp(STACK_BASE, PTR))))
     name = f.sym_name.data
     ret = None if not sig.flat_results else sig.ret_type
     call = llvm.CallOp(name, *call_args, return_type=ret)
@@ -1403,6 +1427,26 @@ def _reinterpret_cast(fl: FunctionLowering, op: memref.ReinterpretCastOp) -> Non
 # -- func --------------------------------------------------------------------
 
 
+def _stack_address(add: Callable[[Operation], SSAValue]) -> SSAValue:
+    """The current frame's address as an i64 (the stack grows down)."""
+    zero = add(llvm.ConstantOp(IntegerAttr(0, I32), I32))
+    frame = add(llvm.CallIntrinsicOp("llvm.frameaddress.p0", [zero], [PTR]))
+    return add(llvm.PtrToIntOp(frame, I64))
+
+
+def _check_stack(fl: FunctionLowering, op: func.CallOp) -> None:
+    """Before a call that may recurse: report error 4 at the call's site and
+    return at once when the stack below the entry wrapper exceeds STACK_LIMIT."""
+    base = fl.add(llvm.LoadOp(fl.add(llvm.AddressOfOp(STACK_BASE, PTR)), I64))
+    used = fl.add(llvm.SubOp(base, _stack_address(fl.add)))
+    too_deep = fl.add(_icmp("ugt", used, fl.const(STACK_LIMIT, I64)))
+    report = Block()
+    fl.branch_unless(too_deep, report)
+    code, site = fl.const(ERR_RECURSION, I32), fl.const(_site(op), I64)
+    report.add_ops([llvm.CallOp(ERROR_FN, code, site), llvm.BrOp(fl.bail())])
+    fl.region.add_block(report)
+
+
 @lowers(func.CallOp)
 def _call(fl: FunctionLowering, op: func.CallOp) -> None:
     name = op.callee.string_value()
@@ -1410,6 +1454,8 @@ def _call(fl: FunctionLowering, op: func.CallOp) -> None:
     if name == ERROR_FN:
         fl.add_call(llvm.CallOp(ERROR_FN, *args))
         return
+    if STACK_CHECK in op.attributes:
+        _check_stack(fl, op)
     sig = fl.m.sigs[name]
     ret = None if not sig.flat_results else sig.ret_type
     result = fl.add_call(llvm.CallOp(name, *args, return_type=ret))

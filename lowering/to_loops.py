@@ -133,6 +133,8 @@ ERR_INDEX = 1
 ERR_ZERO_DIVISION = 2
 SITES_ATTR = "msir.sites"
 SITE_ATTR = "msir.site"
+STACK_CHECK_ATTR = "msir.stack_check"
+"""On a call that may recurse: msir-lower-to-llvm checks the native stack first."""
 NUM_OUTPUTS_ATTR = "msir.num_outputs"
 ROW_LOCAL_ATTR = "msir.row_local"
 
@@ -232,6 +234,7 @@ class _Module:
         self.sites: list[str] = []
         self.site_index: dict[str, int] = {}
         self.uses_error = False
+        self.recursive: set[str] = set()
 
     def site(self, op: Operation) -> int:
         loc = _source_loc(op)
@@ -1606,6 +1609,9 @@ def _call(L: _Lowering, op: func.CallOp) -> None:
         outs.append(L.result(res, list(_shape(res.type))))  # type: ignore[attr-defined]
     args = [L.exact(v) for v in op.operands]
     call = L.emit(func.CallOp, [*args, *outs], sig.results, {"callee": op.callee})
+    if name in L.mod.recursive:
+        call.attributes[SITE_ATTR] = IntegerAttr(L.mod.site(op), i64)
+        call.attributes[STACK_CHECK_ATTR] = UnitAttr()
     for pos, new in zip(sig.ret_positions, call.results):
         res = op.results[pos]
         L.define(res, new)
@@ -2094,6 +2100,7 @@ def lower_module(module: ModuleOp) -> None:
     """Rewrite `module` in place to the loops level (see the module docstring)."""
     mod = _Module(module)
     funcs = [op for op in module.body.block.ops if isinstance(op, func.FuncOp)]
+    mod.recursive = _recursive_functions(funcs)
     for f in funcs:
         if f.sym_name.data != ERROR_FUNC:
             mod.sigs[f.sym_name.data] = _signature(f)
@@ -2112,6 +2119,26 @@ def lower_module(module: ModuleOp) -> None:
         decl = func.FuncOp(ERROR_FUNC, ([i32, i64], []), Region(), "private")
         module.body.block.add_op(decl)
     module.attributes[SITES_ATTR] = ArrayAttr([StringAttr(s) for s in mod.sites])
+
+
+def _recursive_functions(funcs: Sequence[func.FuncOp]) -> set[str]:
+    """The functions on a cycle of the call graph (that may call themselves)."""
+    calls = {
+        f.sym_name.data: {op.callee.string_value() for op in f.walk() if isinstance(op, func.CallOp)}
+        for f in funcs
+    }
+    found = set()
+    for name in calls:
+        seen, stack = set(), list(calls[name])
+        while stack:
+            callee = stack.pop()
+            if callee == name:
+                found.add(name)
+                break
+            if callee not in seen:
+                seen.add(callee)
+                stack.extend(calls.get(callee, ()))
+    return found
 
 
 @dataclass(frozen=True)

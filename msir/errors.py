@@ -91,6 +91,10 @@ class MsirMemoryError(MsirError, MemoryError):
     """A failed allocation in native code."""
 
 
+class MsirRecursionError(MsirError, RecursionError):
+    """A native recursion about to overflow the stack, reported by native code."""
+
+
 class NotDifferentiableError(MsirError, TypeError):
     """A gradient was asked through an operation or value that has none."""
 

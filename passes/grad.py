@@ -19,6 +19,23 @@ calls), two new private functions:
   (`msir.add`), a call becomes a call of `@g__bwd`. A value the rule reads is
   taken from the residuals, except constants, which are recomputed.
 
+Recursion (a call of a function whose pair is being built, directly or through
+other functions or control-flow regions): its augmented forward cannot return
+the callee's residuals (their types would nest without end), so at such a call
+`@f__fwd` calls the primal `@g` and keeps only the call's arguments, and the
+adjoint calls `@g__rebwd(cts..., args...)`, which recomputes the callee's
+residuals from them with `@g__fwd__part` (a copy of `@g__fwd` returning only
+the residuals, see `results_only`) and then runs `@g__bwd`. Cost, for a linear
+recursion of depth d: when the adjoint does not read the result of the
+recursive call (a tail call `f(g(x), n - 1)`, or `2 * f(x / 2)`), the copy
+drops the primal recursive call and the adjoint does O(d) work, about twice the
+forward's; when it does read it (`sin(f(x))`), each level recomputes the primal
+recursion below it: O(d^2) forward work. Memory is O(d) either way (one level's
+residuals per live native frame; the adjoint's recursion is as deep as the
+forward's). A tape of per-level residuals would make the second case O(d) too,
+but cannot hold a level whose residuals are themselves tapes (loops inside the
+recursive function); this design handles every recursive function.
+
 Then each transformation op becomes `msir.closure` of a small function that calls
 the pair: `@f__grad_<argnums>`, `@f__value_and_grad_<argnums>`,
 `@f__vjp_<argnums>` (returning the results and `msir.closure @f__pullback_..`
@@ -40,6 +57,7 @@ from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import FileLineColLoc, FunctionType, ModuleOp, TensorType
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.traits import IsTerminator
 from xdsl.passes import ModulePass
 from xdsl.transforms.common_subexpression_elimination import cse
 from xdsl.transforms.dead_code_elimination import dce, region_dce
@@ -110,7 +128,11 @@ class ModuleAD:
     module: ModuleOp
     funcs: dict[str, func.FuncOp] = field(default_factory=dict)
     pairs: dict[tuple, Pair] = field(default_factory=dict)
-    in_progress: set[str] = field(default_factory=set)
+    building: dict[tuple, Pair] = field(default_factory=dict)
+    """The pairs being built, by (function, wanted), with their names reserved."""
+    recompute: dict[tuple, str] = field(default_factory=dict)
+    """Per pair that recursive calls use: the name of its recomputing adjoint."""
+    reserved: set[str] = field(default_factory=set)
     wrappers: dict[tuple, str] = field(default_factory=dict)
 
     def __post_init__(self):
@@ -120,9 +142,15 @@ class ModuleAD:
 
     def fresh_name(self, base: str) -> str:
         name, i = base, 0
-        while name in self.funcs:
+        while name in self.funcs or name in self.reserved:
             i += 1
             name = f"{base}_{i}"
+        return name
+
+    def reserve(self, base: str) -> str:
+        """A fresh name for a function built later (recursive calls use it first)."""
+        name = self.fresh_name(base)
+        self.reserved.add(name)
         return name
 
     def add_func(self, name: str, block: Block, results: list[Attribute], loc: Attribute) -> func.FuncOp:
@@ -144,22 +172,66 @@ class ModuleAD:
         key = (name, wanted)
         if key in self.pairs:
             return self.pairs[key]
-        if name in self.in_progress:
+        if key in self.building:
             raise NotDifferentiableError(
-                f"reverse-mode differentiation of the recursive function '{name}' is not supported yet",
+                f"reverse mode through '{name}', which a control-flow region reaches recursively "
+                "with other arguments differentiated, is not supported",
                 source_loc(at),
             )
         if f is None or not f.body.blocks:
             raise NotDifferentiableError(f"cannot differentiate the external function '{name}'", source_loc(at))
-        self.in_progress.add(name)
-        try:
-            outline_regions(self, f)
-            rule = f.attributes.get("msir.custom_vjp")
-            pair = self.custom_pair(f, rule) if rule is not None else _PairBuilder(self, f, wanted).build()
-        finally:
-            self.in_progress.discard(name)
+        outline_regions(self, f)
+        rule = f.attributes.get("msir.custom_vjp")
+        if rule is not None:
+            pair = self.custom_pair(f, rule)
+        else:
+            outputs = list(f.function_type.outputs.data)
+            reserved = Pair(
+                self.reserve(f"{name}__fwd"), self.reserve(f"{name}__bwd"), len(outputs), [],
+                [i for i, t in enumerate(outputs) if is_float_type(t)], list(wanted),
+            )
+            self.building[key] = reserved
+            try:
+                pair = _PairBuilder(self, f, wanted, reserved).build()
+            finally:
+                del self.building[key]
         self.pairs[key] = pair
+        if key in self.recompute:
+            self.recomputing_adjoint(f, pair, self.recompute[key])
         return pair
+
+    # -- recursion ------------------------------------------------------------
+
+    def recursive_pair(self, key: tuple) -> Pair:
+        """For a call of a function whose pair is being built (recursion): a pair
+        whose `bwd` is `@f__rebwd(cts..., args...)`, the adjoint that first
+        recomputes the callee's augmented forward from its arguments (the only
+        residuals the call keeps; see the module docstring)."""
+        reserved = self.building[key]
+        if key not in self.recompute:
+            self.recompute[key] = self.reserve(f"{key[0]}__rebwd")
+        params = list(self.funcs[key[0]].function_type.inputs.data)
+        return Pair(
+            reserved.fwd, self.recompute[key], reserved.n_results, params,
+            reserved.float_results, reserved.float_args,
+        )
+
+    def recomputing_adjoint(self, f: func.FuncOp, pair: Pair, name: str) -> None:
+        """`@f__rebwd(cts..., args...) = @f__bwd(cts..., residuals of @f__fwd(args...))`,
+        the residuals computed by a copy of `@f__fwd` that returns only them."""
+        params = list(f.function_type.inputs.data)
+        outputs = list(f.function_type.outputs.data)
+        block = Block(arg_types=[outputs[i] for i in pair.float_results] + params)
+        cts, args = list(block.args[: len(pair.float_results)]), list(block.args[len(pair.float_results) :])
+        n_out = len(outputs)
+        residuals_only = self.results_only(pair.fwd, tuple(range(n_out, n_out + len(pair.residual_types))))
+        fwd = func.CallOp(residuals_only, args, pair.residual_types)
+        bwd = func.CallOp(pair.bwd, cts + list(fwd.results), [params[i] for i in pair.float_args])
+        for op in (fwd, bwd):
+            op.location = f.location
+            block.add_op(op)
+        block.add_op(func.ReturnOp(*bwd.results))
+        self.add_func(name, block, [params[i] for i in pair.float_args], f.location)
 
 
     def custom_pair(self, f: func.FuncOp, rule: Attribute) -> Pair:
@@ -190,12 +262,97 @@ class ModuleAD:
         return Pair(fwd_name, name, len(outputs), residual_types, float_results, float_args)
 
 
+    def results_only(self, name: str, keep: tuple[int, ...]) -> str:
+        """A copy of `@name` returning only its results at `keep` (memoised), with
+        the work they do not need removed: calls whose results are then unused
+        go, others call their own such copy, msir.if drops unused results. For
+        `@f__rebwd` this removes the primal recursive call when the adjoint does
+        not read its result (a tail call, `2 * f(x / 2)`): O(depth) work, not
+        O(depth^2)."""
+        f = self.funcs[name]
+        if keep == tuple(range(len(f.function_type.outputs.data))):
+            return name
+        key = ("results_only", name, keep)
+        if key in self.wrappers:
+            return self.wrappers[key]
+        new_name = self.reserve(f"{name}__part")
+        self.wrappers[key] = new_name
+        clone = f.clone()
+        block = clone.body.block
+        ret = block.last_op
+        assert isinstance(ret, func.ReturnOp)
+        kept = [ret.operands[i] for i in keep]
+        block.insert_op_before(func.ReturnOp(*kept), ret)
+        block.erase_op(ret)
+        self._prune(block)
+        self.add_func(new_name, _take_block(clone), [v.type for v in kept], f.location)
+        return new_name
+
+    def _prune(self, block: Block) -> None:
+        """Remove ops of `block` whose results are unused (msir is pure), and
+        unused results of calls and msir.if, to a fixed point."""
+        changed = True
+        while changed:
+            changed = False
+            for op in reversed(list(block.ops)):
+                if op is block.last_op and op.has_trait(IsTerminator):
+                    continue
+                used = [i for i, r in enumerate(op.results) if r.uses]
+                if not used:
+                    block.erase_op(op)
+                    changed = True
+                elif len(used) < len(op.results) and (isinstance(op, M.IfOp) or self._has_body(op)):
+                    self._keep_results(op, used)
+                    changed = True
+            for op in block.ops:
+                if isinstance(op, M.IfOp):
+                    for region in op.regions:
+                        self._prune(region.block)
+
+    def _has_body(self, op: Operation) -> bool:
+        if not isinstance(op, func.CallOp):
+            return False
+        callee = self.funcs.get(op.callee.string_value())
+        return callee is not None and bool(callee.body.blocks)
+
+    def _keep_results(self, op: Operation, used: list[int]) -> None:
+        block = op.parent_block()
+        assert block is not None
+        if isinstance(op, func.CallOp):
+            callee = self.results_only(op.callee.string_value(), tuple(used))
+            new: Operation = func.CallOp(callee, list(op.arguments), [op.results[i].type for i in used])
+        else:
+            regions = []
+            for region in op.regions:
+                b = region.block
+                region.detach_block(b)
+                y = b.last_op
+                assert y is not None
+                b.insert_op_before(M.YieldOp(*[y.operands[i] for i in used]), y)
+                b.erase_op(y)
+                regions.append(Region(b))
+            new = M.IfOp(op.cond, [op.results[i].type for i in used], regions[0], regions[1])
+            new.attributes.update(op.attributes)
+        new.location = op.location
+        block.insert_op_before(new, op)
+        for i, r in zip(used, new.results):
+            op.results[i].replace_all_uses_with(r)
+        block.erase_op(op)
+
+
+def _take_block(f: func.FuncOp) -> Block:
+    block = f.body.block
+    f.body.detach_block(block)
+    return block
+
+
 class _PairBuilder:
     """Builds `@f__fwd` and `@f__bwd` for one function `@f`."""
 
-    def __init__(self, ad: ModuleAD, f: func.FuncOp, wanted: tuple[int, ...]):
+    def __init__(self, ad: ModuleAD, f: func.FuncOp, wanted: tuple[int, ...], names: Pair):
         self.ad = ad
         self.f = f
+        self.names = names
         self.name = f.sym_name.data
         self.fwd_block = Block(arg_types=list(f.function_type.inputs.data))
         self.fwd_of: dict[SSAValue, SSAValue] = dict(zip(f.body.block.args, self.fwd_block.args))
@@ -230,6 +387,15 @@ class _PairBuilder:
                     self.fwd_block.add_op(clone)
                     for old, new in zip(op.results, clone.results):
                         self.fwd_of[old] = new
+                    continue
+                if (callee, wanted) in self.ad.building:
+                    # A recursive call: run the primal and keep its arguments.
+                    self.call_pairs[op] = self.ad.recursive_pair((callee, wanted))
+                    clone = op.clone(value_mapper=dict(self.fwd_of))
+                    self.fwd_block.add_op(clone)
+                    for old, new in zip(op.results, clone.results):
+                        self.fwd_of[old] = new
+                    self.call_residuals[op] = [self.fwd_of[v] for v in op.arguments]
                     continue
                 pair = self.ad.pair(callee, op, wanted)
                 self.call_pairs[op] = pair
@@ -318,9 +484,8 @@ class _PairBuilder:
         self.prune_residuals()
         fwd_ret = func.ReturnOp(*[self.fwd_of[v] for v in ret.operands], *self.residuals)
         self.fwd_block.add_op(fwd_ret)
-        fwd_name = self.ad.fresh_name(f"{self.name}__fwd")
+        fwd_name, bwd_name = self.names.fwd, self.names.bwd
         self.ad.add_func(fwd_name, self.fwd_block, [v.type for v in fwd_ret.operands], self.f.location)
-        bwd_name = self.ad.fresh_name(f"{self.name}__bwd")
         self.ad.add_func(bwd_name, self.bwd_block, [v.type for v in outs], self.f.location)
         return Pair(
             fwd_name,

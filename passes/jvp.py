@@ -11,7 +11,9 @@ of the results...)`: `@f`'s body with, after each op, its tangent computed by th
 op's forward rule from `passes/grad_rules.py` (`JVP`); a `func.call @g` becomes a
 call of `@g__jvp` for the active arguments of that call. Values without a
 tangent (integers, values independent of the active parameters) get none, so no
-work is spent on them. Then `msir.jvp` becomes `msir.closure` of a function
+work is spent on them. `@f__jvp` is named before its body is built, so a
+recursive function's `__jvp` calls itself (forward mode through recursion is as
+deep as the recursion, O(d) work). Then `msir.jvp` becomes `msir.closure` of a function
 returning the results and the tangents of the non-aux results.
 
 Guarantees: after the pass no `msir.jvp` remains (run together with `msir-grad`
@@ -43,23 +45,20 @@ def jvp_function(ad: ModuleAD, name: str, active: tuple[int, ...], at: Operation
     key = ("jvp", name, active)
     if key in ad.wrappers:
         return ad.wrappers[key]
-    if key in ad.in_progress:
-        raise NotDifferentiableError(
-            f"forward-mode differentiation of the recursive function '{name}' is not supported yet",
-            source_loc(at),
-        )
     f = ad.funcs.get(name)
     if f is None or not f.body.blocks:
         raise NotDifferentiableError(f"cannot differentiate the external function '{name}'", source_loc(at))
-    ad.in_progress.add(key)
+    # Named before it is built: a recursive call inside calls it by this name.
+    ad.wrappers[key] = ad.reserve(f"{name}__jvp")
     try:
-        ad.wrappers[key] = _build(ad, f, active)
-    finally:
-        ad.in_progress.discard(key)
+        _build(ad, f, active, ad.wrappers[key])
+    except BaseException:
+        del ad.wrappers[key]
+        raise
     return ad.wrappers[key]
 
 
-def _build(ad: ModuleAD, f: func.FuncOp, active: tuple[int, ...]) -> str:
+def _build(ad: ModuleAD, f: func.FuncOp, active: tuple[int, ...], fname: str) -> None:
     params = list(f.function_type.inputs.data)
     block = Block(arg_types=params + [params[i] for i in active])
     value: dict[SSAValue, SSAValue] = dict(zip(f.body.block.args, block.args))
@@ -108,9 +107,7 @@ def _build(ad: ModuleAD, f: func.FuncOp, active: tuple[int, ...]) -> str:
         t_outs.append(t if t is not None else _zero_tangent(B, value[v], ret))
     t_outs = [B.cast(t, M.dtype_of(v.type)) for t, v in zip(t_outs, ret.operands)]
     block.add_op(func.ReturnOp(*outs, *t_outs))
-    name = ad.fresh_name(f"{f.sym_name.data}__jvp")
-    ad.add_func(name, block, [v.type for v in outs + t_outs], f.location)
-    return name
+    ad.add_func(fname, block, [v.type for v in outs + t_outs], f.location)
 
 
 def _call(ad: ModuleAD, op: func.CallOp, block: Block, value, tangent) -> None:

@@ -11,12 +11,32 @@ of a separate function (one per callee and argument types); other calls (with
 Python values, functions or tuples as arguments, or callees that capture arrays)
 are inlined. Nested `def`s and lambdas are compile-time closures, inlined where
 called.
+
+Recursion. A recursion through Python values (an int depth) is unrolled at
+compile time. A function that calls itself (directly or through others) with
+arguments of the types it is being built for becomes a native recursive
+`func.call`: its result type is the one its base cases return (the function is
+built once with the branches that recurse left out, then until the type it
+returns is the one its recursive calls assumed). An inlined recursion becomes
+native at its first recursive call when nothing static could end it (only
+arrays and functions as arguments), or once `_MAX_INLINED_RECURSION` levels
+deep (its Python numbers then become runtime values). Refused, at the call: a
+recursion with no base case, and one whose argument shapes change at every
+level (after `_MAX_SPECIALISED_RECURSION` specialisations). The native stack
+bounds the depth of a native recursion: a call may use `STACK_LIMIT` (4 MiB,
+`msir.lowering.to_llvm`) of it, some 50 000 levels of a small function;
+deeper, the recursive call raises `MsirRecursionError` at its line.
+
+`return` inside loops (`loop_returning`) becomes a loop-carried `returned` flag
+and return value: every loop of the nest is left through `break`, and after the
+outermost one an early return selects the returned value or continues.
 """
 
 from __future__ import annotations
 
 import ast
 import builtins
+import copy
 import math
 import operator
 import types
@@ -83,6 +103,15 @@ class TraceContext:
     recorder: Any = None
     """A `msir.trace_cache.Recorder` of every name resolved outside the traced
     code (the persistent trace cache's dependency manifest), or None."""
+    recursive: dict[tuple, "_Recursive"] = field(default_factory=dict)
+    """Per function being built that calls itself: what its recursive calls return."""
+    trial: set[tuple] = field(default_factory=set)
+    """Functions built once to learn what their base cases return: a branch that
+    reaches their recursive call is left out."""
+    inlining: list[Any] = field(default_factory=list)
+    """The code objects of the user functions being inlined, innermost last."""
+    static_arguments: list[Any] = field(default_factory=list)
+    """Compile-time arguments of outlined functions (kept alive: keys hold their ids)."""
 
     def unique_name(self, base: str) -> str:
         name, i = base, 0
@@ -94,6 +123,46 @@ class TraceContext:
 
 
 _RETURN = object()
+
+
+@dataclass
+class _Callee:
+    """A user function (or nested def) that a call outlines: `code` identifies it."""
+
+    code: Any
+    name: str
+    source: FunctionSource
+    globals: dict
+    closure: dict
+    node: ast.FunctionDef | ast.Lambda
+
+
+@dataclass
+class _Recursive:
+    """The function a recursive call calls, with the result its base cases give."""
+
+    name: str
+    structure: Any
+    weak: list[bool]
+    types: list[Attribute]
+    captured: list[Tensor]
+
+    def same_as(self, other: "_Recursive") -> bool:
+        return (
+            self.structure == other.structure
+            and self.weak == other.weak
+            and self.types == other.types
+            and [c.ssa for c in self.captured] == [c.ssa for c in other.captured]
+        )
+
+
+class _UnknownRecursiveResult(Exception):
+    """A recursive call reached before its function's result type is known."""
+
+    def __init__(self, key: tuple, loc: SourceLoc):
+        super().__init__(key)
+        self.key = key
+        self.loc = loc
 
 
 @dataclass
@@ -238,6 +307,8 @@ class Translator:
         self.scope: dict[str, Any] = {}
         self.params: set[int] = set()
         self.loc = source.loc(source.node)
+        self.return_slots: dict[str, list[tuple[Any, ast.AST]]] = {}
+        """Per `return` lowered inside a loop: the values assigned to its slot."""
 
     # -- errors and emission ------------------------------------------------
 
@@ -263,6 +334,9 @@ class Translator:
         """Translate statements; returns (_RETURN, value) or None (fell off the end)."""
         stmts = list(stmts)
         for k, stmt in enumerate(stmts):
+            if isinstance(stmt, (ast.For, ast.While)) and _may_return([stmt]):
+                self.loc = self.source.loc(stmt)
+                return self.loop_returning(stmt, stmts[k + 1 :])
             if isinstance(stmt, ast.If) and (_may_return(stmt.body) or _may_return(stmt.orelse)):
                 self.loc = self.source.loc(stmt)
                 cond = self.expr(stmt.test)
@@ -288,6 +362,8 @@ class Translator:
             case ast.Assign(targets=targets, value=value):
                 v = self.expr(value)
                 for t in targets:
+                    if isinstance(t, ast.Name) and t.id in self.return_slots:
+                        self.return_slots[t.id].append((v, node))
                     self.assign(t, v)
             case ast.AnnAssign(target=target, value=value) if value is not None:
                 self.assign(target, self.expr(value))
@@ -1188,12 +1264,20 @@ class Translator:
 
     def call_closure(self, c: Closure, args, kwargs, node) -> Any:
         bound = self.bind(c.node, c.defaults, args, kwargs, node)
+        if self.native_recursion(c.node, bound):
+            name = c.node.name if isinstance(c.node, ast.FunctionDef) else "lambda"
+            callee = _Callee(c.node, name, c.source, self.globals, {**self.closure, **c.env}, c.node)
+            return self.outline(callee, self.runtime_arguments(callee, bound, node), node)
         sub = Translator(self.tc, self.block, c.source, self.globals, self.closure)
         sub.scope = dict(c.env)
         sub.scope.update(bound)
-        if isinstance(c.node, ast.Lambda):
-            return sub.expr(c.node.body)
-        result = sub.run_body(c.node.body)
+        self.tc.inlining.append(c.node)
+        try:
+            if isinstance(c.node, ast.Lambda):
+                return sub.expr(c.node.body)
+            result = sub.run_body(c.node.body)
+        finally:
+            self.tc.inlining.pop()
         return None if result is None else result[1]
 
     def call_user(self, fn: types.FunctionType, args, kwargs, node) -> Any:
@@ -1204,33 +1288,209 @@ class Translator:
         bound = self.bind(src.node, defaults, args, kwargs, node)
         closure = _closure_env(fn)
         values = list(bound.values())
+        callee = _Callee(fn.__code__, fn.__name__, src, fn.__globals__, closure, src.node)
         if all(isinstance(v, Tensor) for v in values):
-            return self.outline(fn, src, closure, bound, node)
+            return self.outline(callee, bound, node)
+        if self.native_recursion(fn.__code__, bound):
+            return self.outline(callee, self.runtime_arguments(callee, bound, node), node)
         sub = Translator(self.tc, self.block, src, fn.__globals__, closure)
         sub.scope.update(bound)
-        if isinstance(src.node, ast.Lambda):
-            return sub.expr(src.node.body)
-        result = sub.run_body(src.node.body)
+        self.tc.inlining.append(fn.__code__)
+        try:
+            if isinstance(src.node, ast.Lambda):
+                return sub.expr(src.node.body)
+            result = sub.run_body(src.node.body)
+        finally:
+            self.tc.inlining.pop()
         return None if result is None else result[1]
 
-    def outline(self, fn, src: FunctionSource, closure, bound: dict[str, Tensor], node) -> Any:
-        """Build (once per argument types) a separate func.func for a call with array arguments."""
-        key = (fn.__code__, tuple((v.dtype, v.shape, v.weak) for v in bound.values()))
+    def native_recursion(self, code: Any, bound: dict[str, Any]) -> bool:
+        """Should a call of a function being inlined (recursion) become a native
+        recursive call? Yes when nothing could end the recursion at compile time
+        (its arguments are runtime values and functions: no Python number,
+        tuple, None... that may change from level to level), or when it is
+        already unrolled `_MAX_INLINED_RECURSION` levels deep."""
+        depth = self.tc.inlining.count(code)
+        if depth == 0:
+            return False
+        static = (bool, int, float, KnownInt, tuple, list, str, type(None), slice, RangeValue)
+        return depth >= _MAX_INLINED_RECURSION or not any(isinstance(v, static) for v in bound.values())
+
+    def runtime_arguments(self, fn: "_Callee", bound: dict[str, Any], node) -> dict[str, Any]:
+        """The arguments of a recursion too deep to unroll at compile time: its
+        Python numbers become runtime values (it continues as native recursion);
+        functions and other compile-time objects stay compile-time."""
+        out = {}
+        for name, v in bound.items():
+            if isinstance(v, KnownInt):
+                v = v.tensor
+            elif isinstance(v, (bool, int, float)) and not isinstance(v, Tensor):
+                v = self.as_tensor(v, node)
+            elif isinstance(v, (tuple, list)) and _runtime_leaves(v):
+                raise self.error(
+                    UnsupportedSyntaxError,
+                    f"the recursion of '{fn.name}' is unrolled at compile time and is "
+                    f"{_MAX_INLINED_RECURSION} levels deep; a deeper recursion runs as native recursive "
+                    f"calls, which take arrays, numbers and functions, not {self.describe(v)} "
+                    f"(argument '{name}')",
+                    node,
+                )
+            out[name] = v
+        return out
+
+    def outline(self, fn: "_Callee", bound: dict[str, Any], node) -> Any:
+        """Build (once per argument types) a separate func.func for a call with
+        array arguments. Compile-time arguments (functions, as a recursion that
+        is too deep to unroll may pass) are part of the function, by identity."""
+        key = (fn.code, tuple(
+            (v.dtype, v.shape, v.weak) if isinstance(v, Tensor) else ("static", id(v)) for v in bound.values()
+        ))
+        self.tc.static_arguments += [v for v in bound.values() if not isinstance(v, Tensor)]
         if key in self.tc.active:
-            raise self.error(UnsupportedSyntaxError, "recursion is not supported yet", node)
+            return self.recursive_call(key, bound, node)
+        levels = sum(1 for k in self.tc.active if k[0] is fn.code)
+        if levels >= _MAX_SPECIALISED_RECURSION:
+            types = ", ".join(f"{M.fmt_shape(v.shape)} {v.dtype}" for v in bound.values() if isinstance(v, Tensor))
+            raise self.error(
+                UnsupportedSyntaxError,
+                f"recursion whose argument shapes change at every level is not supported: '{fn.name}' "
+                f"calls itself with arguments ({types}), another type at each of {levels} levels; "
+                "a native recursive call needs the arguments' shapes and dtypes to repeat",
+                node,
+            )
         if key not in self.tc.callees:
             self.tc.active.append(key)
             try:
-                self.tc.callees[key] = build_function(self.tc, fn.__name__, src, fn.__globals__, closure, bound)
+                self.tc.callees[key] = self.build_callee(key, fn, bound)
             finally:
                 self.tc.active.pop()
         name, structure, ftype, captured = self.tc.callees[key]
-        operands = [v.ssa for v in bound.values()] + [self.localize(c).ssa for c in captured]
+        operands = [v.ssa for v in bound.values() if isinstance(v, Tensor)] + [self.localize(c).ssa for c in captured]
         call = self.emit(func.CallOp(name, operands, list(ftype.outputs.data)))
         results = [
             Tensor(r, M.dtype_of(r.type), M.shape_of(r.type), weak) for r, weak in zip(call.results, structure[1])
         ]
         return _rebuild(structure[0], iter(results))
+
+    # -- recursion ------------------------------------------------------------
+
+    def recursive_call(self, key: tuple, bound: dict[str, Any], node) -> Any:
+        """A call of a function that is being built: a native recursive call,
+        whose result type is that of the function's base cases."""
+        rec = self.tc.recursive.get(key)
+        if rec is None:
+            raise _UnknownRecursiveResult(key, self.source.loc(node))
+        operands = [v.ssa for v in bound.values() if isinstance(v, Tensor)]
+        operands += [self.localize(c).ssa for c in rec.captured]
+        call = self.emit(func.CallOp(rec.name, operands, rec.types))
+        results = [Tensor(r, M.dtype_of(r.type), M.shape_of(r.type), w) for r, w in zip(call.results, rec.weak)]
+        return _rebuild(rec.structure, iter(results))
+
+    def build_callee(self, key: tuple, fn: "_Callee", bound: dict[str, Any]) -> tuple:
+        """`build_function` for a call with array arguments. A function that calls
+        itself (directly or through others) with arguments of the same types is
+        built once more with the paths that recurse left out ("trial"), which
+        gives the result type of its base cases; then for real, its recursive
+        calls returning that type, until the type it returns is the one assumed
+        (a fixed point: a base case returning a Python float can be promoted)."""
+        tc = self.tc
+
+        def build(rec: _Recursive | None) -> tuple:
+            saved = (len(tc.module_ops), dict(tc.callees), set(tc.names))
+            try:
+                return build_function(
+                    tc, fn.name, fn.source, fn.globals, fn.closure, bound,
+                    fname=rec.name if rec else None, precaptured=rec.captured if rec else (), node=fn.node,
+                )
+            except BaseException:
+                self.restore(saved)
+                raise
+
+        saved = (len(tc.module_ops), dict(tc.callees), set(tc.names))
+        try:
+            return build(None)
+        except _UnknownRecursiveResult as e:
+            if e.key != key:
+                raise
+            where = e.loc
+        tc.trial.add(key)
+        try:
+            built = build(None)
+        except _UnknownRecursiveResult as e:
+            if e.key != key:
+                raise
+            raise UnsupportedSyntaxError(
+                f"cannot tell what the recursive function '{fn.name}' returns: every path through it "
+                "calls it again; it needs a base case that returns without recursing",
+                where,
+            ) from None
+        finally:
+            tc.trial.discard(key)
+        self.restore(saved)
+        name = tc.unique_name(fn.name)
+        rec = _recursive_of(name, built)
+        for _ in range(4):
+            tc.recursive[key] = rec
+            try:
+                built = build(rec)
+            finally:
+                del tc.recursive[key]
+            new = _recursive_of(name, built)
+            if new.same_as(rec):
+                return built
+            if new.structure == rec.structure and [M.shape_of(t) for t in new.types] != [
+                M.shape_of(t) for t in rec.types
+            ]:
+                raise ShapeError(
+                    f"the recursive call of '{fn.name}' returns {_describe_types(new)} where its base case "
+                    f"returns {_describe_types(rec)}; every path must return the same shapes",
+                    where,
+                )
+            # Another dtype (a Python float met float32), or a Python number of a
+            # base case that is a runtime value on the recursive path: again.
+            self.restore(saved)
+            tc.names.add(name)
+            rec = new
+        raise UnsupportedSyntaxError(
+            f"the recursive function '{fn.name}' returns {_describe_types(new)} where its base case returns "
+            f"{_describe_types(rec)}, and assuming one does not give the other",
+            where,
+        )
+
+    def restore(self, saved: tuple) -> None:
+        """Forget the functions built since `saved` (a build that is done again)."""
+        n_ops, callees, names = saved
+        del self.tc.module_ops[n_ops:]
+        self.tc.callees.clear()
+        self.tc.callees.update(callees)
+        self.tc.names.clear()
+        self.tc.names.update(names)
+
+    def branch(self, block: Block, scope: dict[str, Any], fn: Callable[[], Any]) -> Any:
+        """`in_block` for one branch of a runtime `if`; while a recursive function
+        is built on trial, a branch reaching its recursive call gives the
+        exception instead (the `if` then keeps only the other branch)."""
+        try:
+            return self.in_block(block, scope, fn)
+        except _UnknownRecursiveResult as e:
+            if e.key not in self.tc.trial:
+                raise
+            return e
+
+    def only_branch(self, outcomes: list[Any], blocks: list[Block]) -> int | None:
+        """After `branch` on both sides: the index of the only side that did not
+        reach a trial recursive call, its ops moved to the current block (or
+        None when both sides completed). Both sides failing re-raises."""
+        failed = [isinstance(o, _UnknownRecursiveResult) for o in outcomes]
+        if not any(failed):
+            return None
+        if all(failed):
+            raise outcomes[0]
+        k = failed.index(False)
+        for op in list(blocks[k].ops):
+            op.detach()
+            self.block.add_op(op)
+        return k
 
     # -- control flow -------------------------------------------------------
 
@@ -1275,9 +1535,10 @@ class Translator:
         dtypes = []
         for x, y, name in zip(a, b, names):
             if x.shape != y.shape:
+                what = name if name.startswith("the ") else f"variable '{name}'"
                 raise self.error(
                     ShapeError,
-                    f"variable '{name}' has shape {M.fmt_shape(x.shape)} on one path and "
+                    f"{what} has shape {M.fmt_shape(x.shape)} on one path and "
                     f"{M.fmt_shape(y.shape)} on the other; it must keep one shape",
                     node,
                 )
@@ -1290,8 +1551,15 @@ class Translator:
         names = sorted(_assigned(node.body) | _assigned(node.orelse))
         before = self.scope
         then_block, else_block = self.new_block(), self.new_block()
-        then_scope, _ = self.in_block(then_block, before, lambda: self.run_body(node.body))
-        else_scope, _ = self.in_block(else_block, before, lambda: self.run_body(node.orelse))
+        outcomes = [
+            self.branch(then_block, before, lambda: self.run_body(node.body)),
+            self.branch(else_block, before, lambda: self.run_body(node.orelse)),
+        ]
+        k = self.only_branch(outcomes, [then_block, else_block])
+        if k is not None:
+            self.scope = outcomes[k][0]
+            return
+        (then_scope, _), (else_scope, _) = outcomes
         merged, undefined = [], {}
         for name in names:
             in_then, in_else = name in then_scope, name in else_scope
@@ -1339,19 +1607,24 @@ class Translator:
     def if_expr(self, node: ast.IfExp, cond: Tensor) -> Any:
         """`a if c else b` on a runtime condition: only the taken side runs."""
         c = self.truth(cond, node.test)
-        blocks, structs, leaves = [], [], []
-        for expr in (node.body, node.orelse):
-            block = self.new_block()
-            _, value = self.in_block(block, self.scope, lambda expr=expr: self.expr(expr))
+        blocks = [self.new_block(), self.new_block()]
+        outcomes = [
+            self.branch(block, self.scope, lambda expr=expr: self.expr(expr))
+            for block, expr in zip(blocks, (node.body, node.orelse))
+        ]
+        k = self.only_branch(outcomes, blocks)
+        if k is not None:
+            return outcomes[k][1]
+        structs, leaves = [], []
+        for block, (_, value) in zip(blocks, outcomes):
             self.block, saved = block, self.block
             st, ls = self.to_tensors(value, node, "a conditional expression")
             self.block = saved
-            blocks.append(block)
             structs.append(st)
             leaves.append(ls)
         if structs[0] != structs[1]:
             raise self.error(UnsupportedSyntaxError, "the two sides of a conditional expression differ in structure", node)
-        dtypes = self.unify(leaves[0], leaves[1], ["<conditional expression>"] * len(leaves[0]), node)
+        dtypes = self.unify(leaves[0], leaves[1], ["the conditional expression"] * len(leaves[0]), node)
         return _rebuild(structs[0], iter(self.emit_if(c, blocks[0], blocks[1], leaves[0], leaves[1], dtypes)))
 
     def list_comprehension(self, node: ast.ListComp, elt: ast.expr, gens: list[ast.comprehension]) -> list[Any]:
@@ -1394,10 +1667,21 @@ class Translator:
         """An `if` whose branches end the function: msir.if yields the returned values."""
         c = self.truth(cond, node.test)
         then_block, else_block = self.new_block(), self.new_block()
-        values = []
-        for block, stmts in ((then_block, then_stmts), (else_block, else_stmts)):
-            _, result = self.in_block(block, self.scope, lambda stmts=stmts: self.run_body(stmts))
-            values.append(None if result is None else result[1])
+        outcomes = [
+            self.branch(block, self.scope, lambda stmts=stmts: self.run_body(stmts))
+            for block, stmts in ((then_block, then_stmts), (else_block, else_stmts))
+        ]
+        k = self.only_branch(outcomes, [then_block, else_block])
+        if k is not None:
+            result = outcomes[k][1]
+            return None if result is None else result[1]
+        values = [None if result is None else result[1] for _, result in outcomes]
+        if (values[0] is None) != (values[1] is None):
+            raise self.error(
+                UnsupportedSyntaxError,
+                "the function returns a value on one path and falls off its end (returning None) on another",
+                node,
+            )
         self.block, saved = then_block, self.block
         st, lt = self.to_tensors(values[0], node, "the returned value")
         self.block = else_block
@@ -1407,8 +1691,77 @@ class Translator:
             raise self.error(
                 UnsupportedSyntaxError, "the function returns values of different structures on different paths", node
             )
-        dtypes = self.unify(lt, le, ["<return value>"] * len(lt), node)
+        dtypes = self.unify(lt, le, ["the returned value"] * len(lt), node)
         return _rebuild(st, iter(self.emit_if(c, then_block, else_block, lt, le, dtypes)))
+
+    def loop_returning(self, node: ast.For | ast.While, rest: list[ast.stmt]) -> Any:
+        """A loop containing `return`: each `return v` becomes `returned = True;
+        value = v; break` (through every enclosing loop of the nest), both carried
+        by the loops; after the loop, `if returned: return value` is an early
+        return that continues with `rest` otherwise."""
+        returns = _returns(node.body)
+        for r in returns:
+            if r.value is None:
+                raise self.error(
+                    UnsupportedSyntaxError, "a bare 'return' inside a loop (the function would return None)", r
+                )
+        tag = f"{node.lineno}_{node.col_offset}"
+        flag, slot = f"__msir_returned_{tag}", f"__msir_return_value_{tag}"
+        loop = copy.copy(node)
+        loop.body = _lower_returns(node.body, flag, slot)
+        self.scope[flag] = self.constant(False, "bool", weak=True)
+        self.scope[slot] = self.return_placeholder(loop, slot)
+        self.stmt(loop)
+        first = returns[0]
+        if _endless(node):  # only a return leaves it: what follows never runs
+            guard = ast.Return(value=ast.Name(id=slot, ctx=ast.Load()))
+            for n_ in ast.walk(guard):
+                ast.copy_location(n_, first)
+            return self.run_body([guard])
+        guard = ast.If(
+            test=ast.Name(id=flag, ctx=ast.Load()),
+            body=[ast.Return(value=ast.Name(id=slot, ctx=ast.Load()))],
+            orelse=[],
+        )
+        for n_ in ast.walk(guard):
+            ast.copy_location(n_, first)
+        return self.run_body([guard, *rest])
+
+    def return_placeholder(self, loop: ast.stmt, slot: str) -> Any:
+        """The initial (never returned) value of a loop's return slot: zeros of the
+        type every `return` in the loop gives, found by translating the loop once
+        aside. The returns must agree in structure and shapes."""
+        self.return_slots[slot] = observed = []
+        try:
+            self.in_block(self.new_block(), self.scope, lambda: self.stmt(loop))
+        finally:
+            del self.return_slots[slot]
+        aside = self.new_block()
+        self.block, saved = aside, self.block
+        try:
+            typed = [(self.to_tensors(v, r, "the returned value"), r) for v, r in observed]
+        finally:
+            self.block = saved
+        (struct, leaves), first = typed[0]
+        dtypes = [(x.dtype, x.weak) for x in leaves]
+        for (st, ls), r in typed[1:]:
+            if st != struct:
+                raise self.error(
+                    UnsupportedSyntaxError,
+                    f"this return gives a value of another structure than the return at line {first.lineno}",
+                    r,
+                )
+            for k, (x, y) in enumerate(zip(leaves, ls)):
+                if x.shape != y.shape:
+                    raise self.error(
+                        ShapeError,
+                        f"this return gives shape {M.fmt_shape(y.shape)} where the return at line "
+                        f"{first.lineno} gives {M.fmt_shape(x.shape)}; every return must give the same shapes",
+                        r,
+                    )
+                dtypes[k] = promote(*dtypes[k], y.dtype, y.weak)
+        zeros = [self.broadcast(self.constant(0, d, w), x.shape) for x, (d, w) in zip(leaves, dtypes)]
+        return _rebuild(struct, iter(zeros))
 
     def loop_carried(self, body: Sequence[ast.stmt], node: ast.AST, exclude: set[str]) -> list[str]:
         assigned = _assigned(body) - exclude
@@ -1452,13 +1805,9 @@ class Translator:
         for name in names:
             scope[name] = _rebuild(structs[name], it)
 
-        if _may_return(stmts):
-            raise self.error(UnsupportedSyntaxError, "'return' inside a loop is not supported yet", node)
-
         def run():
             result = self.run_body(stmts)
-            if result is not None:
-                raise self.error(UnsupportedSyntaxError, "'return' inside a loop is not supported yet", node)
+            assert result is None, "returns inside loops are lowered by loop_returning"
             out = []
             for name in names:
                 _, leaves = self.to_tensors(self.scope[name], node, f"variable '{name}'")
@@ -1511,8 +1860,8 @@ class Translator:
                 raise self.error(UnsupportedSyntaxError, f"a loop building a list unrolls at most {_MAX_UNROLL} iterations", node)
             for item in items:
                 self.assign(node.target, item)
-                if self.run_body(node.body) is not None:
-                    raise self.error(UnsupportedSyntaxError, "'return' inside a loop is not supported yet", node)
+                result = self.run_body(node.body)
+                assert result is None, "returns inside loops are lowered by loop_returning"
             return
         if _appends(node.body):
             raise self.error(
@@ -2000,27 +2349,40 @@ def build_function(
     params: dict[str, Any],
     public: bool = False,
     block: Block | None = None,
+    fname: str | None = None,
+    precaptured: Sequence[Tensor] = (),
+    node: ast.FunctionDef | ast.Lambda | None = None,
 ) -> tuple[str, tuple, FunctionType]:
     """Translate a function whose runtime parameters are Tensors (block arguments).
 
     For callees, `params` maps names to the caller's Tensors, whose types become
     the new function's argument types; values of enclosing functions the callee
-    reads become extra trailing parameters (returned as `captured`). For the entry, the caller
-    has already created the block and the parameter values.
+    reads become extra trailing parameters (returned as `captured`), `precaptured`
+    first (in that order: what the function's recursive calls pass). For the entry,
+    the caller has already created the block and the parameter values. `fname`
+    is the function's name when its recursive calls already use it; `node` the
+    function to translate when it is not `src`'s (a nested def).
     """
     entry = block is not None
     if block is None:
-        block = Block(arg_types=[M.tensor_type(v.shape, v.dtype) for v in params.values()])
+        block = Block(arg_types=[M.tensor_type(v.shape, v.dtype) for v in params.values() if isinstance(v, Tensor)])
         tc.fn_captures[block] = ({}, [])
     tr = Translator(tc, block, src, globals_, closure)
     if entry:
         tr.scope.update(params)
         tr.params = {id(v) for v in _leaves(list(params.values()))}
     else:
-        for (pname, v), arg in zip(params.items(), block.args):
+        args = iter(block.args)
+        for pname, v in params.items():
+            if not isinstance(v, Tensor):
+                tr.scope[pname] = v  # a compile-time argument: part of the function
+                continue
+            arg = next(args)
             arg.name_hint = pname
             tr.scope[pname] = Tensor(arg, v.dtype, v.shape, v.weak)
-    node = src.node
+    for c in precaptured:
+        tr.localize(c)
+    node = node or src.node
     if isinstance(node, ast.Lambda):
         value = tr.expr(node.body)
     else:
@@ -2031,7 +2393,7 @@ def build_function(
     ret.location = _loc_attr(tr.loc)
     block.add_op(ret)
     ftype = FunctionType.from_lists([a.type for a in block.args], [leaf.ssa.type for leaf in leaves])
-    fname = tc.unique_name(name if public else f"{name}")
+    fname = fname or tc.unique_name(name)
     f = func.FuncOp(fname, ftype, Region(block), visibility=None if public else "private")
     f.location = _loc_attr(src.loc(node))
     tc.module_ops.append(f)
@@ -2041,6 +2403,24 @@ def build_function(
 
 _MAX_UNROLL = 1024
 """Loops over tuples, lists, and loops that build lists, are unrolled up to this."""
+
+_MAX_INLINED_RECURSION = 8
+"""A recursion through Python values (an int depth, a function argument) is
+unrolled at compile time this many levels deep; deeper, it continues as native
+recursive calls (with its Python numbers as runtime values)."""
+
+_MAX_SPECIALISED_RECURSION = 32
+"""A function calling itself with arguments of a new type at each level is
+specialised this many times before it is refused."""
+
+
+def _recursive_of(name: str, built: tuple) -> _Recursive:
+    _, (structure, weak), ftype, captured = built
+    return _Recursive(name, structure, list(weak), list(ftype.outputs.data), list(captured))
+
+
+def _describe_types(rec: _Recursive) -> str:
+    return ", ".join(f"{M.fmt_shape(M.shape_of(t))} {M.dtype_of(t)}" for t in rec.types) or "no array"
 
 
 @dataclass
@@ -2152,12 +2532,74 @@ def _lower_jumps(stmts: Sequence[ast.stmt], brk: str, cont: str) -> list[ast.stm
     return out
 
 
-def _may_return(stmts: Sequence[ast.stmt]) -> bool:
+def _returns(stmts: Sequence[ast.stmt]) -> list[ast.Return]:
+    """The `return` statements of a statement list (not of nested functions)."""
+    found: list[ast.Return] = []
+
+    def walk(node: ast.AST) -> None:
+        if isinstance(node, ast.Return):
+            found.append(node)
+        elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            for child in ast.iter_child_nodes(node):
+                walk(child)
+
     for s_ in stmts:
-        for node in ast.walk(s_):
-            if isinstance(node, ast.Return):
-                return True
-    return False
+        walk(s_)
+    return found
+
+
+def _endless(node: ast.stmt) -> bool:
+    """`while True:` without a `break` of its own: only a return leaves it."""
+    if not (isinstance(node, ast.While) and isinstance(node.test, ast.Constant) and node.test.value):
+        return False
+
+    def breaks(n: ast.AST) -> bool:
+        if isinstance(n, ast.Break):
+            return True
+        if isinstance(n, (ast.For, ast.While, ast.AsyncFor, ast.FunctionDef, ast.Lambda)):
+            return False
+        return any(breaks(c) for c in ast.iter_child_nodes(n))
+
+    return not any(breaks(st) for st in node.body)
+
+
+def _may_return(stmts: Sequence[ast.stmt]) -> bool:
+    return bool(_returns(stmts))
+
+
+def _lower_returns(stmts: Sequence[ast.stmt], flag: str, slot: str) -> list[ast.stmt]:
+    """Rewrite the returns of a loop body: `return v` becomes `flag = True;
+    slot = v; break`, and a nested loop that may return is followed by
+    `if flag: break`, so a return leaves every loop of the nest (`break` is then
+    lowered by `_lower_jumps`)."""
+
+    def at(new: ast.AST, old: ast.AST) -> ast.AST:
+        for n_ in ast.walk(new):
+            ast.copy_location(n_, old)
+        return new
+
+    out: list[ast.stmt] = []
+    for st in stmts:
+        if isinstance(st, ast.Return):
+            out += [
+                at(ast.Assign(targets=[ast.Name(id=flag, ctx=ast.Store())], value=ast.Constant(True)), st),
+                ast.copy_location(ast.Assign(targets=[ast.Name(id=slot, ctx=ast.Store())], value=st.value), st),
+                at(ast.Break(), st),
+            ]
+            return out  # the rest of the block never runs
+        if isinstance(st, (ast.For, ast.While)) and _may_return([st]):
+            inner = copy.copy(st)
+            inner.body = _lower_returns(st.body, flag, slot)
+            out += [inner, at(ast.If(test=ast.Name(id=flag, ctx=ast.Load()), body=[ast.Break()], orelse=[]), st)]
+            continue
+        if isinstance(st, ast.If) and _may_return([st]):
+            new_if = copy.copy(st)
+            new_if.body = _lower_returns(st.body, flag, slot) or [at(ast.Pass(), st)]
+            new_if.orelse = _lower_returns(st.orelse, flag, slot)
+            out.append(new_if)
+            continue
+        out.append(st)
+    return out
 
 
 def _appends(stmts: Sequence[ast.stmt]) -> bool:

@@ -474,14 +474,12 @@ def return_directly_in_loop(x, n):
     return x
 
 
-def test_return_inside_loop_is_refused():
-    with pytest.raises(UnsupportedSyntaxError, match="'return' inside a loop is not supported"):
-        msir.jit(return_directly_in_loop)(np.ones(2), 3)
-
-
-def test_return_in_branch_inside_loop_is_refused_clearly():
-    with pytest.raises(UnsupportedSyntaxError, match="'return' inside a loop is not supported"):
-        msir.jit(return_in_loop)(np.ones(2), 3)
+@pytest.mark.parametrize("n", [0, 1, 3])
+def test_return_inside_loop(n):
+    # more cases, and their derivatives, in test_loop_return.py
+    for fn in (return_directly_in_loop, return_in_loop):
+        check(msir.jit(fn), fn, np.ones(2), n)
+    check(msir.jit(return_in_loop), return_in_loop, np.full(2, 2.5), n)
 
 
 # ---------------------------------------------------------------------------

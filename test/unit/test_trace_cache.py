@@ -464,6 +464,7 @@ def test_abi_constants_agree_with_the_lowering():
     from msir.lowering import jit, to_llvm
 
     assert jit.ENTRY_SUFFIX == to_llvm.ENTRY_SUFFIX and jit.SITE == to_llvm.SITE
+    assert jit.STACK_BASE == to_llvm.STACK_BASE
 
 
 def test_output_structure_and_closure_arrays_on_a_hit(cdir, pkg):
