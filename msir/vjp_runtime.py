@@ -57,10 +57,12 @@ def _build(t, primals: tuple) -> _CompiledVjp:
     entry = ad.funcs[traced.entry]
     pair = ad.pair(traced.entry, entry)
     fwd_f, bwd_f = ad.funcs[pair.fwd], ad.funcs[pair.bwd]
-    _public_wrapper(module, "vjp_fwd", pair.fwd, fwd_f.function_type.inputs.data, fwd_f.function_type.outputs.data)
+    # the public wrappers' signatures (compiling rewrites the private pair:
+    # msir-forward-arguments drops the parameters @f__fwd returns)
+    outputs = fwd_f.function_type.outputs.data
+    _public_wrapper(module, "vjp_fwd", pair.fwd, fwd_f.function_type.inputs.data, outputs)
     _public_wrapper(module, "vjp_bwd", pair.bwd, bwd_f.function_type.inputs.data, bwd_f.function_type.outputs.data)
     compiled = compile_module(module, "vjp_fwd", also=("vjp_bwd",))
-    outputs = fwd_f.function_type.outputs.data
     static = [i for i, t in enumerate(outputs) if isinstance(t, TensorType) and all(d >= 0 for d in t.get_shape())]
     order = static + [i for i in range(len(outputs)) if i not in static]
     return _CompiledVjp(
