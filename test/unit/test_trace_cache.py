@@ -491,3 +491,41 @@ def test_output_structure_and_closure_arrays_on_a_hit(cdir, pkg):
     assert second[2] is None and second[4] == "tag" and second[5] == np.dtype(np.float32)
     assert isinstance(second[3], list) and second[3][0] == 7 and type(second[3][0]) is type(first[3][0])
     assert second[3][1] == np.float32(1.5) and second[3][1].dtype == np.float32
+
+
+def _run(tmp_path: Path, code: str, **env) -> str:
+    script = tmp_path / "script.py"  # a file: msir compiles functions from their source
+    script.write_text(textwrap.dedent(code))
+    r = subprocess.run([sys.executable, str(script)], env=dict(os.environ, **env), capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    return r.stdout.strip().splitlines()[-1]
+
+
+def test_imports_are_lazy(tmp_path):
+    out = _run(tmp_path, """
+        import sys
+        import msir
+        heavy = ("xdsl", "llvmlite", "msir.api", "msir.frontend", "msir.compiler")
+        print(sorted(m for m in sys.modules if m.startswith(heavy)))
+    """)
+    assert out == "[]"
+
+
+def test_preload_imports_the_whole_pipeline(tmp_path):
+    out = _run(tmp_path, """
+        import sys
+        import numpy as np
+        import msir
+        from msir.compiler import preload
+        preload()
+        before = set(sys.modules)
+
+        def f(x):
+            return np.sum(np.tanh(x) * x)
+
+        msir.jit(f)(np.ones(3))
+        msir.grad(f)(np.ones(3))
+        print(sorted(m for m in set(sys.modules) - before if m.startswith(("xdsl", "msir"))))
+    """, MSIR_CACHE="0")
+    assert out == "[]"
