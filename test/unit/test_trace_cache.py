@@ -529,3 +529,19 @@ def test_preload_imports_the_whole_pipeline(tmp_path):
         print(sorted(m for m in set(sys.modules) - before if m.startswith(("xdsl", "msir"))))
     """, MSIR_CACHE="0")
     assert out == "[]"
+
+
+def test_touched_file_hits_edited_file_misses(cdir, pkg):
+    path = write(pkg, "tc_touch", "import numpy as np\n\n\ndef f(x):\n    return x * 2.0\n\n\ndef g(x):\n    return x\n")
+    m = fresh("tc_touch")
+    x = np.arange(3.0)
+    msir.jit(m.f)(x)
+    st = path.stat()
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))  # same bytes, new mtime: hashed again, equal
+    np.testing.assert_array_equal(msir.jit(m.f)(x), x * 2.0)
+    assert cache.stats["trace_hits"] == 1
+    # an edit elsewhere in the file (same line numbers for f): the file is read again and differs
+    path.write_text(path.read_text().replace("return x\n", "return x + 1\n"))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 2 * 10**9))
+    np.testing.assert_array_equal(msir.jit(fresh("tc_touch").f)(x), x * 2.0)
+    assert cache.stats["trace_stale"] == 1
