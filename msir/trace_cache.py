@@ -624,7 +624,15 @@ class Probe:
 
     def store(self, traced: Any, symbol: str, ir_key: str | None, locs: list) -> bool:
         """Write the entry of a trace (`msir.frontend.driver.Traced` with its
-        recorder) whose object code is in `msir.cache` under `ir_key`."""
+        recorder) whose object code is in `msir.cache` under `ir_key`; never
+        raises (a failure is logged, and the next process traces again)."""
+        try:
+            return self._store(traced, symbol, ir_key, locs)
+        except Exception as e:
+            cache._log(f"not caching the trace: {type(e).__name__}: {e}")
+            return False
+
+    def _store(self, traced: Any, symbol: str, ir_key: str | None, locs: list) -> bool:
         recorder = traced.recorder
         if ir_key is None or recorder is None:
             return False
