@@ -57,14 +57,17 @@ class Backend:
         if n == "msir":
             import msir
 
-            # msir's __init__ is lazy: import the pipeline now so that "first call"
-            # excludes imports, as bench/compile_time.py does
+            # msir's __init__ is lazy: import the API and the pipeline now so that
+            # "first call" excludes imports, as bench/compile_time.py does
             for m in ("msir.api", "msir.compiler", "msir.frontend.driver", "msir.lowering.jit", "msir.lowering.to_loops",
                       "msir.lowering.to_llvm", "msir.passes.fuse", "msir.cache", "msir.trace_cache"):
                 try:
                     importlib.import_module(m)
                 except ImportError:
                     pass
+            preload = getattr(sys.modules.get("msir.compiler"), "preload", None)
+            if preload is not None:
+                preload()
             return {"msir": msir, "version": getattr(msir, "__version__", "dev")}
         if n == "numpy":
             return {"version": np.__version__}

@@ -1,12 +1,12 @@
 """The user-facing API: `jit`, execution modes and the context.
 
 `jit(f)` compiles `f` for the types of the arguments it is called with, once per
-signature (the in-memory cache), and calls the native code. A new signature is
-first looked up in the persistent trace cache (`msir.trace_cache`), which finds
-the native code of an earlier process without running the frontend. The cache key is the
+signature (the in-memory cache), and calls the native code. The cache key is the
 dtype and shape of every array, the Python type of every scalar, and the value of
 the Python ints that reached a static position while tracing (a shape, an axis, a
-slice bound). `MSIR_LOG=recompile` logs every new signature on stderr.
+slice bound). `MSIR_LOG=recompile` logs every new signature on stderr. A new
+signature is first looked up in the persistent trace cache (`msir.trace_cache`),
+which finds the native code of an earlier process without running the frontend.
 """
 
 from __future__ import annotations
@@ -221,12 +221,7 @@ class JitFunction:
                 traced.module, traced.entry, known_miss=probe.failed_ir_key if probe is not None else None
             )
             if probe is not None:
-                try:
-                    probe.store(traced, _mangled(traced.entry), compiled.cache_key, compiled.locations)
-                except Exception as e:  # never fail a call because of the cache
-                    from msir.cache import _log
-
-                    _log(f"not caching the trace: {type(e).__name__}: {e}")
+                probe.store(traced, _mangled(traced.entry), compiled.cache_key, compiled.locations)
             return self._add_entry(args, key0, traced.static_positions, compiled.native, traced)
 
     def _add_entry(self, args: tuple, key0: Any, static: frozenset[int], native: Any, traced: Any) -> _Entry:

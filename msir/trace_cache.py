@@ -28,7 +28,7 @@ traced code (`Recorder.resolved`: a global, a closure cell or a builtin, in
     ["i", ref, k]            value[k] of a tuple or list
 
 with a *fingerprint* of the value: user functions by module, qualname, file,
-first line, a hash of their code object, a hash of their source text and their
+first line, a hash of their code object, a hash of their source file and their
 defaults (so the functions they call are recorded in turn, when the frontend
 translates them); NumPy and msir functions, builtins and modules by identity
 (NumPy's version is in the key); Python and NumPy scalars, dtypes and
@@ -41,8 +41,9 @@ On a lookup every reference is resolved again and fingerprinted; one
 difference (a helper's source edited and re-imported, a global constant
 changed, a captured array of another dtype or shape, a name that now shadows
 a builtin) is a miss: the function is traced again and the entry rewritten.
-Source text hashes are checked like CPython's .pyc files: by the file's size
-and mtime, re-reading the text only when they changed.
+Source files are checked like CPython's .pyc files: by size and mtime, read
+and hashed again only when they changed (any edit of a function's file, even
+elsewhere in it, then traces again: the frontend reads the file from disk).
 
 Entries
 =======
@@ -61,7 +62,6 @@ entries, removed when corrupt (a miss). `MSIR_CACHE=0` disables both levels,
 from __future__ import annotations
 
 import hashlib
-import inspect
 import json
 import os
 import tempfile
@@ -140,13 +140,14 @@ def code_hash(code: types.CodeType) -> str:
     return found
 
 
-def source_text_hash(fn) -> str:
-    """A hash of the source lines the frontend reads for `fn`."""
+def file_hash(path: str) -> str:
+    """A hash of a source file's bytes (what the frontend reads a function from)."""
     try:
-        lines, first = inspect.getsourcelines(fn)
-    except (OSError, TypeError):
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
         return "unreadable"
-    return hashlib.blake2b(f"{first}\0{''.join(lines)}".encode(), digest_size=16).hexdigest()
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
 def _file_stat(path: str) -> list[int] | None:
@@ -162,35 +163,31 @@ def _is_library(module: str | None) -> bool:
     return m in ("numpy", "msir", "builtins", "math") or m.startswith(("numpy.", "msir.", "_operator"))
 
 
-def _source_id(fn) -> str:
-    code = fn.__code__
-    return f"{code.co_filename}:{code.co_firstlineno}:{fn.__qualname__}"
-
-
 class Fingerprinter:
-    """Fingerprints values; `sources` and `files` are the source text hashes
-    and file stats of the functions it met (recorded), or those of a recorded
-    manifest (validating: a hash is reused while its file is unchanged)."""
+    """Fingerprints values. `files` maps the source file of every user function
+    met to [size, mtime_ns, hash of its bytes]: filled while recording; when
+    validating, the recorded one, whose hash stands while size and mtime do
+    (else the file is read and hashed again)."""
 
-    def __init__(self, sources: dict[str, str] | None = None, files: dict[str, list[int]] | None = None):
-        self.recording = sources is None
-        self.sources: dict[str, str] = {} if sources is None else sources
-        self.files: dict[str, list[int] | None] = {} if files is None else dict(files)
-        self._stat: dict[str, list[int] | None] = {}
+    def __init__(self, files: dict[str, list] | None = None):
+        self.recording = files is None
+        self.files: dict[str, list] = {} if files is None else files
+        self._hashes: dict[str, str] = {}
 
     def source_hash(self, fn) -> str:
-        sid = _source_id(fn)
         path = fn.__code__.co_filename
-        if path not in self._stat:
-            self._stat[path] = _file_stat(path)
-        if self.recording:
-            self.files[path] = self._stat[path]
-            if sid not in self.sources:
-                self.sources[sid] = source_text_hash(fn)
-            return self.sources[sid]
-        if sid in self.sources and self._stat[path] is not None and self.files.get(path) == self._stat[path]:
-            return self.sources[sid]
-        return source_text_hash(fn)
+        h = self._hashes.get(path)
+        if h is None:
+            st = _file_stat(path)
+            recorded = None if self.recording else self.files.get(path)
+            if st is not None and isinstance(recorded, list) and recorded[:2] == st:
+                h = recorded[2]
+            else:
+                h = file_hash(path)
+                if self.recording:
+                    self.files[path] = (st or [-1, -1]) + [h]
+            self._hashes[path] = h
+        return h
 
     def __call__(self, v: Any) -> Any:
         t = type(v)
@@ -382,7 +379,7 @@ def getter(ref: list, root: Any) -> Callable[[], Any]:
 def manifest_changes(manifest: dict, root: Any) -> str | None:
     """None when every recorded dependency resolves to the same fingerprint,
     else the first difference (for MSIR_LOG=cache)."""
-    fp = Fingerprinter(manifest.get("sources", {}), manifest.get("files", {}))
+    fp = Fingerprinter(manifest.get("files", {}))
     memo: dict[str, Any] = {}
     for ref, recorded in manifest["deps"]:
         try:
@@ -627,7 +624,15 @@ class Probe:
 
     def store(self, traced: Any, symbol: str, ir_key: str | None, locs: list) -> bool:
         """Write the entry of a trace (`msir.frontend.driver.Traced` with its
-        recorder) whose object code is in `msir.cache` under `ir_key`."""
+        recorder) whose object code is in `msir.cache` under `ir_key`; never
+        raises (a failure is logged, and the next process traces again)."""
+        try:
+            return self._store(traced, symbol, ir_key, locs)
+        except Exception as e:
+            cache._log(f"not caching the trace: {type(e).__name__}: {e}")
+            return False
+
+    def _store(self, traced: Any, symbol: str, ir_key: str | None, locs: list) -> bool:
         recorder = traced.recorder
         if ir_key is None or recorder is None:
             return False
@@ -644,8 +649,7 @@ class Probe:
             fp = recorder.fingerprint
             manifest = {
                 "deps": [[ref, value] for ref, value in recorder.deps.values()],
-                "sources": fp.sources,
-                "files": {k: v for k, v in fp.files.items() if v is not None},
+                "files": fp.files,
             }
             static = sorted(traced.static_positions)
             entry = {

@@ -492,3 +492,57 @@ def test_output_structure_and_closure_arrays_on_a_hit(cdir, pkg):
     assert second[2] is None and second[4] == "tag" and second[5] == np.dtype(np.float32)
     assert isinstance(second[3], list) and second[3][0] == 7 and type(second[3][0]) is type(first[3][0])
     assert second[3][1] == np.float32(1.5) and second[3][1].dtype == np.float32
+
+
+def _run(tmp_path: Path, code: str, **env) -> str:
+    script = tmp_path / "script.py"  # a file: msir compiles functions from their source
+    script.write_text(textwrap.dedent(code))
+    r = subprocess.run([sys.executable, str(script)], env=dict(os.environ, **env), capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    return r.stdout.strip().splitlines()[-1]
+
+
+def test_imports_are_lazy(tmp_path):
+    out = _run(tmp_path, """
+        import sys
+        import msir
+        heavy = ("xdsl", "llvmlite", "msir.api", "msir.frontend", "msir.compiler")
+        print(sorted(m for m in sys.modules if m.startswith(heavy)))
+    """)
+    assert out == "[]"
+
+
+def test_preload_imports_the_whole_pipeline(tmp_path):
+    out = _run(tmp_path, """
+        import sys
+        import numpy as np
+        import msir
+        from msir.compiler import preload
+        preload()
+        before = set(sys.modules)
+
+        def f(x):
+            return np.sum(np.tanh(x) * x)
+
+        msir.jit(f)(np.ones(3))
+        msir.grad(f)(np.ones(3))
+        print(sorted(m for m in set(sys.modules) - before if m.startswith(("xdsl", "msir"))))
+    """, MSIR_CACHE="0")
+    assert out == "[]"
+
+
+def test_touched_file_hits_edited_file_misses(cdir, pkg):
+    path = write(pkg, "tc_touch", "import numpy as np\n\n\ndef f(x):\n    return x * 2.0\n\n\ndef g(x):\n    return x\n")
+    m = fresh("tc_touch")
+    x = np.arange(3.0)
+    msir.jit(m.f)(x)
+    st = path.stat()
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))  # same bytes, new mtime: hashed again, equal
+    np.testing.assert_array_equal(msir.jit(m.f)(x), x * 2.0)
+    assert cache.stats["trace_hits"] == 1
+    # an edit elsewhere in the file (same line numbers for f): the file is read again and differs
+    path.write_text(path.read_text().replace("return x\n", "return x + 1\n"))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 2 * 10**9))
+    np.testing.assert_array_equal(msir.jit(fresh("tc_touch").f)(x), x * 2.0)
+    assert cache.stats["trace_stale"] == 1
