@@ -110,6 +110,7 @@ def preload() -> None:
         "msir.frontend.driver",
         "msir.passes.jvp",
         "msir.passes.specialize",
+        "msir.passes.forward_arguments",
         "msir.passes.fuse",
         "msir.lowering.to_loops",
         "msir.lowering.to_llvm",
