@@ -109,6 +109,10 @@ def is_int(dtype: str) -> bool:
 
 
 DYNAMIC = DYNAMIC_INDEX
+
+CHECKPOINT_ATTR = "msir.checkpoint"
+"""A unit attribute on a `func.call` of a `msir.checkpoint` function: reverse
+mode keeps the call's arguments and recomputes its residuals (`msir-grad`)."""
 """A dimension whose size is only known at run time (`?` in the IR, as xDSL's
 `get_shape()` returns it); every negative dimension counts as dynamic."""
 

@@ -28,6 +28,7 @@ _LAZY = {
     "jacfwd": "msir.api",
     "hessian": "msir.api",
     "custom_vjp": "msir.api",
+    "checkpoint": "msir.api",
     "errors": "msir.errors",
 }
 

@@ -409,6 +409,29 @@ class custom_vjp:
         return self._jit(*args, **kwargs)
 
 
+class checkpoint:
+    """A function whose residuals reverse mode recomputes instead of storing
+    (gradient checkpointing: MindSpore's `Cell.recompute()`, `jax.checkpoint`)::
+
+        layer = msir.checkpoint(layer)        # or @msir.checkpoint
+
+    Calling it runs the function. Differentiated in compiled code, a call of
+    it keeps only its arguments for the backward pass; the adjoint runs the
+    function's augmented forward again to get its intermediates, then its
+    adjoint. Memory: the call's intermediates live only inside its adjoint;
+    cost: one more forward of the function. Derivatives are unchanged.
+    In PYNATIVE_MODE the function runs as written (nothing is recomputed)."""
+
+    def __init__(self, fn):
+        if not callable(fn):
+            raise TypeError(f"msir.checkpoint expects a function, got {type(fn).__name__}")
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+
+    def __call__(self, *args, **kwargs):
+        return self.fn(*args, **kwargs)
+
+
 def stop_gradient(x):
     """`x`, with a zero derivative (in compiled code: `msir.stop_gradient`)."""
     if _context["mode"] == PYNATIVE_MODE:

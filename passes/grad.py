@@ -36,6 +36,20 @@ forward's). A tape of per-level residuals would make the second case O(d) too,
 but cannot hold a level whose residuals are themselves tapes (loops inside the
 recursive function); this design handles every recursive function.
 
+Residual policy (what the adjoint stores and what it recomputes):
+* stored: the primal values a rule reads and nothing else (residuals are lazy;
+  only values that depend on the differentiated arguments get cotangents, and
+  the adjoint's dead code and unread residuals are pruned);
+* recomputed: constants and broadcasts/casts of constants; in loops, the
+  counter and values computed from it and loop-invariant values
+  (`grad_control`); a value a function merely passes on from its caller is not
+  stored at all (`msir-forward-arguments` hands the caller's own argument to the
+  adjoint);
+* on request: a call of a `msir.checkpoint` function (marked
+  `msir.checkpoint`) keeps only its arguments, like a recursive call, and its
+  adjoint is `@g__rebwd`, which recomputes `@g`'s residuals first: the user
+  trades one more forward of `@g` for not storing its intermediates.
+
 Then each transformation op becomes `msir.closure` of a small function that calls
 the pair: `@f__grad_<argnums>`, `@f__value_and_grad_<argnums>`,
 `@f__vjp_<argnums>` (returning the results and `msir.closure @f__pullback_..`
@@ -216,6 +230,18 @@ class ModuleAD:
             reserved.float_results, reserved.float_args,
         )
 
+    def checkpoint_pair(self, name: str, at: Operation, wanted: tuple[int, ...]) -> Pair:
+        """For a call marked `msir.checkpoint`: the callee's pair with `bwd`
+        replaced by its recomputing adjoint `@g__rebwd(cts..., args...)`, whose
+        residuals are the call's arguments (as for recursion)."""
+        pair = self.pair(name, at, wanted)
+        key = (name, wanted)
+        if key not in self.recompute:
+            self.recompute[key] = self.reserve(f"{name}__rebwd")
+            self.recomputing_adjoint(self.funcs[name], pair, self.recompute[key])
+        params = list(self.funcs[name].function_type.inputs.data)
+        return Pair(pair.fwd, self.recompute[key], pair.n_results, params, pair.float_results, pair.float_args)
+
     def recomputing_adjoint(self, f: func.FuncOp, pair: Pair, name: str) -> None:
         """`@f__rebwd(cts..., args...) = @f__bwd(cts..., residuals of @f__fwd(args...))`,
         the residuals computed by a copy of `@f__fwd` that returns only them."""
@@ -388,9 +414,14 @@ class _PairBuilder:
                     for old, new in zip(op.results, clone.results):
                         self.fwd_of[old] = new
                     continue
-                if (callee, wanted) in self.ad.building:
-                    # A recursive call: run the primal and keep its arguments.
-                    self.call_pairs[op] = self.ad.recursive_pair((callee, wanted))
+                recursive = (callee, wanted) in self.ad.building
+                if recursive or M.CHECKPOINT_ATTR in op.attributes:
+                    # A recursive or checkpointed call: run the primal and keep
+                    # its arguments; the adjoint recomputes the residuals.
+                    self.call_pairs[op] = (
+                        self.ad.recursive_pair((callee, wanted)) if recursive
+                        else self.ad.checkpoint_pair(callee, op, wanted)
+                    )
                     clone = op.clone(value_mapper=dict(self.fwd_of))
                     self.fwd_block.add_op(clone)
                     for old, new in zip(op.results, clone.results):

@@ -47,6 +47,7 @@ from typing import Any
 import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
+    UnitAttr,
     ArrayAttr,
     SymbolRefAttr,
     DenseIntOrFPElementsAttr,
@@ -1194,7 +1195,7 @@ class Translator:
     def call_value(self, fn: Any, args: list[Any], kwargs: dict[str, Any], node: ast.AST) -> Any:
         """Call a compile-time callable (user function, closure, NumPy function,
         differentiation transform...) on frontend values."""
-        from msir.api import Transformed, custom_vjp, is_transform_api, stop_gradient
+        from msir.api import Transformed, checkpoint, custom_vjp, is_transform_api, stop_gradient
         from msir.api import jvp as msir_jvp
         from msir.api import vjp as msir_vjp
 
@@ -1202,6 +1203,8 @@ class Translator:
             return self.call_transformed(fn, args, kwargs, node)
         if isinstance(fn, custom_vjp):
             return self.call_custom_vjp(fn, args, node)
+        if isinstance(fn, checkpoint):
+            return self.call_checkpoint(fn, args, kwargs, node)
         if is_transform_api(fn):
             return fn(*args, **kwargs)
         if fn is stop_gradient:
@@ -1338,10 +1341,39 @@ class Translator:
             out[name] = v
         return out
 
-    def outline(self, fn: "_Callee", bound: dict[str, Any], node) -> Any:
+    def call_checkpoint(self, cp: Any, args: list[Any], kwargs: dict[str, Any], node) -> Any:
+        """A call of a `msir.checkpoint` function: always a `func.call` (its
+        Python numbers become runtime values), marked `msir.checkpoint` so that
+        msir-grad recomputes its residuals instead of keeping them."""
+        fn = cp.fn
+        if not isinstance(fn, types.FunctionType):
+            raise self.error(UnsupportedSyntaxError, f"msir.checkpoint of {self.describe(fn)} (expected a Python function)", node)
+        src = get_source(fn)
+        if not isinstance(src.node, (ast.FunctionDef, ast.Lambda)):
+            raise self.unsupported("this callable", node)
+        bound = self.bind(src.node, list(fn.__defaults__ or ()), args, kwargs, node)
+        runtime = {}
+        for name, v in bound.items():
+            if isinstance(v, KnownInt):
+                v = v.tensor
+            elif isinstance(v, (bool, int, float)) and not isinstance(v, Tensor):
+                v = self.as_tensor(v, node)
+            elif not isinstance(v, Tensor):
+                raise self.error(
+                    UnsupportedSyntaxError,
+                    f"a msir.checkpoint function takes arrays and numbers; argument '{name}' of "
+                    f"'{fn.__name__}' is {self.describe(v)} (pass the arrays of a tuple separately)",
+                    node,
+                )
+            runtime[name] = v
+        callee = _Callee(fn.__code__, fn.__name__, src, fn.__globals__, _closure_env(fn), src.node)
+        return self.outline(callee, runtime, node, checkpoint=True)
+
+    def outline(self, fn: "_Callee", bound: dict[str, Any], node, checkpoint: bool = False) -> Any:
         """Build (once per argument types) a separate func.func for a call with
         array arguments. Compile-time arguments (functions, as a recursion that
-        is too deep to unroll may pass) are part of the function, by identity."""
+        is too deep to unroll may pass) are part of the function, by identity.
+        `checkpoint` marks the call `msir.checkpoint` (see `call_checkpoint`)."""
         key = (fn.code, tuple(
             (v.dtype, v.shape, v.weak) if isinstance(v, Tensor) else ("static", id(v)) for v in bound.values()
         ))
@@ -1367,6 +1399,8 @@ class Translator:
         name, structure, ftype, captured = self.tc.callees[key]
         operands = [v.ssa for v in bound.values() if isinstance(v, Tensor)] + [self.localize(c).ssa for c in captured]
         call = self.emit(func.CallOp(name, operands, list(ftype.outputs.data)))
+        if checkpoint:
+            call.attributes[M.CHECKPOINT_ATTR] = UnitAttr()
         results = [
             Tensor(r, M.dtype_of(r.type), M.shape_of(r.type), weak) for r, weak in zip(call.results, structure[1])
         ]
