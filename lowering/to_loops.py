@@ -46,7 +46,9 @@ Guarantees
       through loops with the buffer). `msir.tape_push` appends in place when
       the tape dies there and the buffer is the function's or the loop's (when
       full, into a new buffer of twice the capacity, at least 4 rows: amortised
-      O(1)), else into a copy; `msir.tape_set` writes its row in place. A tape
+      O(1)), else into a copy; a row computed only to be pushed is written
+      by the op computing it straight into the tape (room is made before that
+      op). `msir.tape_set` writes its row in place. A tape
       that crosses a function boundary is recast (`memref.reinterpret_cast`,
       same data) to its length. `msir.tape_get` in a function that writes no
       tape reads a tape argument's row through a view instead of a copy.
@@ -293,6 +295,10 @@ class _Lowering:
         # Tapes whose buffer has more rows (its capacity) than the value (`exact`).
         self.resized: set[SSAValue] = set()
         self.writes_tapes = any(isinstance(o, msir.TapeSetOp | msir.TapePushOp) for o in f.walk())
+        # Pushes whose row its producer writes in place (`_plan_rows`), by
+        # producer; those whose row is written (`_reserve_row`).
+        self.rows: dict[Operation, list[msir.TapePushOp]] = {}
+        self.reserved: set[Operation] = set()
 
     # -- op creation --------------------------------------------------------
 
@@ -709,6 +715,8 @@ class _Lowering:
             raise _fail(op, "is not supported by the lowering to loops")
         self.loc, self.msir_op = op.location, op
         self.k, self.last_use = k, last_use
+        for push in self.rows.pop(op, ()):
+            _reserve_row(self, push)
         emitter(self, op)
         self._release(op, k, last_use)
 
@@ -744,6 +752,7 @@ class _Lowering:
         yielded = {self.canon(v) for v in term.operands}
         for v in yielded:  # kept alive past the terminator
             last_use[v] = len(ops)
+        self._plan_rows(ops, last_use)
         outer_owned, self.owned = self.owned, set()
         outer_consumable, self.consumable = self.consumable, set(consumable)
         saved = self.loc, self.msir_op, self.k, self.last_use
@@ -757,6 +766,25 @@ class _Lowering:
             self.owned = outer_owned
             self.consumable = outer_consumable
             self.loc, self.msir_op, self.k, self.last_use = saved
+
+    def _plan_rows(self, ops: list[Operation], last_use: dict[SSAValue, int]) -> None:
+        """Values of a region computed only to be appended to a tape that dies
+        at that push (`msir.tape_push` in the same block, the tape defined before
+        the value's producer): the producer writes them into the tape's next row
+        (`_reserve_row`) instead of a buffer of their own."""
+        index = {op: k for k, op in enumerate(ops)}
+        for p, op in enumerate(ops):
+            if not isinstance(op, msir.TapePushOp):
+                continue
+            v, tape = op.value, self.canon(op.tape)
+            producer = v.owner
+            if not (isinstance(producer, Operation) and producer in index and producer not in self.skipped
+                    and _is_static_tensor(v.type) and v.has_one_use() and v not in self.dest
+                    and not isinstance(producer, msir.TapeGetOp) and last_use.get(tape) == p):
+                continue
+            owner = tape.owner
+            if isinstance(owner, Block) or (owner in index and index[owner] < index[producer]):
+                self.rows.setdefault(producer, []).append(op)
 
     def copy_out(self, srcs: Sequence[SSAValue], dsts: Sequence[SSAValue], values: Sequence[SSAValue],
                  local: set[SSAValue]) -> None:
@@ -1994,40 +2022,87 @@ def _tape_set(L: _Lowering, op: msir.TapeSetOp) -> None:
     L.loops(L.dims_of(op.value), lambda ivs, _: L.store(L.load(value, ivs), tape, [k, *ivs]))
 
 
+def _grow(L: _Lowering, buf: SSAValue, length: SSAValue, rest: Sequence[Dim], capacity: SSAValue,
+          free_old: bool) -> list[SSAValue]:
+    """A buffer of max(2 * capacity, TAPE_MIN_ROWS) rows holding the first
+    `length` rows of `buf` (freed when `free_old`)."""
+    rows = L.v(arith.MaxSIOp, L.v(arith.MuliOp, capacity, L.index(2)), L.index(TAPE_MIN_ROWS))
+    new = L.alloc(MemRefType(buf.type.element_type, [DYN, *buf.type.get_shape()[1:]]), [rows, *rest], hoist=False)  # type: ignore[attr-defined]
+    L.copy(buf, new, [length, *rest])
+    if free_old:
+        L.free(buf)
+    return [new]
+
+
+def _room(L: _Lowering, buf: SSAValue, length: SSAValue, rest: Sequence[Dim]) -> SSAValue:
+    """`buf` when it has a row past `length`, else `_grow(buf)` (amortised O(1))."""
+    capacity = L.emit(memref.DimOp, [buf, L.index(0)], [INDEX]).results[0]
+    full = L.cmpi("uge", length, capacity)
+    return L.if_(full, lambda: _grow(L, buf, length, rest, capacity, True), lambda: [buf], [buf.type])[0]
+
+
+def _row_view(L: _Lowering, buf: SSAValue, k: SSAValue, dims: Sequence[Dim], type_: Attribute) -> SSAValue:
+    """Row `k` of a tape's buffer as a buffer of its own (same data)."""
+    strides: list[Dim] = []
+    row: Dim = 1
+    for d in reversed(dims):
+        strides.insert(0, row)
+        row = L.index_mul(row, d)
+    offset = L.v(arith.MuliOp, k, L.index(row))
+    view = memref.ReinterpretCastOp.from_dynamic(buf, [offset], list(dims), strides, _memref_type(type_))
+    view.location = L.loc
+    L.block.add_op(view)
+    return view.result
+
+
 def _tape_push(L: _Lowering, op: msir.TapePushOp) -> None:
     """Row `length` of the tape's buffer, whose first dim is its capacity (rows
     past the length are unused). A tape whose value dies here and whose buffer
     the function owns (or the loop carries) is appended to in place, through a
-    buffer of twice the capacity when it is full; otherwise into a copy."""
+    buffer of twice the capacity when it is full; otherwise into a copy. When
+    the producer of the row already wrote it there (`_reserve_row`), nothing is
+    left to do."""
     tape = L.canon(op.tape)
     buf, dims = L.get(op.tape), L.dims_of(op.tape)
     length, rest = L.index(dims[0]), dims[1:]
-    mt = _memref_type(op.tape.type)
-
-    def grown(rows: SSAValue, free_old: bool) -> list[SSAValue]:
-        capacity = L.v(arith.MaxSIOp, L.v(arith.MuliOp, rows, L.index(2)), L.index(TAPE_MIN_ROWS))
-        new = L.alloc(mt, [capacity, *rest], hoist=False)  # type: ignore[arg-type]
-        L.copy(buf, new, [length, *rest])
-        if free_old:
-            L.free(buf)
-        return [new]
-
-    mine = tape in L.owned or buf in L.consumable
-    if mine and L.last_use.get(tape) == L.k:
-        capacity = L.emit(memref.DimOp, [buf, L.index(0)], [INDEX]).results[0]
-        (new,) = L.if_(L.cmpi("uge", length, capacity), lambda: grown(capacity, True), lambda: [buf], [mt])
+    written = op in L.reserved
+    if written:
+        L.reserved.discard(op)
+        new = buf
+        L.owned.discard(tape)
+    elif (tape in L.owned or buf in L.consumable) and L.last_use.get(tape) == L.k:
+        new = _room(L, buf, length, rest)
         if tape in L.owned:
             L.owned.discard(tape)
         else:
             L.consumed.add(buf)
     else:
-        (new,) = grown(length, False)
-    value = L.get(op.value)
-    L.loops(rest, lambda ivs, _: L.store(L.load(value, ivs), new, [length, *ivs]))
+        (new,) = _grow(L, buf, length, rest, length, False)
+    if not written:
+        value = L.get(op.value)
+        L.loops(rest, lambda ivs, _: L.store(L.load(value, ivs), new, [length, *ivs]))
     L.buf[op.result], L.dims[op.result] = new, [L.index_add(length, 1), *rest]
     L.resized.add(op.result)
     if op.result not in L.returned:
         L.owned.add(op.result)
+
+
+def _reserve_row(L: _Lowering, push: msir.TapePushOp) -> None:
+    """Before the op computing `push`'s row: make room in the tape (which dies at
+    the push and is the function's or the loop's) and let the op write the row
+    there, so the push copies nothing."""
+    tape = L.canon(push.tape)
+    buf = L.buf[tape]
+    if not (tape in L.owned or buf in L.consumable):
+        return
+    dims = L.dims[tape]
+    length, rest = L.index(dims[0]), dims[1:]
+    new = _room(L, buf, length, rest)
+    if tape not in L.owned:
+        L.consumed.add(buf)
+    L.buf[tape] = new
+    L.dest[push.value] = _row_view(L, new, length, rest, push.value.type)
+    L.reserved.add(push)
 
 
 def _tape_get(L: _Lowering, op: msir.TapeGetOp) -> None:
@@ -2038,16 +2113,7 @@ def _tape_get(L: _Lowering, op: msir.TapeGetOp) -> None:
     k = L.to_index(_scalar(L, op.index))
     dims = L.dims_of(op.tape)[1:]
     if L.canon(op.tape) in L.f.body.block.args and op.result not in L.dest and not L.writes_tapes:
-        strides: list[Dim] = []
-        row: Dim = 1
-        for d in reversed(dims):
-            strides.insert(0, row)
-            row = L.index_mul(row, d)
-        offset = L.v(arith.MuliOp, k, L.index(row))
-        view = memref.ReinterpretCastOp.from_dynamic(tape, [offset], dims, strides, _memref_type(op.result.type))
-        view.location = L.loc
-        L.block.add_op(view)
-        L.buf[op.result], L.dims[op.result] = view.result, list(dims)
+        L.buf[op.result], L.dims[op.result] = _row_view(L, tape, k, dims, op.result.type), list(dims)
         return
     out = L.result(op.result, dims)
     L.loops(dims, lambda ivs, _: L.store(L.load(tape, [k, *ivs]), out, ivs))

@@ -765,14 +765,23 @@ func.func @f(%x0: tensor<3xf64>, %limit: tensor<f64>) -> (tensor<i64>, tensor<?x
 """
 
 
+@pytest.mark.parametrize("computed", [False, True])
 @pytest.mark.parametrize("rows", [0, 1, 4, 5, 9])
-def test_tape_push_grows_by_doubling(rows):
+def test_tape_push_grows_by_doubling(rows, computed):
     """Rows pushed in a while (across the growth from 0 to 4, 8 and 16 rows of
-    capacity); the returned tape has exactly the pushed rows."""
+    capacity); the returned tape has exactly the pushed rows. A row computed
+    only to be pushed is written by its op straight into the tape."""
+    src = RECORD
+    if computed:
+        src = src.replace("%t1 = msir.tape_push %ta, %xa", "%sq = msir.mul %xa, %xa : tensor<3xf64>\n"
+                          "    %t1 = msir.tape_push %ta, %sq")
+        f = next(op for op in lower(src).body.block.ops if isinstance(op, func.FuncOp))
+        views = [op for op in f.walk() if op.name == "memref.reinterpret_cast"]
+        assert len(views) == 2  # the row the multiplication writes, and the returned tape
     x0 = np.array([1.0, 2.0, 4.0]) / 7.0
-    n, tape, x = run(RECORD, x0, np.float64(2.0 ** rows - 0.5))[0]
+    n, tape, x = run(src, x0, np.float64(2.0 ** rows - 0.5))[0]
     assert int(n) == rows
-    check(tape, np.array([x0 * 2.0**k for k in range(rows)]).reshape(rows, 3))
+    check(tape, np.array([x0 * 2.0**k for k in range(rows)]).reshape(rows, 3) ** (2 if computed else 1))
     check(x, x0 * 2.0**rows)
 
 
