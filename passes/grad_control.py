@@ -22,8 +22,20 @@ adjoint). Node by node, what is generated:
   would, recording residuals. The adjoint is the `msir.for` adjoint. (The
   replay doubles the forward work; a growing tape would avoid it.)
 
-Integer and boolean loop-carried values (counters) never enter a tape and get
-no cotangent.
+* A loop nested in a loop body (for or while, in for or while): the body's
+  residuals then include the inner loop's tapes, whose length may change with
+  every outer iteration, which a tape row cannot hold. The outer body is
+  checkpointed instead (`body_pair`, `_checkpointed`): its pair becomes
+  `@body__fwd_ckpt`, which runs the plain body and returns the body's inputs
+  as residuals (the carried values at the start of the iteration, integers
+  included), and `@body__bwd_ckpt`, which recomputes the body's augmented
+  forward from them (inner tapes and all) and runs its adjoint. So the outer
+  loop tapes one row of inputs per iteration, the body's forward runs twice,
+  and only one outer iteration's inner tapes are alive at a time.
+
+Integer and boolean values get no cotangent. The `msir.for` counter never
+enters a tape: when a body's adjoint reads it, the adjoint loop recomputes it
+as lb + k * step from the row index k.
 """
 
 from __future__ import annotations
@@ -139,15 +151,71 @@ def trip_count(B: IRBuilder, lb: SSAValue, ub: SSAValue, step: SSAValue) -> SSAV
     return B.binary("maximum", B.binary("floordiv", span, step), zero)
 
 
+def _dynamic(t: Attribute) -> bool:
+    return any(d < 0 for d in M.shape_of(t))
+
+
 def _check_tapeable(types: list[Attribute], op: Operation) -> None:
+    """A loop's residuals go to tapes of static rows (`body_pair` checkpoints a
+    body whose own residuals are tapes, so this holds for every body it made)."""
     for t in types:
-        shape = M.shape_of(t)
-        if any(d < 0 for d in shape):
+        if _dynamic(t):
             raise NotDifferentiableError(
-                "reverse mode through a loop nested in a loop (whose inner trip count may vary per "
-                "iteration) is not supported yet",
+                f"reverse mode through this loop: a residual of its body has the dynamic type {t}, "
+                "which a tape row cannot hold",
                 _loc(op),
             )
+
+
+def body_pair(pb: _PairBuilder, call: func.CallOp, op: Operation, carried: list[SSAValue]):
+    """The pair of a loop body function (called by `call` in `op`'s body).
+
+    When the body's residuals include a tape (a loop inside the body, whose trip
+    count may vary per iteration), the pair is replaced by its checkpointed pair
+    (`_checkpointed`), in the module's cache too: a body function is called by
+    its loop only, and every loop construction then finds tapeable residuals."""
+    name = call.callee.string_value()
+    wanted = _wanted(pb, call, carried)
+    pair = pb.ad.pair(name, op, wanted)
+    if any(_dynamic(t) for t in pair.residual_types):
+        pair = _checkpointed(pb.ad, name, pair, op)
+        pb.ad.pairs[(name, wanted)] = pair
+    return pair
+
+
+def _checkpointed(ad: ModuleAD, name: str, pair, at: Operation):
+    """A pair of `name` whose residuals are its inputs: the forward runs the plain
+    function and returns the parameters the augmented forward reads; the adjoint
+    recomputes the augmented forward from them, then runs the adjoint."""
+    from msir.passes.grad import Pair
+
+    f, real_fwd = ad.funcs[name], ad.funcs[pair.fwd]
+    params = list(f.function_type.inputs.data)
+    outputs = list(f.function_type.outputs.data)
+    needed = [i for i, a in enumerate(real_fwd.body.block.args) if a.uses]
+    fb = Block(arg_types=params)
+    primal = func.CallOp(name, list(fb.args), outputs)
+    primal.location = at.location
+    fb.add_op(primal)
+    fb.add_op(func.ReturnOp(*primal.results, *[fb.args[i] for i in needed]))
+    fwd = ad.fresh_name(f"{name}__fwd_ckpt")
+    ad.add_func(fwd, fb, outputs + [params[i] for i in needed], at.location)
+    n_ct = len(pair.float_results)
+    bb = Block(arg_types=[outputs[i] for i in pair.float_results] + [params[i] for i in needed])
+    B = IRBuilder(bb, at.location)
+    given = dict(zip(needed, bb.args[n_ct:]))
+    args = [given[i] if i in given else placeholder(B, t) for i, t in enumerate(params)]
+    again = func.CallOp(pair.fwd, args, outputs + pair.residual_types)
+    again.location = at.location
+    bb.add_op(again)
+    back = func.CallOp(pair.bwd, [*bb.args[:n_ct], *again.results[len(outputs) :]],
+                       [params[i] for i in pair.float_args])
+    back.location = at.location
+    bb.add_op(back)
+    bb.add_op(func.ReturnOp(*back.results))
+    bwd = ad.fresh_name(f"{name}__bwd_ckpt")
+    ad.add_func(bwd, bb, [params[i] for i in pair.float_args], at.location)
+    return Pair(fwd, bwd, pair.n_results, [params[i] for i in needed], pair.float_results, pair.float_args)
 
 
 def _loc(op: Operation):
@@ -181,6 +249,7 @@ def forward(pb: _PairBuilder, op: Operation) -> None:
     elif isinstance(op, M.ForOp):
         _forward_for(pb, op)
     else:
+        body_pair(pb, _region_call(op.body), op, list(op.body.block.args))  # cached for _forward_while
         _forward_while(pb, op)
 
 
@@ -214,10 +283,11 @@ def _forward_if(pb: _PairBuilder, op: M.IfOp) -> None:
     pb.cf_residuals[op] = [list(new.res[n : n + len(slots[0])]), list(new.res[n + len(slots[0]) :])]
 
 
-def _residual_plan(pb: _PairBuilder, pair, call: func.CallOp, region_args) -> list:
+def _residual_plan(pb: _PairBuilder, pair, call: func.CallOp, region_args, counter=None) -> list:
     """Per residual of a loop body's augmented forward: ("tape", None) when it
     changes with the iteration, ("outer", v) when it is just a value the body
-    reads from outside the loop (stored once, not in a tape)."""
+    reads from outside the loop (stored once, not in a tape), ("counter", None)
+    when it is the `msir.for` counter (recomputed from the row index)."""
     from xdsl.ir import BlockArgument
 
     fwd = pb.ad.funcs[pair.fwd]
@@ -230,19 +300,22 @@ def _residual_plan(pb: _PairBuilder, pair, call: func.CallOp, region_args) -> li
             if arg not in region_args:
                 plan.append(("outer", pb.fwd_of[arg]))
                 continue
+            if arg is counter:
+                plan.append(("counter", None))
+                continue
         plan.append(("tape", None))
     return plan
 
 
 def _forward_for(pb: _PairBuilder, op: M.ForOp) -> None:
     call = _region_call(op.body)
-    pair = pb.ad.pair(call.callee.string_value(), op, _wanted(pb, call, list(op.body.block.args[1:])))
+    pair = body_pair(pb, call, op, list(op.body.block.args[1:]))
     pb.cf_pairs[op] = [pair]
     _check_tapeable(pair.residual_types, op)
     B = IRBuilder(pb.fwd_block, op.location)
     lb, ub, step = (pb.fwd_of[v] for v in (op.lower, op.upper, op.step))
     n = trip_count(B, lb, ub, step)
-    plan = _residual_plan(pb, pair, call, set(op.body.block.args))
+    plan = _residual_plan(pb, pair, call, set(op.body.block.args), counter=op.body.block.args[0])
     taped = [k for k, (kind, _) in enumerate(plan) if kind == "tape"]
     tapes = [B.emit(M.TapeAllocOp(n, pair.residual_types[k])) for k in taped]  # type: ignore[arg-type]
     inits = [pb.fwd_of[v] for v in op.inits]
@@ -333,6 +406,11 @@ def _ct_or_zero(B: IRBuilder, ct: dict, v: SSAValue) -> SSAValue:
     return ct[v] if v in ct else B.constant(0.0, M.dtype_of(v.type), M.shape_of(v.type))
 
 
+def _counter(B: IRBuilder, k: SSAValue, lb: SSAValue, step: SSAValue) -> SSAValue:
+    """The `msir.for` counter of row k: lb + k * step."""
+    return B.binary("add", B.val(Lazy(lb)), B.binary("mul", k, B.val(Lazy(step))))
+
+
 def _adjoint_if(pb: _PairBuilder, op: M.IfOp, ct: dict, B: IRBuilder, accumulate) -> None:
     from msir.passes.grad import is_float_type
 
@@ -384,7 +462,7 @@ def _adjoint_loop(pb: _PairBuilder, op: M.ForOp | M.WhileOp, ct: dict, B: IRBuil
         v = call.arguments[i]
         if v not in block_args and v not in outer:
             outer.append(v)
-    (n, _, _), tapes, plan = pb.cf_residuals[op]
+    (n, lb, step), tapes, plan = pb.cf_residuals[op]
     n = pb.resolve(Lazy(n))
     tapes = iter([pb.resolve(Lazy(t)) for t in tapes])
     invariant = {k: pb.resolve(Lazy(v)) for k, (kind, v) in enumerate(plan) if kind == "outer"}
@@ -395,7 +473,8 @@ def _adjoint_loop(pb: _PairBuilder, op: M.ForOp | M.WhileOp, ct: dict, B: IRBuil
     ct_c = dict(zip(float_carried, block.args[1 : 1 + len(float_carried)]))
     acc = dict(zip(outer, block.args[1 + len(float_carried) :]))
     RB = IRBuilder(block, op.location, pb.resolve)
-    rows = [invariant[j] if j in invariant else RB.emit(M.TapeGetOp(next(tapes), k)) for j in range(len(plan))]
+    rows = [invariant[j] if j in invariant else _counter(RB, k, lb, step) if kind == "counter"
+            else RB.emit(M.TapeGetOp(next(tapes), k)) for j, (kind, _) in enumerate(plan)]
     # the body function's results are the carried values, in order
     cts = [ct_c.get(r) if r in ct_c else RB.constant(0.0, M.dtype_of(op.res[r].type), M.shape_of(op.res[r].type))
            for r in pair.float_results]

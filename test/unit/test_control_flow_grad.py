@@ -5,8 +5,10 @@ forward mode (`msir.jvp`) through `if` (both outcomes), nested `if`, `for`
 (trip counts 0, 1, 5; with respect to the initial carried value and to a value
 the body reads from outside the loop), `while` with a data-dependent trip count
 (Newton's square root, halving until below a tolerance; a `for` inside it),
-`if` inside `for`, an RNN over time steps and a closure over arrays called in a
-loop; then
+`if` inside `for`, an RNN over time steps, a closure over arrays called in a
+loop, and loops nested in loops whose inner trip count changes with the outer
+iteration (for in for, Newton's `while` in a `for`, a `for` in a `while`,
+`while` in `while`); then
 forward-over-reverse Hessian-vector products through loops, and
 reverse-over-reverse through a loop, which must be refused with
 NotDifferentiableError (tapes have no reverse rule yet).
@@ -136,9 +138,37 @@ def for_in_while(x, w, m):
 
 def for_in_for(x, w, n):
     for j in range(n):
-        for i in range(j + 1):
+        for i in range(j + 1):  # the inner trip count grows with the outer index
             x = np.sin(x * 1.2 + w)
     return np.sum(x)
+
+
+def newton_in_for(a, w, n):
+    s = a
+    for j in range(n):
+        x = s
+        while np.abs(x * x - s) > 1e-13 * s:  # Newton's square root of s, to a tolerance
+            x = 0.5 * (x + s / x)
+        s = x * w + 1.0 + 0.1 * j
+    return s
+
+
+def ragged_for_in_while(x, w):
+    k = 1
+    while np.sum(x) < 10.0:
+        for i in range(k):  # k grows with the (data-dependent) outer iteration
+            x = x * 1.1 + w
+        k = k + 1
+    return np.sum(np.sin(x))
+
+
+def while_in_while(x, w):
+    while np.sum(x) < 8.0:
+        y = x
+        while np.max(y) < 2.0:
+            y = y * 1.3 + w
+        x = x + 0.5 * np.tanh(y)
+    return np.sum(x * x)
 
 
 @dataclass
@@ -211,6 +241,10 @@ CASES = [
     Case("rnn", rnn_loss, RNN, (XS,), rtol=1e-5, atol=1e-7),
     Case("closure-in-loop", closure_loop, (X3, W3), (4,)),
     Case("for-in-while", for_in_while, (np.array([0.1, 0.4]), np.array([0.3, 0.2])), (3,)),
+    Case("for-in-for", for_in_for, (X3, W3), (4,)),
+    Case("while-in-for", newton_in_for, (np.array(2.0), np.array(1.3)), (4,)),
+    Case("ragged-for-in-while", ragged_for_in_while, (np.array([0.1, 0.4]), np.array([0.3, 0.2]))),
+    Case("while-in-while", while_in_while, (np.array([0.1, 0.4]), np.array([0.3, 0.2]))),
 ]
 
 
@@ -296,21 +330,22 @@ def test_for_trip_count_zero_gives_identity_and_zero():
     np.testing.assert_array_equal(gw, np.zeros(3))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=NotDifferentiableError,
-    reason="reverse mode through a for nested in a for: 'reverse mode through a loop nested in a loop "
-    "(whose inner trip count may vary per iteration) is not supported yet' (issue 4 asks for nested loops)",
-)
-def test_grad_for_inside_for():
-    case = Case("for-in-for", for_in_for, (X3, W3), (3,))
-    assert_grads(msir.grad(case.fn, argnums=(0, 1))(*case.args), fd_grads(case), case, "grad")
-
-
-def test_grad_for_inside_for_pynative():
-    case = Case("for-in-for", for_in_for, (X3, W3), (3,))
-    eager = pynative(lambda: msir.grad(case.fn, argnums=(0, 1))(*case.args))
-    assert_grads(tuple(eager), fd_grads(case), case, "eager grad")
+def test_nested_loop_trip_counts_vary():
+    """The nested cases really run a different inner trip count per outer iteration."""
+    x, w, k, counts = np.array([0.1, 0.4]), np.array([0.3, 0.2]), 1, []
+    while np.sum(x) < 10.0:
+        counts.append(k)
+        x = x * 1.1**k + w * sum(1.1**i for i in range(k))
+        k += 1
+    assert len(counts) >= 3
+    x, counts = np.array([0.1, 0.4]), []
+    while np.sum(x) < 8.0:
+        y, m = x, 0
+        while np.max(y) < 2.0:
+            y, m = y * 1.3 + np.array([0.3, 0.2]), m + 1
+        counts.append(m)
+        x = x + 0.5 * np.tanh(y)
+    assert len(set(counts)) >= 2, counts
 
 
 # ---------------------------------------------------------------------------

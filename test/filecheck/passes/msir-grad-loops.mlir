@@ -1,6 +1,7 @@
 // RUN: msir-opt %s -p msir-grad | filecheck %s --check-prefix=WHILE
 // RUN: msir-opt %s -p msir-grad | filecheck %s --check-prefix=FOR
 // RUN: msir-opt %s -p msir-grad | filecheck %s --check-prefix=IF
+// RUN: msir-opt %s -p msir-grad | filecheck %s --check-prefix=NEST
 // The output parses back, verifies, and is a fixed point of the pass:
 // RUN: msir-opt %s -p msir-grad | msir-opt -p msir-grad | filecheck %s --check-prefix=WHILE
 // After the pass no differentiation op and no function value is left:
@@ -196,3 +197,64 @@ func.func @grad_branch(%x: tensor<f64>) -> tensor<f64> {
 // IF-NEXT:      msir.yield %[[GE]] : tensor<f64>
 // IF-NEXT:    }
 // IF-NEXT:    func.return %[[G]] : tensor<f64>
+
+// A for nested in a for, the inner trip count j + 1 growing with the outer
+// index j. The inner loop's residuals are tapes (a ragged tape of tapes would
+// be needed), so the outer body is checkpointed: its forward runs the plain
+// body and returns its inputs, which the outer loop tapes; its adjoint
+// recomputes the body's augmented forward (inner tapes included) from them,
+// then runs the body's adjoint.
+func.func @nest(%x0: tensor<f64>, %n: tensor<i64>) -> tensor<f64> {
+  %zero = msir.constant dense<0> : tensor<i64>
+  %one = msir.constant dense<1> : tensor<i64>
+  %r = msir.for %zero to %n step %one (%x0) : (tensor<f64>) {
+  ^bb0(%j: tensor<i64>, %x: tensor<f64>):
+    %m = msir.add %j, %one : tensor<i64>
+    %y = msir.for %zero to %m step %one (%x) : (tensor<f64>) {
+    ^bb1(%i: tensor<i64>, %z: tensor<f64>):
+      %s = msir.sin %z : tensor<f64>
+      msir.yield %s : tensor<f64>
+    }
+    msir.yield %y : tensor<f64>
+  }
+  func.return %r : tensor<f64>
+}
+
+func.func @grad_nest(%x: tensor<f64>, %n: tensor<i64>) -> tensor<f64> {
+  %0 = msir.closure @nest() : (tensor<f64>, tensor<i64>) -> tensor<f64>
+  %1 = msir.grad %0 argnums array<i64: 0> : (tensor<f64>, tensor<i64>) -> tensor<f64> to (tensor<f64>, tensor<i64>) -> tensor<f64>
+  %2 = msir.apply %1(%x, %n) : (tensor<f64>, tensor<i64>) -> tensor<f64>
+  func.return %2 : tensor<f64>
+}
+
+// The body's own pair keeps the inner tape (tensor<?xf64>) as a residual.
+// NEST-LABEL: func.func private @nest__for_region0__fwd(
+// NEST-SAME:    -> (tensor<f64>, tensor<i64>, tensor<?xf64>)
+// The checkpointed pair: the forward calls the plain body, its residuals are
+// the body's inputs (counter, carried x, the loop-invariant bounds).
+// NEST-LABEL: func.func private @nest__for_region0__fwd_ckpt(
+// NEST-SAME:    %[[J:.*]]: tensor<i64>, %[[X:.*]]: tensor<f64>, %[[A:.*]]: tensor<i64>, %[[B:.*]]: tensor<i64>)
+// NEST-NEXT:    %[[Y:.*]] = func.call @nest__for_region0(%[[J]], %[[X]], %[[A]], %[[B]])
+// NEST-NEXT:    func.return %[[Y]], %[[J]], %[[X]], %[[A]], %[[B]]
+// NEST-LABEL: func.func private @nest__for_region0__bwd_ckpt(
+// NEST-SAME:    %[[CT:.*]]: tensor<f64>, %[[J:.*]]: tensor<i64>, %[[X:.*]]: tensor<f64>, %[[A:.*]]: tensor<i64>, %[[B:.*]]: tensor<i64>)
+// NEST-NEXT:    %{{.*}}, %[[N:.*]], %[[T:.*]] = func.call @nest__for_region0__fwd(%[[J]], %[[X]], %[[A]], %[[B]])
+// NEST-NEXT:    %[[G:.*]] = func.call @nest__for_region0__bwd(%[[CT]], %[[N]], %[[T]])
+// NEST-NEXT:    func.return %[[G]]
+// The outer forward tapes only the carried x (not the counter, not the
+// loop-invariant values).
+// NEST-LABEL: func.func private @nest__fwd(
+// NEST-SAME:    -> (tensor<f64>, tensor<i64>, tensor<?xf64>)
+// NEST:         msir.tape_alloc %{{.*}} : tensor<i64> to tensor<?xf64>
+// NEST-NOT:     msir.tape_alloc
+// NEST:         %{{.*}}, %{{.*}}, %[[XIN:[0-9]+]], %{{.*}}, %{{.*}} = func.call @nest__for_region0__fwd_ckpt(
+// NEST-NEXT:    msir.tape_set %{{.*}}[%{{.*}}], %[[XIN]] : tensor<?xf64>, tensor<i64>, tensor<f64>
+// The outer adjoint recomputes the counter lb + k * step, reads row k and
+// calls the checkpointed adjoint.
+// NEST-LABEL: func.func private @nest__bwd(
+// NEST:         msir.for %{{.*}} to %{{.*}} step %{{.*}} (%{{.*}}) : (tensor<f64>) {
+// NEST-NEXT:    ^bb0(%[[K:.*]]: tensor<i64>, %[[C:.*]]: tensor<f64>):
+// NEST-NEXT:      %[[KS:.*]] = msir.mul %[[K]], %{{.*}} : tensor<i64>
+// NEST-NEXT:      %[[J:.*]] = msir.add %{{.*}}, %[[KS]] : tensor<i64>
+// NEST-NEXT:      %[[XK:.*]] = msir.tape_get %{{.*}}[%[[K]]] : tensor<?xf64>, tensor<i64> to tensor<f64>
+// NEST-NEXT:      func.call @nest__for_region0__bwd_ckpt(%[[C]], %[[J]], %[[XK]],
