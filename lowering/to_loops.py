@@ -552,7 +552,7 @@ class _Lowering:
                     op.input.type == op.result.type:
                 self.alias[op.result] = self.canon(op.input)
                 self.skipped.add(op)
-            elif isinstance(op, msir.TapeSetOp):
+            elif isinstance(op, msir.TapeSetOp | msir.TapeAddOp):
                 # A tape is updated in place: the new tape is the old buffer.
                 self.alias[op.result] = self.canon(op.tape)
             elif isinstance(op, msir.TransposeOp) and (list(msir._ints(op.permutation)) == sorted(
@@ -1650,6 +1650,18 @@ def _tape_set(L: _Lowering, op: msir.TapeSetOp) -> None:
     L.loops(L.dims_of(op.value), lambda ivs, _: L.store(L.load(value, ivs), tape, [k, *ivs]))
 
 
+def _tape_add(L: _Lowering, op: msir.TapeAddOp) -> None:
+    tape, value = L.get(op.tape), L.get(op.value)
+    k = L.to_index(_scalar(L, op.index))
+    L.loops(L.dims_of(op.value), lambda ivs, _: L.store(
+        L.add(L.load(tape, [k, *ivs]), L.load(value, ivs)), tape, [k, *ivs]))
+
+
+def _tape_zeros(L: _Lowering, op: msir.TapeZerosOp) -> None:
+    dims = L.dims_of(op.like)
+    _zero_fill(L, L.result(op.result, dims), dims, op.result.type.element_type)  # type: ignore[attr-defined]
+
+
 def _tape_get(L: _Lowering, op: msir.TapeGetOp) -> None:
     tape = L.get(op.tape)
     k = L.to_index(_scalar(L, op.index))
@@ -1689,6 +1701,8 @@ EMITTERS: dict[type[Operation], Callable[[_Lowering, Operation], None]] = {
     msir.TapeAllocOp: _tape_alloc,
     msir.TapeSetOp: _tape_set,
     msir.TapeGetOp: _tape_get,
+    msir.TapeAddOp: _tape_add,
+    msir.TapeZerosOp: _tape_zeros,
     func.CallOp: _call,
     func.ReturnOp: _return,
 }

@@ -31,6 +31,16 @@ class _CompiledVjp:
     n_results: int
     float_results: list[int]
     float_args: list[int]
+    fwd_order: list[int]  # declared position of each array the native forward returns
+
+    def run_fwd(self, inputs) -> list:
+        """The forward's results in their declared order (natively, the outputs
+        of static shape come first, then those of dynamic shape, e.g. tapes)."""
+        outs = self.fwd(*inputs)
+        declared: list = [None] * len(outs)
+        for pos, value in zip(self.fwd_order, outs):
+            declared[pos] = value
+        return declared
 
 
 def _public_wrapper(module, name: str, callee, arg_types, result_types) -> None:
@@ -57,8 +67,12 @@ def _build(t, primals: tuple) -> _CompiledVjp:
     _public_wrapper(module, "vjp_fwd", pair.fwd, fwd_f.function_type.inputs.data, fwd_f.function_type.outputs.data)
     _public_wrapper(module, "vjp_bwd", pair.bwd, bwd_f.function_type.inputs.data, bwd_f.function_type.outputs.data)
     compiled = compile_module(module, "vjp_fwd", also=("vjp_bwd",))
+    shapes = [t.get_shape() if hasattr(t, "get_shape") else () for t in fwd_f.function_type.outputs.data]
+    static = [k for k, shape in enumerate(shapes) if all(d >= 0 for d in shape)]
+    order = static + [k for k in range(len(shapes)) if k not in static]
     return _CompiledVjp(
-        compiled.native, compiled.functions["vjp_bwd"], traced, pair.n_results, pair.float_results, pair.float_args
+        compiled.native, compiled.functions["vjp_bwd"], traced, pair.n_results, pair.float_results, pair.float_args,
+        order,
     )
 
 
@@ -74,7 +88,7 @@ def compiled_vjp(t, primals: tuple):
     leaves: list[Any] = []
     _leaves(primals, leaves)
     inputs = leaves + [cap.get() for cap in c.traced.captures]
-    outs = c.fwd(*inputs)
+    outs = c.run_fwd(inputs)
     results, residuals = outs[: c.n_results], outs[c.n_results :]
     entry = _Entry(None, c.traced, len(leaves))
     value = entry._rebuild(c.traced.out_structure, results)

@@ -85,6 +85,35 @@ def reads(op: Operation) -> list[SSAValue]:
     return out
 
 
+TAPE_READS = (M.TapeGetOp,)
+TAPE_WRITES = (M.TapeSetOp, M.TapeAddOp)
+TAPE_ROW_OPS = TAPE_READS + TAPE_WRITES
+"""Ops that read or write one row of a tape: `.tape`, `.index`, and for a write
+`.value` (a write returns the new tape). A new tape op joins one of these."""
+
+
+def _kept_ops(block: Block) -> set[Operation]:
+    """The tape-row ops of a loop body and the integer ops computing their
+    indices: they stay in the loop's block when the body is outlined."""
+    from msir.passes.grad import is_float_type
+
+    kept: set[Operation] = set()
+    stack: list[SSAValue] = []
+    for op in block.ops:
+        if isinstance(op, TAPE_ROW_OPS):
+            kept.add(op)
+            stack.append(op.index)
+    while stack:
+        owner = stack.pop().owner
+        if not isinstance(owner, Operation) or owner.parent_block() is not block or owner in kept:
+            continue
+        if owner.regions or isinstance(owner, func.CallOp) or any(is_float_type(r.type) for r in owner.results):
+            raise NotDifferentiableError(f"a tape row index computed by '{owner.name}'", _loc(owner))
+        kept.add(owner)
+        stack.extend(owner.operands)
+    return kept
+
+
 def outline_regions(ad: ModuleAD, f: func.FuncOp) -> None:
     """Move every region of `f`'s control-flow ops into a function of its own."""
     for op in list(f.body.block.ops):
@@ -97,31 +126,47 @@ def outline_regions(ad: ModuleAD, f: func.FuncOp) -> None:
 
 def _outline(ad: ModuleAD, f: func.FuncOp, op: Operation, region: Region, k: int) -> None:
     block = region.block
-    outer = _outer_values(block)
     term = block.last_op
     assert term is not None
-    params = [a.type for a in block.args] + [v.type for v in outer]
-    body = Block(arg_types=params)
-    mapping: dict[SSAValue, SSAValue] = dict(zip([*block.args, *outer], body.args))
-    for inner in list(block.ops):
-        if inner is term:
-            continue
+    kept = _kept_ops(block) if isinstance(op, (M.ForOp, M.WhileOp)) else set()
+    moved = [o for o in block.ops if o is not term and o not in kept]
+    if kept:
+        produced = {r for o in moved for r in o.results}
+        inputs = [v for v in _unique(v for o in moved for v in reads(o)) if v not in produced]
+        # the block's arguments first, tapes left out (the kept ops handle them)
+        ins = [a for a in block.args if a in inputs] + [v for v in inputs if v not in block.args]
+        outputs = _unique(v for o in [term, *[o for o in block.ops if o in kept]] for v in o.operands
+                          if v in produced)
+    else:
+        ins = [*block.args, *_outer_values(block)]
+        outputs = list(term.operands)
+    body = Block(arg_types=[v.type for v in ins])
+    mapping: dict[SSAValue, SSAValue] = dict(zip(ins, body.args))
+    for inner in moved:
         clone = inner.clone(value_mapper=mapping)
         body.add_op(clone)
         for r, cr in zip(inner.results, clone.results):
             mapping[r] = cr
-    results = [mapping.get(v, v) for v in term.operands]
+    results = [mapping.get(v, v) for v in outputs]
     ret = func.ReturnOp(*results)
     ret.location = term.location
     body.add_op(ret)
     name = ad.fresh_name(f"{f.sym_name.data}__{op.name.removeprefix('msir.')}_region{k}")
     ad.add_func(name, body, [v.type for v in results], op.location)
     new = Block(arg_types=[a.type for a in block.args])
-    call = func.CallOp(name, [*new.args, *outer], [v.type for v in results])
+    remap: dict[SSAValue, SSAValue] = dict(zip(block.args, new.args))
+    post = _after_body(block, kept, set(moved))
+    for o in block.ops:
+        if o in kept and o not in post:
+            _clone_into(new, o, remap)
+    call = func.CallOp(name, [remap.get(v, v) for v in ins], [v.type for v in results])
     call.location = op.location
     new.add_op(call)
-    new_term = term.clone(value_mapper=dict(zip(term.operands, call.results)))
-    new.add_op(new_term)
+    remap.update(zip(outputs, call.results))
+    for o in block.ops:
+        if o in post:
+            _clone_into(new, o, remap)
+    _clone_into(new, term, remap)
     for old_op in reversed(list(block.ops)):
         old_op.detach()
         old_op.erase(safe_erase=False)
@@ -129,9 +174,40 @@ def _outline(ad: ModuleAD, f: func.FuncOp, op: Operation, region: Region, k: int
     region.add_block(new)
 
 
+def _unique(values) -> list[SSAValue]:
+    out: list[SSAValue] = []
+    for v in values:
+        if v not in out:
+            out.append(v)
+    return out
+
+
+def _after_body(block: Block, kept: set[Operation], moved: set[Operation]) -> set[Operation]:
+    """The kept ops that depend on the outlined part (they go after its call)."""
+    post: set[Operation] = set()
+    for o in block.ops:
+        if o in kept and any(isinstance(v.owner, Operation) and (v.owner in moved or v.owner in post)
+                             for v in o.operands):
+            post.add(o)
+    for o in moved:
+        for v in reads(o):
+            if isinstance(v.owner, Operation) and v.owner in post:
+                raise NotDifferentiableError(
+                    f"'{o.name}' reads a tape row written in the same loop iteration", _loc(o))
+    return post
+
+
+def _clone_into(block: Block, op: Operation, mapping: dict[SSAValue, SSAValue]) -> Operation:
+    clone = op.clone(value_mapper={v: mapping.get(v, v) for v in op.operands})
+    block.add_op(clone)
+    mapping.update(zip(op.results, clone.results))
+    return clone
+
+
 def _region_call(region: Region) -> func.CallOp:
-    call = region.block.first_op
-    assert isinstance(call, func.CallOp)
+    """The call of the outlined region function (the region's other ops, if
+    any, are kept tape-row ops and their index arithmetic)."""
+    (call,) = [o for o in region.block.ops if isinstance(o, func.CallOp)]
     return call
 
 
@@ -232,9 +308,14 @@ def _loc(op: Operation):
 def _wanted(pb: _PairBuilder, call: func.CallOp, carried: list[SSAValue]) -> tuple[int, ...]:
     from msir.passes.grad import is_float_type
 
-    return tuple(
-        i for i, a in enumerate(call.arguments) if is_float_type(a.type) and (a in carried or a in pb.active)
-    )
+    def active(a: SSAValue) -> bool:
+        if a in carried or a in pb.active:
+            return True
+        # a row the loop reads from a tape (a kept op): active with its tape
+        return isinstance(a.owner, TAPE_READS) and a.owner.parent_block() is call.parent_block() and (
+            a.owner.tape in carried or a.owner.tape in pb.active)
+
+    return tuple(i for i, a in enumerate(call.arguments) if is_float_type(a.type) and active(a))
 
 
 def forward(pb: _PairBuilder, op: Operation) -> None:
@@ -287,7 +368,9 @@ def _residual_plan(pb: _PairBuilder, pair, call: func.CallOp, region_args, count
     """Per residual of a loop body's augmented forward: ("tape", None) when it
     changes with the iteration, ("outer", v) when it is just a value the body
     reads from outside the loop (stored once, not in a tape), ("counter", None)
-    when it is the `msir.for` counter (recomputed from the row index)."""
+    when it is the `msir.for` counter, ("kept", v) when it is the value `v` of
+    a kept op of the loop's block (a tape row: both are recomputed from the row
+    index in the adjoint)."""
     from xdsl.ir import BlockArgument
 
     fwd = pb.ad.funcs[pair.fwd]
@@ -297,11 +380,14 @@ def _residual_plan(pb: _PairBuilder, pair, call: func.CallOp, region_args, count
     for r in ret.operands[n:]:
         if isinstance(r, BlockArgument) and r.block is fwd.body.block:
             arg = call.arguments[r.index]
-            if arg not in region_args:
-                plan.append(("outer", pb.fwd_of[arg]))
-                continue
             if arg is counter:
                 plan.append(("counter", None))
+                continue
+            if isinstance(arg.owner, Operation) and arg.owner.parent_block() is call.parent_block():
+                plan.append(("kept", arg))
+                continue
+            if arg not in region_args:
+                plan.append(("outer", pb.fwd_of[arg]))
                 continue
         plan.append(("tape", None))
     return plan
@@ -309,29 +395,35 @@ def _residual_plan(pb: _PairBuilder, pair, call: func.CallOp, region_args, count
 
 def _forward_for(pb: _PairBuilder, op: M.ForOp) -> None:
     call = _region_call(op.body)
-    pair = body_pair(pb, call, op, list(op.body.block.args[1:]))
+    body = op.body.block
+    pair = body_pair(pb, call, op, list(body.args[1:]))
     pb.cf_pairs[op] = [pair]
     _check_tapeable(pair.residual_types, op)
     B = IRBuilder(pb.fwd_block, op.location)
     lb, ub, step = (pb.fwd_of[v] for v in (op.lower, op.upper, op.step))
     n = trip_count(B, lb, ub, step)
-    plan = _residual_plan(pb, pair, call, set(op.body.block.args), counter=op.body.block.args[0])
+    plan = _residual_plan(pb, pair, call, set(body.args), counter=body.args[0])
     taped = [k for k, (kind, _) in enumerate(plan) if kind == "tape"]
     tapes = [B.emit(M.TapeAllocOp(n, pair.residual_types[k])) for k in taped]  # type: ignore[arg-type]
     inits = [pb.fwd_of[v] for v in op.inits]
-    carried_types = [v.type for v in inits]
-    block = Block(arg_types=[I64, *carried_types, *[t.type for t in tapes]])
+    block = Block(arg_types=[I64, *[v.type for v in inits], *[t.type for t in tapes]])
     i, carried, tape_args = block.args[0], block.args[1 : 1 + len(inits)], block.args[1 + len(inits) :]
     IB = IRBuilder(block, op.location)
     k = IB.binary("floordiv", IB.binary("sub", i, lb), step)
-    mapping = {op.body.block.args[0]: i, **dict(zip(op.body.block.args[1:], carried))}
-    args = [mapping.get(v) or pb.fwd_of[v] for v in call.arguments]
-    fcall = func.CallOp(pair.fwd, args, carried_types + pair.residual_types)
-    fcall.location = op.location
-    block.add_op(fcall)
-    residuals = list(fcall.results[len(inits) :])
+    mapping = {**pb.fwd_of, body.args[0]: i, **dict(zip(body.args[1:], carried))}
+    residuals: list[SSAValue] = []
+    for o in body.ops:
+        if o is call:
+            fcall = func.CallOp(pair.fwd, [mapping[v] for v in call.arguments],
+                                [r.type for r in call.results] + pair.residual_types)
+            fcall.location = op.location
+            block.add_op(fcall)
+            mapping.update(zip(call.results, fcall.results))
+            residuals = list(fcall.results[len(call.results) :])
+        elif o is not body.last_op:  # a kept tape-row op: the primal op
+            _clone_into(block, o, mapping)
     new_tapes = [IB.emit(M.TapeSetOp(t, k, residuals[j])) for t, j in zip(tape_args, taped)]
-    block.add_op(M.YieldOp(*fcall.results[: len(inits)], *new_tapes))
+    block.add_op(M.YieldOp(*[mapping[v] for v in body.last_op.operands], *new_tapes))
     loop = M.ForOp(lb, ub, step, inits + tapes, Region(block))
     loop.location = op.location
     pb.fwd_block.add_op(loop)
@@ -402,8 +494,15 @@ def adjoint(pb: _PairBuilder, op: Operation, ct: dict, B: IRBuilder, accumulate)
         _adjoint_loop(pb, op, ct, B, accumulate)
 
 
-def _ct_or_zero(B: IRBuilder, ct: dict, v: SSAValue) -> SSAValue:
-    return ct[v] if v in ct else B.constant(0.0, M.dtype_of(v.type), M.shape_of(v.type))
+def zero_ct(pb: _PairBuilder, B: IRBuilder, v: SSAValue) -> SSAValue:
+    """A zero cotangent for the primal value `v` (of a tape: a tape of zeros)."""
+    if _dynamic(v.type):
+        return B.tape_zeros(Lazy(pb.fwd_of[v]))
+    return B.constant(0.0, M.dtype_of(v.type), M.shape_of(v.type))
+
+
+def _ct_or_zero(pb: _PairBuilder, B: IRBuilder, ct: dict, v: SSAValue) -> SSAValue:
+    return ct[v] if v in ct else zero_ct(pb, B, v)
 
 
 def _counter(B: IRBuilder, k: SSAValue, lb: SSAValue, step: SSAValue) -> SSAValue:
@@ -426,7 +525,7 @@ def _adjoint_if(pb: _PairBuilder, op: M.IfOp, ct: dict, B: IRBuilder, accumulate
     for k, (call, pair) in enumerate(zip(calls, pairs)):
         block = Block()
         RB = IRBuilder(block, op.location, pb.resolve)
-        cts = [_ct_or_zero(RB, ct, op.res[i]) for i in pair.float_results]
+        cts = [_ct_or_zero(pb, RB, ct, op.res[i]) for i in pair.float_results]
         residuals = [pb.resolve(Lazy(r)) for r in pb.cf_residuals[op][k]]
         bcall = func.CallOp(pair.bwd, cts + residuals, [call.arguments[i].type for i in pair.float_args])
         bcall.location = op.location
@@ -445,60 +544,152 @@ def _adjoint_if(pb: _PairBuilder, op: M.IfOp, ct: dict, B: IRBuilder, accumulate
         accumulate(v, g)
 
 
-def _adjoint_loop(pb: _PairBuilder, op: M.ForOp | M.WhileOp, ct: dict, B: IRBuilder, accumulate) -> None:
+def _add_ct(B: IRBuilder, cts: dict, v: SSAValue, g: SSAValue | None) -> None:
     from msir.passes.grad import is_float_type
 
+    if g is None or not is_float_type(v.type):
+        return
+    cts[v] = g if v not in cts else B.binary("add", cts[v], g)
+
+
+def _adjoint_loop(pb: _PairBuilder, op: M.ForOp | M.WhileOp, ct: dict, B: IRBuilder, accumulate) -> None:
+    """The reversed loop. Its block recomputes what the body's adjoint reads
+    (counter, kept index arithmetic and rows; tape rows of residuals), walks the
+    body backwards (kept tape-row ops in place, the body call through its
+    adjoint) and carries: the cotangents of the static float carried values,
+    running sums for the static float values read from outside, and one
+    cotangent tape per tape read from outside (a row added per read). The
+    cotangent of a carried tape, which the body only writes, is loop-invariant:
+    read from outside, not carried."""
+    from msir.passes.grad import is_float_type
+
+    body = op.body.block
+    term = body.last_op
     call = _region_call(op.body)
     (pair,) = pb.cf_pairs[op]
-    has_counter = isinstance(op, M.ForOp)
-    block_args = list(op.body.block.args)
-    carried_args = block_args[1:] if has_counter else block_args
-    n_carried = len(carried_args)
-    # body parameter position -> what it is
-    carried_pos = {call.arguments.index(a): j for j, a in enumerate(carried_args) if a in call.arguments}
-    float_carried = [j for j in range(n_carried) if is_float_type(op.res[j].type)]
-    outer: list[SSAValue] = []
-    for i in pair.float_args:
-        v = call.arguments[i]
-        if v not in block_args and v not in outer:
-            outer.append(v)
-    (n, lb, step), tapes, plan = pb.cf_residuals[op]
+    counter = body.args[0] if isinstance(op, M.ForOp) else None
+    carried = list(body.args[1:] if counter is not None else body.args)
+    (n, lb, step), tapes, plan = pb.cf_residuals[op][:3]
     n = pb.resolve(Lazy(n))
-    tapes = iter([pb.resolve(Lazy(t)) for t in tapes])
-    invariant = {k: pb.resolve(Lazy(v)) for k, (kind, v) in enumerate(plan) if kind == "outer"}
-    init_cts = [_ct_or_zero(B, ct, op.res[j]) for j in float_carried]
-    init_acc = [B.constant(0.0, M.dtype_of(v.type), M.shape_of(v.type)) for v in outer]
-    block = Block(arg_types=[I64, *[v.type for v in init_cts], *[v.type for v in init_acc]])
+    floats = [j for j in range(len(carried)) if is_float_type(op.res[j].type) and not _dynamic(op.res[j].type)]
+    kept = [o for o in body.ops if o is not call and o is not term]
+    for o in kept:
+        if isinstance(o, TAPE_READS) and o.tape in body.args:
+            raise NotDifferentiableError("reverse mode through a loop reading a tape it carries", _loc(op))
+    read_tapes = _unique(o.tape for o in kept if isinstance(o, TAPE_READS) and o.tape in pb.active)
+    outer = [v for v in _unique([call.arguments[i] for i in pair.float_args]
+                                + [o.value for o in kept if isinstance(o, TAPE_WRITES)])
+             if not _inside(v, body) and is_float_type(v.type)]
+    init_cts = [_ct_or_zero(pb, B, ct, op.res[j]) for j in floats]
+    init_acc = [zero_ct(pb, B, v) for v in outer]
+    init_tapes = [B.tape_zeros(Lazy(pb.fwd_of[t])) for t in read_tapes]
+    inits = init_cts + init_acc + init_tapes
+    block = Block(arg_types=[I64, *[v.type for v in inits]])
     k = block.args[0]
-    ct_c = dict(zip(float_carried, block.args[1 : 1 + len(float_carried)]))
-    acc = dict(zip(outer, block.args[1 + len(float_carried) :]))
+    args = iter(block.args[1:])
+    ct_c = {j: next(args) for j in floats}
+    acc = {v: next(args) for v in outer}
+    acc_tape = {t: next(args) for t in read_tapes}
     RB = IRBuilder(block, op.location, pb.resolve)
-    rows = [invariant[j] if j in invariant else _counter(RB, k, lb, step) if kind == "counter"
-            else RB.emit(M.TapeGetOp(next(tapes), k)) for j, (kind, _) in enumerate(plan)]
-    # the body function's results are the carried values, in order
-    cts = [ct_c.get(r) if r in ct_c else RB.constant(0.0, M.dtype_of(op.res[r].type), M.shape_of(op.res[r].type))
+    env: dict[SSAValue, SSAValue] = {}
+
+    def primal(v: SSAValue) -> SSAValue:
+        """The value of `v` (of the primal body) at iteration k, in the adjoint."""
+        if v in env:
+            return env[v]
+        if v is counter:
+            env[v] = _counter(RB, k, lb, step)
+        elif v in body.args:
+            raise NotDifferentiableError(
+                "reverse mode through a loop whose tape rows are indexed by a carried value", _loc(op))
+        elif _inside(v, body):
+            o = v.owner
+            clone = o.clone(value_mapper={x: primal(x) for x in o.operands})
+            block.add_op(clone)
+            env.update(zip(o.results, clone.results))
+        else:
+            env[v] = pb.resolve(Lazy(pb.fwd_of[v]))
+        return env[v]
+
+    cts: dict[SSAValue, SSAValue] = {}
+    for j in floats:
+        _add_ct(RB, cts, term.operands[j], ct_c[j])
+    for j, v in enumerate(carried):
+        if _dynamic(v.type) and op.res[j] in ct:
+            cts[term.operands[j]] = ct[op.res[j]]
+    after = _after_call(body, call)
+    for o in reversed(kept):
+        if o in after:
+            _kept_adjoint(RB, o, cts, acc_tape, primal)
+    tapes = iter([pb.resolve(Lazy(t)) for t in tapes])
+    rows = []
+    for kind, v in plan:
+        if kind == "outer":
+            rows.append(pb.resolve(Lazy(v)))
+        elif kind == "counter":
+            rows.append(primal(counter))
+        elif kind == "kept":
+            rows.append(primal(v))
+        else:
+            rows.append(RB.tape_get(next(tapes), k))
+    ins = [cts[call.results[r]] if call.results[r] in cts else zero_ct(pb, RB, call.results[r])
            for r in pair.float_results]
-    bcall = func.CallOp(pair.bwd, cts + rows, [call.arguments[i].type for i in pair.float_args])
+    bcall = func.CallOp(pair.bwd, ins + rows, [call.arguments[i].type for i in pair.float_args])
     bcall.location = op.location
     block.add_op(bcall)
-    new_ct = {j: RB.constant(0.0, M.dtype_of(op.res[j].type), M.shape_of(op.res[j].type)) for j in float_carried}
-    new_acc = dict(acc)
     for i, g in zip(pair.float_args, bcall.results):
-        if i in carried_pos and carried_pos[i] in new_ct:
-            j = carried_pos[i]
-            new_ct[j] = RB.binary("add", new_ct[j], g)
-        elif call.arguments[i] in new_acc:
-            v = call.arguments[i]
-            new_acc[v] = RB.binary("add", new_acc[v], g)
-    block.add_op(M.YieldOp(*[new_ct[j] for j in float_carried], *[new_acc[v] for v in outer]))
+        _add_ct(RB, cts, call.arguments[i], g)
+    for o in reversed(kept):
+        if o not in after:
+            _kept_adjoint(RB, o, cts, acc_tape, primal)
+    new_ct = [cts[carried[j]] if carried[j] in cts else RB.constant(0.0, M.dtype_of(op.res[j].type),
+                                                                       M.shape_of(op.res[j].type)) for j in floats]
+    new_acc = [RB.binary("add", acc[v], cts[v]) if v in cts else acc[v] for v in outer]
+    block.add_op(M.YieldOp(*new_ct, *new_acc, *[acc_tape[t] for t in read_tapes]))
     one = B.constant(1, "int64")
     start = B.binary("sub", n, one)
     minus_one = B.constant(-1, "int64")
-    loop = M.ForOp(start, minus_one, minus_one, init_cts + init_acc, Region(block))
+    loop = M.ForOp(start, minus_one, minus_one, inits, Region(block))
     loop.location = op.location
     pb.bwd_block.add_op(loop)
-    for j, r in zip(float_carried, loop.res):
-        accumulate(op.inits[j], r)
-    for v, r in zip(outer, loop.res[len(float_carried) :]):
-        accumulate(v, r)
+    res = iter(loop.res)
+    for j in floats:
+        accumulate(op.inits[j], next(res))
+    for v in outer:
+        accumulate(v, next(res))
+    for t in read_tapes:
+        accumulate(t, next(res))
+    for j, v in enumerate(carried):
+        if _dynamic(v.type) and op.res[j] in ct:
+            accumulate(op.inits[j], ct[op.res[j]])
 
+
+def _inside(v: SSAValue, body: Block) -> bool:
+    """Is `v` an argument or a value of the loop body `body`?"""
+    return v in body.args or (isinstance(v.owner, Operation) and v.owner.parent_block() is body)
+
+
+def _after_call(body: Block, call: func.CallOp) -> set[Operation]:
+    """The ops of a loop body after its call."""
+    after, seen = set(), False
+    for o in body.ops:
+        if seen:
+            after.add(o)
+        seen = seen or o is call
+    return after
+
+
+def _kept_adjoint(B: IRBuilder, o: Operation, cts: dict, acc_tape: dict, primal) -> None:
+    """The adjoint of one kept op, in place: a write hands the row of its new
+    tape's cotangent to the value written and passes the cotangent on to the
+    tape it consumed (rows are written once); a read adds its row's cotangent
+    into the loop-carried cotangent tape of the tape read."""
+    if isinstance(o, TAPE_WRITES):
+        c = cts.pop(o.result, None)
+        if c is not None:
+            _add_ct(B, cts, o.value, B.tape_get(c, primal(o.index)))
+            cts[o.tape] = c
+    elif isinstance(o, TAPE_READS):
+        c = cts.pop(o.result, None)
+        if c is not None and o.tape in acc_tape:
+            acc_tape[o.tape] = B.tape_add(acc_tape[o.tape], primal(o.index), c)
