@@ -146,6 +146,13 @@ def for_in_for(x, w, n):
     return np.sum(x)
 
 
+def reverse_scan(x, w, xs):
+    n = xs.shape[0]
+    for i in range(n):
+        x = np.tanh(x * w + xs[n - 1 - i] * x)  # xs[n - 1 - i] is recomputed in the adjoint, not taped
+    return np.sum(x)
+
+
 def newton_in_for(a, w, n):
     s = a
     for j in range(n):
@@ -244,6 +251,7 @@ CASES = [
     Case("rnn", rnn_loss, RNN, (XS,), rtol=1e-5, atol=1e-7),
     Case("closure-in-loop", closure_loop, (X3, W3), (4,)),
     Case("for-in-while", for_in_while, (np.array([0.1, 0.4]), np.array([0.3, 0.2])), (3,)),
+    Case("take-from-counter", reverse_scan, (X3, W3), (_rng.standard_normal((5, 3)),)),
     Case("for-in-for", for_in_for, (X3, W3), (4,)),
     Case("while-in-for", newton_in_for, (np.array(2.0), np.array(1.3)), (4,)),
     Case("ragged-for-in-while", ragged_for_in_while, (np.array([0.1, 0.4]), np.array([0.3, 0.2]))),
