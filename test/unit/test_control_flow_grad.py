@@ -14,7 +14,8 @@ reverse-over-reverse through loops (`grad(grad(f))` for a scalar x through
 `for`, `while` and `if` in `for`; `grad` of the squared norm of a gradient
 through loops, nested loops included; third order through a `for`; a `vjp_fn`
 of a gradient run twice), against differences of the compiled lower-order
-derivative.
+derivative; forward-over-reverse and reverse-over-forward through nested loops;
+and the tape uses reverse mode still refuses (message and location).
 
 Finite differences (`gradcheck`: float64, eps 1e-6) of the function run by plain
 NumPy are the reference: rtol 1e-6, atol 1e-8 unless a case says otherwise. The
@@ -517,6 +518,19 @@ def test_grad_of_gradient_norm_through_loops(f, x):
     np.testing.assert_allclose(eager, got, rtol=1e-9, atol=1e-12)
 
 
+def test_forward_over_reverse_and_reverse_over_forward_through_nested_loops():
+    v = np.array([0.5, -1.0, 0.3])
+    gf = msir.grad(hvp_for_in_for)
+    g, hv = msir.jvp(gf, (X3,), (v,))
+    eps = 1e-5
+    np.testing.assert_allclose(hv, (gf(X3 + eps * v) - gf(X3 - eps * v)) / (2 * eps), rtol=1e-6, atol=1e-9)
+
+    def directional(x):
+        return msir.jvp(hvp_for_in_for, (x,), (v,))[1]
+
+    np.testing.assert_allclose(msir.grad(directional)(X3), hv, rtol=1e-9, atol=1e-12)  # the Hessian is symmetric
+
+
 def test_third_order_through_loop():
     x = np.array(0.3)
     got = msir.grad(msir.grad(msir.grad(scalar_loop)))(x)
@@ -577,3 +591,58 @@ def over_tuple(x):
 
 def test_closure_over_tuple_of_arrays():
     np.testing.assert_allclose(msir.grad(over_tuple)(X3), _PAIR[0] ** 2, rtol=1e-12)
+
+
+# ---------------------------------------------------------------------------
+# What reverse mode through loops still refuses (tape uses msir-grad itself
+# never generates), with the loop's location
+# ---------------------------------------------------------------------------
+
+_TAPE_LOOP = """
+func.func @f(%x0: tensor<f64>, %t0: tensor<?xf64>, %n: tensor<i64>) -> tensor<f64> {{
+  %zero = msir.constant dense<0> : tensor<i64>
+  %one = msir.constant dense<1> : tensor<i64>
+  %r, %c = msir.for %zero to %n step %one (%x0, {init}) : (tensor<f64>, {carried}) {{
+  ^bb0(%i: tensor<i64>, %x: tensor<f64>, %tt: {carried}):
+{body}
+  }} loc("m.py":3:5)
+  func.return %r : tensor<f64>
+}}
+func.func @g(%x: tensor<f64>, %t: tensor<?xf64>, %n: tensor<i64>) -> tensor<f64> {{
+  %0 = msir.closure @f() : (tensor<f64>, tensor<?xf64>, tensor<i64>) -> tensor<f64>
+  %1 = msir.grad %0 argnums array<i64: 0> : (tensor<f64>, tensor<?xf64>, tensor<i64>) -> tensor<f64> to (tensor<f64>, tensor<?xf64>, tensor<i64>) -> tensor<f64>
+  %2 = msir.apply %1(%x, %t, %n) : (tensor<f64>, tensor<?xf64>, tensor<i64>) -> tensor<f64>
+  func.return %2 : tensor<f64>
+}}
+"""
+
+_READS_CARRIED_TAPE = """\
+    %row = msir.tape_get %tt[%i] : tensor<?xf64>, tensor<i64> to tensor<f64>
+    %y = msir.mul %x, %row : tensor<f64>
+    %t2 = msir.tape_set %tt[%i], %y : tensor<?xf64>, tensor<i64>, tensor<f64>
+    msir.yield %y, %t2 : tensor<f64>, tensor<?xf64>"""
+
+_CARRIED_INDEX = """\
+    %row = msir.tape_get %t0[%tt] : tensor<?xf64>, tensor<i64> to tensor<f64>
+    %y = msir.mul %x, %row : tensor<f64>
+    %c2 = msir.add %tt, %one : tensor<i64>
+    msir.yield %y, %c2 : tensor<f64>, tensor<i64>"""
+
+
+@pytest.mark.parametrize("init,carried,body,message", [
+    ("%t0", "tensor<?xf64>", _READS_CARRIED_TAPE, "reverse mode through a loop reading a tape it carries"),
+    ("%zero", "tensor<i64>", _CARRIED_INDEX,
+     "reverse mode through a loop whose tape rows are indexed by a carried value"),
+], ids=["reads-carried-tape", "row-index-carried"])
+def test_refused_tape_loops(init, carried, body, message):
+    from xdsl.parser import Parser
+
+    from msir.compiler import make_context
+    from msir.passes.grad import differentiate
+
+    module = Parser(make_context(), _TAPE_LOOP.format(init=init, carried=carried, body=body)).parse_module()
+    with pytest.raises(NotDifferentiableError) as info:
+        differentiate(module)
+    assert info.value.message == message
+    loc = info.value.loc
+    assert loc is not None and (loc.file, loc.line, loc.col) == ("m.py", 3, 5)
