@@ -149,6 +149,9 @@ def outline_regions(ad: ModuleAD, f: func.FuncOp) -> None:
 
 
 def _outline(ad: ModuleAD, f: func.FuncOp, op: Operation, region: Region, k: int) -> None:
+    """Replace `region`'s code by a call of a new function holding it; a loop
+    body keeps its tape-row ops (`_kept_ops`) around the call, the function
+    taking what the moved ops read and returning what the rest uses."""
     block = region.block
     term = block.last_op
     assert term is not None
