@@ -497,6 +497,17 @@ def hvp_while_in_for(a):
     return newton_in_for(a, np.array(1.3), 3)
 
 
+W2 = np.array([0.3, 0.2])
+
+
+def hvp_for_in_while(x):
+    return for_in_while(x, W2, 3)
+
+
+def hvp_while_in_while(x):
+    return while_in_while(x, W2)
+
+
 GRAD_NORM = [
     (hvp_for, X3),
     (hvp_if_in_for, X3),
@@ -504,6 +515,9 @@ GRAD_NORM = [
     (hvp_closure, X3),
     (hvp_for_in_for, X3),  # checkpointed outer body, at both levels
     (hvp_while_in_for, np.array(2.0)),
+    # a while (one pass, tape_push) differentiated again: outer body checkpointed
+    (hvp_for_in_while, np.array([0.1, 0.4])),
+    (hvp_while_in_while, np.array([0.1, 0.4])),
 ]
 
 
@@ -537,6 +551,30 @@ def test_third_order_through_loop():
     np.testing.assert_allclose(got, fd_of(msir.grad(msir.grad(scalar_loop)), x), rtol=1e-6, atol=1e-9)
     eager = pynative(lambda: msir.grad(msir.grad(msir.grad(scalar_loop)))(x))
     np.testing.assert_allclose(eager, got, rtol=1e-10)
+
+
+def vector_while(x):
+    y = x
+    while np.sum(y) < 6.0:  # several residuals per iteration: several tape_push per row
+        y = np.sin(y) * W3 + y * 1.4 + 0.3
+    return np.sum(np.sin(y) * x)
+
+
+@pytest.mark.parametrize("f,x", [(scalar_while, np.array(0.7)), (vector_while, X3 + 0.5)],
+                         ids=["scalar_while", "vector_while"])
+def test_third_order_through_while(f, x):
+    """Three reverse passes through a while whose first-level forward appends
+    with `msir.tape_push`: the pushes' adjoints (level 2 and 3) read rows of
+    the cotangent tapes of the level below."""
+    g1 = grad_norm(f)
+    g1_grad = msir.grad(g1)
+
+    def g2(a):  # two reverse passes inside, a third outside
+        return np.sum(g1_grad(a) ** 2)
+
+    got = msir.grad(g2)(x)
+    np.testing.assert_allclose(got, numerical_vjp(lambda a: g2(a[0]), [x], np.float64(1.0), 0),
+                               rtol=1e-6, atol=1e-9)
 
 
 def test_vjp_of_gradient_through_loop_runs_twice():
