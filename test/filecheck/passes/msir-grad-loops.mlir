@@ -3,6 +3,7 @@
 // RUN: msir-opt %s -p msir-grad | filecheck %s --check-prefix=IF
 // RUN: msir-opt %s -p msir-grad | filecheck %s --check-prefix=NEST
 // RUN: msir-opt %s -p msir-grad | filecheck %s --check-prefix=RR
+// RUN: msir-opt %s -p msir-grad | filecheck %s --check-prefix=RRW
 // RUN: msir-opt %s -p msir-grad | filecheck %s --check-prefix=TAKE
 // The output parses back, verifies, and is a fixed point of the pass:
 // RUN: msir-opt %s -p msir-grad | msir-opt -p msir-grad | filecheck %s --check-prefix=WHILE
@@ -357,3 +358,65 @@ func.func @vjp_scan(%x: tensor<3xf64>, %xs: tensor<5x3xf64>) -> tensor<3xf64> {
 // TAKE-NEXT:      %[[I:.*]] = msir.add %{{.*}}, %[[KS]] : tensor<i64>
 // TAKE-NEXT:      %[[ROW:.*]] = msir.take %[[XS]][%[[I]]] axis 0 : tensor<5x3xf64>, tensor<i64> to tensor<3xf64>
 // TAKE-NEXT:      func.call @scan__for_region0__bwd(%[[C]], %[[ROW]])
+
+// Reverse over reverse through a while (@shrink, the loop of @halve): the
+// first-order forward (@shrink__fwd)
+// appends its residuals with msir.tape_push, kept in the loop block after the
+// body call, so the second level differentiates the pushes in place: the
+// cotangent of each pushed tape is loop-invariant, and the adjoint of the push
+// in iteration k reads its row, r + k * p (the tape started by tape_alloc of
+// r = 0 rows, p = 1 push per iteration).
+func.func @shrink(%x0: tensor<f64>) -> tensor<f64> {
+  %one = msir.constant dense<1.000000e+00> : tensor<f64>
+  %r = msir.while (%x0) : (tensor<f64>) {
+  ^bb0(%x: tensor<f64>):
+    %c = msir.compare gt, %x, %one : tensor<f64>
+    msir.condition %c : tensor<i1>
+  } do {
+  ^bb0(%x: tensor<f64>):
+    %half = msir.constant dense<5.000000e-01> : tensor<f64>
+    %s = msir.sin %x : tensor<f64>
+    %h = msir.mul %s, %x : tensor<f64>
+    %h2 = msir.mul %h, %half : tensor<f64>
+    msir.yield %h2 : tensor<f64>
+  }
+  func.return %r : tensor<f64>
+}
+func.func @d_shrink(%x: tensor<f64>) -> tensor<f64> {
+  %0 = msir.closure @shrink() : (tensor<f64>) -> tensor<f64>
+  %1 = msir.grad %0 argnums array<i64: 0> : (tensor<f64>) -> tensor<f64> to (tensor<f64>) -> tensor<f64>
+  %2 = msir.apply %1(%x) : (tensor<f64>) -> tensor<f64>
+  func.return %2 : tensor<f64>
+}
+func.func @dd_shrink(%x: tensor<f64>) -> tensor<f64> {
+  %0 = msir.closure @d_shrink() : (tensor<f64>) -> tensor<f64>
+  %1 = msir.grad %0 argnums array<i64: 0> : (tensor<f64>) -> tensor<f64> to (tensor<f64>) -> tensor<f64>
+  %2 = msir.apply %1(%x) : (tensor<f64>) -> tensor<f64>
+  func.return %2 : tensor<f64>
+}
+
+// The second-level forward: one msir.while again, the first level's pushes
+// (primal) after the body call, then its own.
+// RRW-LABEL: func.func private @shrink__fwd__fwd(
+// RRW:         msir.while
+// RRW:         } do {
+// RRW-NEXT:    ^bb0(%{{.*}}: tensor<f64>, %{{.*}}: tensor<i64>, %[[T1:.*]]: tensor<?xf64>, %[[T2:.*]]: tensor<?xf64>, %[[N:.*]]: tensor<i64>, %[[U1:.*]]: tensor<?xf64>, %[[U2:.*]]: tensor<?xf64>):
+// RRW-NEXT:      %{{.*}}, %{{.*}}, %[[R1:.*]], %[[R2:.*]], %[[S1:.*]], %[[S2:.*]] = func.call @shrink__fwd__while_region1__fwd(
+// RRW-NEXT:      msir.tape_push %[[T1]], %[[R1]] : tensor<?xf64>, tensor<f64>
+// RRW-NEXT:      msir.tape_push %[[T2]], %[[R2]] : tensor<?xf64>, tensor<f64>
+// RRW-NEXT:      msir.tape_push %[[U1]], %[[S1]] : tensor<?xf64>, tensor<f64>
+// RRW-NEXT:      msir.tape_push %[[U2]], %[[S2]] : tensor<?xf64>, tensor<f64>
+// RRW-NOT:     msir.for
+
+// RRW-LABEL: func.func private @shrink__fwd__bwd(
+// RRW-SAME:    %{{.*}}: tensor<f64>, %[[CT1:.*]]: tensor<?xf64>, %[[CT2:.*]]: tensor<?xf64>, %{{.*}}: tensor<i64>,
+// RRW:         %[[R0:.*]] = msir.constant dense<0> : tensor<i64>
+// RRW:         msir.for %{{.*}} to %{{.*}} step %{{.*}} (%{{.*}}) : (tensor<f64>) {
+// RRW-NEXT:    ^bb0(%[[K:.*]]: tensor<i64>, %[[C:.*]]: tensor<f64>):
+// RRW-NEXT:      %[[KP:.*]] = msir.mul %[[K]], %{{.*}} : tensor<i64>
+// RRW-NEXT:      %[[ROW:.*]] = msir.add %[[R0]], %[[KP]] : tensor<i64>
+// RRW-NEXT:      %[[G2:.*]] = msir.tape_get %[[CT2]][%[[ROW]]] : tensor<?xf64>, tensor<i64> to tensor<f64>
+// RRW-NEXT:      %[[G1:.*]] = msir.tape_get %[[CT1]][%[[ROW]]] : tensor<?xf64>, tensor<i64> to tensor<f64>
+// RRW-NEXT:      %[[A:.*]] = msir.tape_get %{{.*}}[%[[K]]]
+// RRW-NEXT:      %[[B:.*]] = msir.tape_get %{{.*}}[%[[K]]]
+// RRW-NEXT:      func.call @shrink__fwd__while_region1__bwd(%[[C]], %[[G1]], %[[G2]], %[[A]], %[[B]])
