@@ -96,7 +96,8 @@ def _build(ad: ModuleAD, f: func.FuncOp, active: tuple[int, ...], fname: str) ->
 
 def _op(op: Operation, block: Block, value, tangent, B: IRBuilder) -> None:
     """A primal op and, by its forward rule, its result's tangent."""
-    clone = op.clone(value_mapper={v: value.get(v, v) for v in op.operands})
+    # every value it reads, its regions' reads from outside included
+    clone = op.clone(value_mapper={v: value.get(v, v) for v in reads(op)})
     block.add_op(clone)
     for old, new in zip(op.results, clone.results):
         value[old] = new
