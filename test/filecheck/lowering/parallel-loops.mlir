@@ -1,5 +1,5 @@
-// RUN: msir-opt %s -p "msir-lower-to-llvm{vector_abi=none}" -t llvm | filecheck %s
-// RUN: msir-opt %s -p "msir-lower-to-llvm{vector_abi=none parallel=false}" -t llvm | filecheck %s --check-prefix=SERIAL
+// RUN: msir-opt %s -p "msir-lower-to-llvm{vector_abi=none math_impl=libm}" -t llvm | filecheck %s
+// RUN: msir-opt %s -p "msir-lower-to-llvm{vector_abi=none math_impl=libm parallel=false}" -t llvm | filecheck %s --check-prefix=SERIAL
 
 // Parallel loops: a large loop with independent iterations is outlined into
 // @f.par<k>(begin, end, captured...) and a task @f.par<k>.task(ctx, chunk,
