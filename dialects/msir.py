@@ -2053,6 +2053,57 @@ class TapePushOp(IRDLOperation):
         _verify_row_type(self, self.tape.type, self.value.type)
 
 
+@irdl_op_definition
+class TapeAddOp(IRDLOperation):
+    """The tape with `%v` added to row `%k` (updated in place when lowered, like
+    `msir.tape_set`). Reverse mode accumulates the cotangent of a tape read in a
+    loop (`msir.tape_get`) one row per iteration with it.
+
+    ```mlir
+    %t2 = msir.tape_add %t[%k], %v : tensor<?x4xf32>, tensor<i64>, tensor<4xf32>
+    ```
+    """
+
+    name = "msir.tape_add"
+    T: ClassVar = VarConstraint("T", _TensorT)
+    tape = operand_def(T)
+    index = operand_def(_TensorT)
+    value = operand_def(_TensorT)
+    result = result_def(T)
+    assembly_format = "$tape `[` $index `]` `,` $value attr-dict `:` type($tape) `,` type($index) `,` type($value)"
+
+    def __init__(self, tape: SSAValue, index: SSAValue, value: SSAValue):
+        super().__init__(operands=[tape, index, value], result_types=[tape.type])
+
+    def verify_(self) -> None:
+        _verify_tape_row(self, self.tape.type, self.index.type, self.value.type)
+
+
+@irdl_op_definition
+class TapeZerosOp(IRDLOperation):
+    """A tape of zeros with as many rows as `%t` (the zero cotangent of a tape).
+
+    ```mlir
+    %z = msir.tape_zeros %t : tensor<?x4xf32>
+    ```
+    """
+
+    name = "msir.tape_zeros"
+    T: ClassVar = VarConstraint("T", _TensorT)
+    like = operand_def(T)
+    result = result_def(T)
+    traits = traits_def(Pure())
+    assembly_format = "$like attr-dict `:` type($like)"
+
+    def __init__(self, like: SSAValue):
+        super().__init__(operands=[like], result_types=[like.type])
+
+    def verify_(self) -> None:
+        shape = shape_of(self.like.type)
+        if not shape or shape[0] >= 0:
+            raise VerifyException(f"'{self.name}' type {self.like.type} needs a dynamic first dimension")
+
+
 def _verify_tape_row(op: Operation, tape: Attribute, index: Attribute, row: Attribute) -> None:
     if not _scalar_type(index, ("int64",)):
         raise VerifyException(f"'{op.name}' index has type {index}, expected tensor<i64>")
@@ -2140,6 +2191,8 @@ Msir = Dialect(
         TapeSetOp,
         TapePushOp,
         TapeGetOp,
+        TapeAddOp,
+        TapeZerosOp,
     ],
     [],
 )

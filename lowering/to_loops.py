@@ -673,7 +673,7 @@ class _Lowering:
                     op.input.type == op.result.type:
                 self.alias[op.result] = self.canon(op.input)
                 self.skipped.add(op)
-            elif isinstance(op, msir.TapeSetOp):
+            elif isinstance(op, msir.TapeSetOp | msir.TapeAddOp):
                 # A tape is updated in place: the new tape is the old buffer.
                 self.alias[op.result] = self.canon(op.tape)
             elif isinstance(op, msir.TransposeOp) and (list(msir._ints(op.permutation)) == sorted(
@@ -2105,6 +2105,18 @@ def _reserve_row(L: _Lowering, push: msir.TapePushOp) -> None:
     L.reserved.add(push)
 
 
+def _tape_add(L: _Lowering, op: msir.TapeAddOp) -> None:
+    tape, value = L.get(op.tape), L.get(op.value)
+    k = L.to_index(_scalar(L, op.index))
+    L.loops(L.dims_of(op.value), lambda ivs, _: L.store(
+        L.add(L.load(tape, [k, *ivs]), L.load(value, ivs)), tape, [k, *ivs]))
+
+
+def _tape_zeros(L: _Lowering, op: msir.TapeZerosOp) -> None:
+    dims = L.dims_of(op.like)
+    _zero_fill(L, L.result(op.result, dims), dims, op.result.type.element_type)  # type: ignore[attr-defined]
+
+
 def _tape_get(L: _Lowering, op: msir.TapeGetOp) -> None:
     """Row `%k`: a view of the tape's buffer (no copy) when the tape is an
     argument of a function that writes no tape (an adjoint reading the tapes of
@@ -2151,6 +2163,8 @@ EMITTERS: dict[type[Operation], Callable[[_Lowering, Operation], None]] = {
     msir.TapeSetOp: _tape_set,
     msir.TapePushOp: _tape_push,
     msir.TapeGetOp: _tape_get,
+    msir.TapeAddOp: _tape_add,
+    msir.TapeZerosOp: _tape_zeros,
     func.CallOp: _call,
     func.ReturnOp: _return,
 }

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 from xdsl.dialects import func
-from xdsl.dialects.builtin import FunctionType, TensorType
+from xdsl.dialects.builtin import FunctionType
 from xdsl.ir import Block, Region
 
 from msir.api import _leaves, _rebuild_leaves
@@ -31,9 +31,16 @@ class _CompiledVjp:
     n_results: int
     float_results: list[int]
     float_args: list[int]
-    fwd_order: list[int]
-    """The forward's result positions in the order the native function returns
-    them: the static-shaped ones (output buffers) first, then the others."""
+    fwd_order: list[int]  # declared position of each array the native forward returns
+
+    def run_fwd(self, inputs) -> list:
+        """The forward's results in their declared order (natively, the outputs
+        of static shape come first, then those of dynamic shape, e.g. tapes)."""
+        outs = self.fwd(*inputs)
+        declared: list = [None] * len(outs)
+        for pos, value in zip(self.fwd_order, outs):
+            declared[pos] = value
+        return declared
 
 
 def _public_wrapper(module, name: str, callee, arg_types, result_types) -> None:
@@ -57,14 +64,14 @@ def _build(t, primals: tuple) -> _CompiledVjp:
     entry = ad.funcs[traced.entry]
     pair = ad.pair(traced.entry, entry)
     fwd_f, bwd_f = ad.funcs[pair.fwd], ad.funcs[pair.bwd]
-    # the public wrappers' signatures (compiling rewrites the private pair:
-    # msir-forward-arguments drops the parameters @f__fwd returns)
-    outputs = fwd_f.function_type.outputs.data
-    _public_wrapper(module, "vjp_fwd", pair.fwd, fwd_f.function_type.inputs.data, outputs)
+    _public_wrapper(module, "vjp_fwd", pair.fwd, fwd_f.function_type.inputs.data, fwd_f.function_type.outputs.data)
     _public_wrapper(module, "vjp_bwd", pair.bwd, bwd_f.function_type.inputs.data, bwd_f.function_type.outputs.data)
+    # the declared outputs, read before compiling (msir-forward-arguments drops
+    # the parameters the private @f__fwd returns)
+    shapes = [t.get_shape() if hasattr(t, "get_shape") else () for t in fwd_f.function_type.outputs.data]
     compiled = compile_module(module, "vjp_fwd", also=("vjp_bwd",))
-    static = [i for i, t in enumerate(outputs) if isinstance(t, TensorType) and all(d >= 0 for d in t.get_shape())]
-    order = static + [i for i in range(len(outputs)) if i not in static]
+    static = [k for k, shape in enumerate(shapes) if all(d >= 0 for d in shape)]
+    order = static + [k for k in range(len(shapes)) if k not in static]
     return _CompiledVjp(
         compiled.native, compiled.functions["vjp_bwd"], traced, pair.n_results, pair.float_results, pair.float_args,
         order,
@@ -83,10 +90,7 @@ def compiled_vjp(t, primals: tuple):
     leaves: list[Any] = []
     _leaves(primals, leaves)
     inputs = leaves + [cap.get() for cap in c.traced.captures]
-    native = c.fwd(*inputs)
-    outs: list[Any] = [None] * len(native)
-    for k, i in enumerate(c.fwd_order):
-        outs[i] = native[k]
+    outs = c.run_fwd(inputs)
     results, residuals = outs[: c.n_results], outs[c.n_results :]
     entry = _Entry(None, c.traced, len(leaves))
     value = entry._rebuild(c.traced.out_structure, results)

@@ -172,6 +172,12 @@ class IRBuilder:
     def tape_get(self, tape: Any, k: Any) -> SSAValue:
         return self.emit(M.TapeGetOp(self.val(tape), self.val(k)))
 
+    def tape_add(self, tape: Any, k: Any, v: Any) -> SSAValue:
+        return self.emit(M.TapeAddOp(self.val(tape), self.val(k), self.val(v)))
+
+    def tape_zeros(self, like: Any) -> SSAValue:
+        return self.emit(M.TapeZerosOp(self.val(like)))
+
     def apply(self, name: str, p: dict, xs: Sequence[Any]) -> SSAValue:
         """Apply a (linear) primitive by name with the parameters `op_params` gives."""
         if name in self._UNARY:

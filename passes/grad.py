@@ -84,6 +84,7 @@ from msir.passes.specialize import specialize
 
 from msir.passes.grad_control import CONTROL_FLOW, outline_regions  # noqa: E402
 from msir.passes.grad_control import adjoint as control_adjoint  # noqa: E402
+from msir.passes.grad_control import zero_ct  # noqa: E402
 from msir.passes.grad_control import forward as control_forward  # noqa: E402
 
 REVERSE_OPS = (M.GradOp, M.ValueAndGradOp, M.VjpOp)
@@ -509,7 +510,7 @@ class _PairBuilder:
         B.loc = self.f.location
         for i in self.float_args:
             a = self.f.body.block.args[i]
-            outs.append(ct[a] if a in ct else B.constant(0.0, M.dtype_of(a.type), M.shape_of(a.type)))
+            outs.append(ct[a] if a in ct else zero_ct(self, B, a))
         self.bwd_block.add_op(func.ReturnOp(*outs))
 
         self.prune_residuals()
@@ -566,7 +567,7 @@ class _PairBuilder:
         ins: list[SSAValue] = []
         for i in pair.float_results:
             r = op.results[i]
-            ins.append(ct[r] if r in ct else B.constant(0.0, M.dtype_of(r.type), M.shape_of(r.type)))
+            ins.append(ct[r] if r in ct else zero_ct(self, B, r))
         ins += [self.resolve(Lazy(v)) for v in self.call_residuals[op]]
         call = func.CallOp(pair.bwd, ins, [op.arguments[i].type for i in pair.float_args])
         call.location = op.location

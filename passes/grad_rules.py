@@ -50,6 +50,12 @@ class Builder(Protocol):
     def scatter_add(self, u: V, idx: V, axis: int, shape: Sequence[int]) -> V: ...
     def concatenate(self, xs: Sequence[V], axis: int) -> V: ...
     def apply(self, name: str, p: dict, xs: Sequence[V]) -> V: ...  # any op by name
+    # tapes (rows of a `tensor<?x...>`, IRBuilder only: they appear in derivatives of loops)
+    def tape_set(self, tape: V, k: V, v: V) -> V: ...
+    def tape_push(self, tape: V, v: V) -> V: ...
+    def tape_get(self, tape: V, k: V) -> V: ...
+    def tape_add(self, tape: V, k: V, v: V) -> V: ...
+    def tape_zeros(self, like: V) -> V: ...
 
 
 VjpRule = Callable[[Builder, dict, list, V, V], list]
@@ -59,7 +65,7 @@ VJP: dict[str, VjpRule] = {}
 JVP: dict[str, JvpRule] = {}
 NON_DIFFERENTIABLE: set[str] = {
     "compare", "argmax", "argmin", "iota", "constant", "and", "or", "xor", "not", "sign",
-    "floor", "ceil", "floordiv", "tape_alloc",
+    "floor", "ceil", "floordiv", "tape_alloc", "tape_zeros",
 }
 """Ops whose derivative is zero everywhere it exists (or that have integer results)."""
 
@@ -517,8 +523,22 @@ for _name in ("reduce_max", "reduce_min", "reduce_prod"):
     JVP[_name] = _window_jvp(_name)
 
 
-# -- tapes (forward mode only: they appear in derivatives; a tangent of a tape is
-# a tape of tangents, so forward mode over reverse mode works through loops) ---
+# -- tapes (they appear in derivatives of loops, so derivatives of derivatives
+# meet them). Every row of a tape is written once (tape_alloc/tape_zeros, then
+# tape_set/tape_add/tape_push), so the cotangent of the tape a write consumes is that of
+# the tape it returns. In a loop, `grad_control` applies these rules in place,
+# accumulating a read's row cotangent into a loop-carried cotangent tape
+# (`tape_add`) instead of materialising the whole-tape cotangent below. -------
+
+
+@vjp("tape_set", "tape_add")
+def _(B, p, xs, y, ct):
+    return [ct, None, B.tape_get(ct, xs[1])]
+
+
+@vjp("tape_get")
+def _(B, p, xs, y, ct):
+    return [B.tape_add(B.tape_zeros(xs[0]), xs[1], ct), None]
 
 
 @jvp("tape_set")
@@ -530,9 +550,14 @@ def _(B, p, xs, y, ts):
 
 @jvp("tape_push")
 def _(B, p, xs, y, ts):
-    if ts[0] is None:
-        raise KeyError("tape_push: the tape's tangent must come from the loop")
-    return B.tape_push(ts[0], _t(B, ts[1], xs[1]))
+    base = ts[0] if ts[0] is not None else B.tape_zeros(xs[0])
+    return B.tape_push(base, _t(B, ts[1], xs[1]))
+
+
+@jvp("tape_add")
+def _(B, p, xs, y, ts):
+    base = ts[0] if ts[0] is not None else B.tape_zeros(xs[0])
+    return B.tape_add(base, xs[1], _t(B, ts[2], xs[2]))
 
 
 @jvp("tape_get")

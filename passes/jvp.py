@@ -79,23 +79,7 @@ def _build(ad: ModuleAD, f: func.FuncOp, active: tuple[int, ...], fname: str) ->
         if isinstance(op, CONTROL_FLOW) and any(tangent.get(v) is not None for v in reads(op)):
             _control(ad, op, block, value, tangent)
             continue
-        clone = op.clone(value_mapper=dict(value))
-        block.add_op(clone)
-        for old, new in zip(op.results, clone.results):
-            value[old] = new
-        ts = [tangent.get(v) for v in op.operands]
-        if all(t is None for t in ts):
-            continue
-        if len(op.results) != 1:
-            raise NotDifferentiableError(f"cannot differentiate '{op.name}'", source_loc(op))
-        y = op.results[0]
-        name, p = op_params(op)
-        if name in NON_DIFFERENTIABLE or not is_float_type(y.type):
-            continue
-        rule = JVP.get(name)
-        if rule is None:
-            raise NotDifferentiableError(f"'{op.name}' has no forward-mode rule", source_loc(op))
-        tangent[y] = rule(B, p, [value[v] for v in op.operands], value[y], ts)
+        _op(op, block, value, tangent, B)
     assert ret is not None
     B.loc = f.location
     outs = [value[v] for v in ret.operands]
@@ -108,6 +92,28 @@ def _build(ad: ModuleAD, f: func.FuncOp, active: tuple[int, ...], fname: str) ->
     t_outs = [B.cast(t, M.dtype_of(v.type)) for t, v in zip(t_outs, ret.operands)]
     block.add_op(func.ReturnOp(*outs, *t_outs))
     ad.add_func(fname, block, [v.type for v in outs + t_outs], f.location)
+
+
+def _op(op: Operation, block: Block, value, tangent, B: IRBuilder) -> None:
+    """A primal op and, by its forward rule, its result's tangent."""
+    # every value it reads, its regions' reads from outside included
+    clone = op.clone(value_mapper={v: value.get(v, v) for v in reads(op)})
+    block.add_op(clone)
+    for old, new in zip(op.results, clone.results):
+        value[old] = new
+    ts = [tangent.get(v) for v in op.operands]
+    if all(t is None for t in ts):
+        return
+    if len(op.results) != 1:
+        raise NotDifferentiableError(f"cannot differentiate '{op.name}'", source_loc(op))
+    y = op.results[0]
+    name, p = op_params(op)
+    if name in NON_DIFFERENTIABLE or not is_float_type(y.type):
+        return
+    rule = JVP.get(name)
+    if rule is None:
+        raise NotDifferentiableError(f"'{op.name}' has no forward-mode rule", source_loc(op))
+    tangent[y] = rule(B, p, [value[v] for v in op.operands], value[y], ts)
 
 
 def _call(ad: ModuleAD, op: func.CallOp, block: Block, value, tangent) -> None:
@@ -188,13 +194,24 @@ def _control(ad: ModuleAD, op: Operation, block: Block, value, tangent) -> None:
         lead = [M.TensorType(M.i64, [])] if counter else []
         nb = Block(arg_types=lead + [v.type for v in inits] + [t.type for t in t_inits])
         new_carried = list(nb.args[len(lead) : len(lead) + len(inits)])
-        new_t = dict(zip([carried_args[i] for i in float_pos], nb.args[len(lead) + len(inits) :]))
-        mapping = dict(zip(list(body.args), list(nb.args[: len(lead)]) + new_carried))
-        call = body.first_op
-        args = [mapping.get(v) or value[v] for v in call.arguments]
-        tangents = [new_t.get(v) if v in new_t else tangent.get(v) for v in call.arguments]
-        outs = _region_jvp(ad, call, nb, args, tangents, float_pos)
-        nb.add_op(M.YieldOp(*outs))
+        b_value = {**value, **dict(zip(list(body.args), list(nb.args[: len(lead)]) + new_carried))}
+        b_tangent = {**tangent, **dict(zip([carried_args[i] for i in float_pos], nb.args[len(lead) + len(inits) :]))}
+        NB = IRBuilder(nb, op.location)
+        term = body.last_op
+        for o in body.ops:
+            if o is term:
+                break
+            if not isinstance(o, func.CallOp):  # a kept tape-row op (see grad_control)
+                _op(o, nb, b_value, b_tangent, NB)
+                continue
+            pos = [i for i, r in enumerate(o.results) if is_float_type(r.type)]
+            outs = _region_jvp(ad, o, nb, [b_value[v] for v in o.arguments],
+                               [b_tangent.get(v) for v in o.arguments], pos)
+            b_value.update(zip(o.results, outs))
+            b_tangent.update(zip([o.results[i] for i in pos], outs[len(o.results) :]))
+        t_outs = [b_tangent.get(term.operands[i]) or _zero_tangent(NB, b_value[term.operands[i]], op)
+                  for i in float_pos]
+        nb.add_op(M.YieldOp(*[b_value[v] for v in term.operands], *t_outs))
         if counter:
             new = M.ForOp(value[op.lower], value[op.upper], value[op.step], inits + t_inits, Region(nb))
         else:

@@ -284,9 +284,9 @@ NOT_PRIMITIVES = {
     "constant", "iota",
     # Control flow is differentiated structurally (passes/grad_control.py), not by a rule.
     "if", "for", "while", "condition",
-    # Tapes appear only in derivatives; differentiating them again (second order
-    # through loops) is refused with NotDifferentiableError until they get rules.
-    "tape_alloc", "tape_set", "tape_push", "tape_get",
+    # Appends only in loop bodies msir-grad generates; its reverse is structural
+    # there (grad_control `_push_rows`: its row follows from the iteration).
+    "tape_push",
 }
 
 
@@ -303,9 +303,10 @@ def test_every_differentiable_op_has_both_rules():
 
 def test_every_rule_is_checked_here():
     checked = {c.params(c.inputs(_rng(c)))[0] for c in CASES}
-    # Tape rules act on loop tapes only; they are checked end to end by the
-    # forward-over-reverse Hessian tests through loops (test_control_flow_grad.py).
-    tape_rules = {"tape_set", "tape_push", "tape_get"}
+    # Tape rules act on loop tapes only (IRBuilder, no NumPy counterpart); they are
+    # checked end to end by the forward-over-reverse Hessian and the
+    # reverse-over-reverse tests through loops (test_control_flow_grad.py).
+    tape_rules = {"tape_set", "tape_get", "tape_add", "tape_push"}
     assert (VJP.keys() | JVP.keys()) - checked - tape_rules == set(), "rules without a finite-difference case"
 
 

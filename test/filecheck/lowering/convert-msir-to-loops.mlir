@@ -133,3 +133,43 @@ func.func @tuples(%a: tensor<2xf32>, %b: tensor<2xf32>) -> (tensor<2xf32>, tenso
 // CHECK-NEXT:    memref.store %{{.*}}, %[[O2]]
 // CHECK-NOT:     memref.alloc
 // CHECK:         func.return
+
+// -----
+
+// A cotangent tape: msir.tape_zeros allocates and zero-fills a tape of as many
+// rows as its operand; msir.tape_add, like msir.tape_set, updates the tape in
+// place (no allocation in the loop: the new tape is the carried buffer, here
+// the zero-filled one).
+func.func @tape_acc(%t: tensor<?x2xf64>, %n: tensor<i64>, %v: tensor<2xf64>) -> tensor<?x2xf64> {
+  %z = msir.tape_zeros %t : tensor<?x2xf64>
+  %one = msir.constant dense<1> : tensor<i64>
+  %zero = msir.constant dense<0> : tensor<i64>
+  %r = msir.for %zero to %n step %one (%z) : (tensor<?x2xf64>) {
+  ^bb0(%k: tensor<i64>, %a: tensor<?x2xf64>):
+    %a2 = msir.tape_add %a[%k], %v : tensor<?x2xf64>, tensor<i64>, tensor<2xf64>
+    msir.yield %a2 : tensor<?x2xf64>
+  }
+  func.return %r : tensor<?x2xf64>
+}
+
+// CHECK-LABEL: func.func @tape_acc(
+// CHECK-SAME:    %[[T:.*]]: memref<?x2xf64>, %{{.*}}: memref<i64>, %[[V:.*]]: memref<2xf64>) -> memref<?x2xf64>
+// CHECK:         %[[ROWS:.*]] = memref.dim %[[T]], %{{.*}} : memref<?x2xf64>
+// CHECK-NEXT:    %[[Z:.*]] = memref.alloc(%[[ROWS]]) {{.*}} : memref<?x2xf64>
+// CHECK-NEXT:    scf.for %{{.*}} = %{{.*}} to %[[ROWS]] step %{{.*}} {
+// CHECK-NEXT:      scf.for
+// CHECK-NEXT:        memref.store %{{.*}}, %[[Z]][%{{.*}}, %{{.*}}] : memref<?x2xf64>
+// The loop over k (its counter cast to i64 first) adds into the zero-filled
+// tape itself: the carried buffer is updated in place, not copied.
+// CHECK:           arith.index_cast %{{.*}} : index to i64
+// CHECK-NOT:       memref.alloc(
+// CHECK:           %[[ROW:.*]] = arith.index_cast %{{.*}} : i64 to index
+// CHECK-NEXT:      scf.for %[[J:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK-NEXT:        %[[OLD:.*]] = memref.load %[[Z]][%[[ROW]], %[[J]]] : memref<?x2xf64>
+// CHECK-NEXT:        %[[X:.*]] = memref.load %[[V]][%[[J]]] : memref<2xf64>
+// CHECK-NEXT:        %[[SUM:.*]] = arith.addf %[[OLD]], %[[X]] : f64
+// CHECK-NEXT:        memref.store %[[SUM]], %[[Z]][%[[ROW]], %[[J]]] : memref<?x2xf64>
+// CHECK-NEXT:      }
+// CHECK-NEXT:    }
+// CHECK-NOT:     memref.alloc(
+// CHECK:         func.return %[[Z]] : memref<?x2xf64>

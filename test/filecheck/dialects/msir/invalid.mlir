@@ -724,3 +724,30 @@ func.func @f(%t: tuple<tensor<f32>, tensor<4xi64>>) {
 %v = "test.op"() : () -> tensor<4xf32>
 %0 = msir.tape_push %t, %v : tensor<2x4xf32>, tensor<4xf32>
 // CHECK: {{^}}'msir.tape_push' row type tensor<4xf32> does not match the tape type tensor<2x4xf32>{{$}}
+
+// -----
+
+// tape_add: the row does not match the tape
+func.func @f(%t: tensor<?x4xf32>, %k: tensor<i64>, %v: tensor<3xf32>) {
+  %0 = msir.tape_add %t[%k], %v : tensor<?x4xf32>, tensor<i64>, tensor<3xf32>
+  func.return
+}
+// CHECK: {{^}}'msir.tape_add' row type tensor<3xf32> does not match the tape type tensor<?x4xf32>{{$}}
+
+// -----
+
+// tape_add: the index is not an i64 scalar
+func.func @f(%t: tensor<?x4xf32>, %k: tensor<i32>, %v: tensor<4xf32>) {
+  %0 = msir.tape_add %t[%k], %v : tensor<?x4xf32>, tensor<i32>, tensor<4xf32>
+  func.return
+}
+// CHECK: {{^}}'msir.tape_add' index has type tensor<i32>, expected tensor<i64>{{$}}
+
+// -----
+
+// tape_zeros: not a tape
+func.func @f(%t: tensor<3x4xf32>) {
+  %0 = msir.tape_zeros %t : tensor<3x4xf32>
+  func.return
+}
+// CHECK: {{^}}'msir.tape_zeros' type tensor<3x4xf32> needs a dynamic first dimension{{$}}

@@ -512,4 +512,22 @@ func.func @tapes(%n: tensor<i64>, %k: tensor<i64>, %v: tensor<4xf32>, %s: tensor
 // CHECK-NEXT:   func.return %r : tensor<4xf32>
 // CHECK-NEXT: }
 
+func.func @tape_cotangents(%n: tensor<i64>, %k: tensor<i64>, %v: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = msir.tape_alloc %n : tensor<i64> to tensor<?x4xf32>
+  %1 = msir.tape_set %0[%k], %v : tensor<?x4xf32>, tensor<i64>, tensor<4xf32>
+  %2 = msir.tape_add %1[%k], %v : tensor<?x4xf32>, tensor<i64>, tensor<4xf32>
+  %3 = msir.tape_zeros %2 : tensor<?x4xf32>
+  %4 = msir.tape_get %3[%k] : tensor<?x4xf32>, tensor<i64> to tensor<4xf32>
+  func.return %4 : tensor<4xf32>
+}
+
+// CHECK-LABEL: func.func @tape_cotangents(%n: tensor<i64>, %k: tensor<i64>, %v: tensor<4xf32>) -> tensor<4xf32> {
+// CHECK-NEXT:   %0 = msir.tape_alloc %n : tensor<i64> to tensor<?x4xf32>
+// CHECK-NEXT:   %1 = msir.tape_set %0[%k], %v : tensor<?x4xf32>, tensor<i64>, tensor<4xf32>
+// CHECK-NEXT:   %2 = msir.tape_add %1[%k], %v : tensor<?x4xf32>, tensor<i64>, tensor<4xf32>
+// CHECK-NEXT:   %3 = msir.tape_zeros %2 : tensor<?x4xf32>
+// CHECK-NEXT:   %4 = msir.tape_get %3[%k] : tensor<?x4xf32>, tensor<i64> to tensor<4xf32>
+// CHECK-NEXT:   func.return %4 : tensor<4xf32>
+// CHECK-NEXT: }
+
 // CHECK-NEXT: }
