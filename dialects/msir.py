@@ -1971,17 +1971,10 @@ class TapeAllocOp(IRDLOperation):
             raise VerifyException(f"'{self.name}' result type {self.result.type} needs a dynamic first dimension")
 
 
-@irdl_op_definition
-class TapeSetOp(IRDLOperation):
-    """The tape with row `%k` replaced by `%v` (updated in place when lowered:
-    a tape value is used once).
+class _TapeRowWriteOp(IRDLOperation):
+    """Base of tape_set and tape_add: a new tape from `%t`, row `%k` and `%v`
+    (updated in place when lowered: a tape value is used once)."""
 
-    ```mlir
-    %t2 = msir.tape_set %t[%k], %v : tensor<?x4xf32>, tensor<i64>, tensor<4xf32>
-    ```
-    """
-
-    name = "msir.tape_set"
     T: ClassVar = VarConstraint("T", _TensorT)
     tape = operand_def(T)
     index = operand_def(_TensorT)
@@ -1994,6 +1987,19 @@ class TapeSetOp(IRDLOperation):
 
     def verify_(self) -> None:
         _verify_tape_row(self, self.tape.type, self.index.type, self.value.type)
+
+
+@irdl_op_definition
+class TapeSetOp(_TapeRowWriteOp):
+    """The tape with row `%k` replaced by `%v` (updated in place when lowered:
+    a tape value is used once).
+
+    ```mlir
+    %t2 = msir.tape_set %t[%k], %v : tensor<?x4xf32>, tensor<i64>, tensor<4xf32>
+    ```
+    """
+
+    name = "msir.tape_set"
 
 
 @irdl_op_definition
@@ -2054,7 +2060,7 @@ class TapePushOp(IRDLOperation):
 
 
 @irdl_op_definition
-class TapeAddOp(IRDLOperation):
+class TapeAddOp(_TapeRowWriteOp):
     """The tape with `%v` added to row `%k` (updated in place when lowered, like
     `msir.tape_set`). Reverse mode accumulates the cotangent of a tape read in a
     loop (`msir.tape_get`) one row per iteration with it.
@@ -2065,18 +2071,6 @@ class TapeAddOp(IRDLOperation):
     """
 
     name = "msir.tape_add"
-    T: ClassVar = VarConstraint("T", _TensorT)
-    tape = operand_def(T)
-    index = operand_def(_TensorT)
-    value = operand_def(_TensorT)
-    result = result_def(T)
-    assembly_format = "$tape `[` $index `]` `,` $value attr-dict `:` type($tape) `,` type($index) `,` type($value)"
-
-    def __init__(self, tape: SSAValue, index: SSAValue, value: SSAValue):
-        super().__init__(operands=[tape, index, value], result_types=[tape.type])
-
-    def verify_(self) -> None:
-        _verify_tape_row(self, self.tape.type, self.index.type, self.value.type)
 
 
 @irdl_op_definition
