@@ -37,7 +37,7 @@ tanh(+-inf) = +-1, tanh(nan) = nan, tanh saturates to +-1, tanh of a denormal
 is itself; log(+-0) = -inf, log(x<0) = nan, log(-inf) = nan, log(+inf) = inf,
 log(nan) = nan (a canonical quiet NaN).
 
-The polynomial coefficients come from tools/fit_vector_math.py (near-minimax,
+The polynomial coefficients come from scripts/fit_vector_math.py (near-minimax,
 Chebyshev interpolation in mpmath, rounded to the float type).
 
 Which route each (function, dtype) takes by default (`math_impl=auto`) is
@@ -60,7 +60,7 @@ I1 = IntegerType(1)
 I32 = IntegerType(32)
 I64 = IntegerType(64)
 
-# Polynomial coefficients, highest degree first (tools/fit_vector_math.py).
+# Polynomial coefficients, highest degree first (scripts/fit_vector_math.py).
 COEFFS: dict[tuple[str, str], tuple[float, ...]] = {
     # e**r = 1 + r + r**2*P(r), |r| <= 1.02*ln2/2; kernel error 0.094 eps (f32), 0.11 eps (f64)
     ("exp", "f32"): (

@@ -1,6 +1,6 @@
 """Fit the polynomial coefficients of msir.lowering.vector_math (run by hand).
 
-    python tools/fit_vector_math.py
+    python scripts/fit_vector_math.py
 
 For each kernel it fits a near-minimax polynomial (Chebyshev interpolation in
 mpmath at 60 digits), rounds the coefficients to the target float type, and
