@@ -24,7 +24,10 @@ wrapped again. Node by node, what is generated:
   is not taped: the `msir.for` counter (lb + k * step), a value the body reads
   from outside the loop (stored once), a row the body reads from a tape, and a
   residual the body also stores with `msir.tape_set` into a carried tape (read
-  back from that tape's final value).
+  back from that tape's final value), and the new value of a carried variable
+  whose old value is taped (`_shifted`: at iteration k it is the old value at
+  k + 1, read from that row, or the loop's final value at k = N - 1; an RNN's
+  `h = tanh(W @ h + ...)` tapes h once, not twice).
 * `msir.while`: the trip count depends on data, so the forward is one
   `msir.while` (the condition evaluated as written) that also carries an
   iteration count N (tensor<i64>, from 0) and one tape per residual, started
@@ -438,7 +441,49 @@ def _residual_plan(pb: _PairBuilder, pair, call: func.CallOp, region_args, count
                 plan.append(("outer", pb.fwd_of[arg]))
                 continue
         plan.append(("tape", None))
-    return plan
+    return _shifted(plan, fwd, n, call, counter)
+
+
+def _shifted(plan: list, fwd: func.FuncOp, n: int, call: func.CallOp, counter) -> list:
+    """Residuals that are the body's new value of a carried variable whose old
+    value is taped too: at iteration k the new value is the old value at k + 1,
+    so it becomes ("next", (b, p)), read from row k + 1 of residual b's tape
+    (the final carried value p at the last iteration) instead of taping the
+    same data twice (an RNN's `h = tanh(...)` tapes `h` once, not twice)."""
+    from xdsl.ir import BlockArgument
+
+    ret = fwd.body.block.last_op
+    block = call.parent_block()
+    term = block.last_op if block is not None else None
+    carried = [a for a in block.args if a is not counter] if block is not None else []
+    old_of = {}  # carried position -> plan index of its taped old value
+    for b, (kind, _) in enumerate(plan):
+        r = ret.operands[n + b]
+        if kind == "tape" and isinstance(r, BlockArgument) and r.block is fwd.body.block:
+            arg = call.arguments[r.index]
+            if arg in carried:
+                old_of.setdefault(carried.index(arg), b)
+    out = list(plan)
+    for a, (kind, _) in enumerate(plan):
+        r = ret.operands[n + a]
+        if kind != "tape" or r not in ret.operands[:n]:
+            continue
+        p = list(ret.operands[:n]).index(r)
+        if p in old_of and term is not None and p < len(term.operands) and term.operands[p] is call.results[p]:
+            out[a] = ("next", (old_of[p], p))
+    return out
+
+
+def _next_row(pb: _PairBuilder, RB: IRBuilder, op: Operation, k: SSAValue, n: SSAValue, tape: SSAValue,
+              p: int) -> SSAValue:
+    """A plan's ("next", (b, p)) row at iteration k: row k + 1 of the tape of
+    carried value p's old values, or the loop's final value p when k = N - 1."""
+    one = RB.constant(1, "int64")
+    k1 = RB.binary("add", k, one)
+    nxt = RB.tape_get(tape, RB.binary("minimum", k1, RB.binary("sub", n, one)))
+    final = pb.resolve(Lazy(pb.fwd_of[op.res[p]]))
+    shape = M.shape_of(nxt.type)
+    return RB.select(RB.broadcast_to(RB.compare("lt", k1, n), shape), nxt, final)
 
 
 _CHEAP = (M.ConstantOp, M.TakeOp, M.SliceOp, M.ReshapeOp, M.BroadcastToOp, M.CastOp)
@@ -756,8 +801,9 @@ def _adjoint_loop(pb: _PairBuilder, op: M.ForOp | M.WhileOp, ct: dict, B: IRBuil
         if o in after:
             _kept_adjoint(RB, o, cts, acc_tape, row)
     tapes = iter([pb.resolve(Lazy(t)) for t in tapes])
+    tape_of = {b: next(tapes) for b, (kind, _) in enumerate(plan) if kind == "tape"}
     rows = []
-    for kind, v in plan:
+    for b, (kind, v) in enumerate(plan):
         if kind == "outer":
             rows.append(pb.resolve(Lazy(v)))
         elif kind == "counter":
@@ -769,8 +815,10 @@ def _adjoint_loop(pb: _PairBuilder, op: M.ForOp | M.WhileOp, ct: dict, B: IRBuil
         elif kind == "stored":
             j, w = v
             rows.append(RB.tape_get(Lazy(pb.fwd_of[op.res[j]]), row(w)))
+        elif kind == "next":
+            rows.append(_next_row(pb, RB, op, k, n, tape_of[v[0]], v[1]))
         else:
-            rows.append(RB.tape_get(next(tapes), k))
+            rows.append(RB.tape_get(tape_of[b], k))
     ins = [cts[call.results[r]] if call.results[r] in cts else zero_ct(pb, RB, call.results[r])
            for r in pair.float_results]
     bcall = func.CallOp(pair.bwd, ins + rows, [call.arguments[i].type for i in pair.float_args])

@@ -130,14 +130,17 @@ func.func @grad_loop(%x: tensor<3xf64>, %w: tensor<3xf64>, %n: tensor<i64>) -> (
 // FOR-NEXT:    ^bb0(%[[I:.*]]: tensor<i64>, %[[X:.*]]: tensor<3xf64>, %[[A:[^:]*]]: tensor<?x3xf64>
 // FOR-NEXT:      %[[OFF:.*]] = msir.sub %[[I]], %{{.*}} : tensor<i64>
 // FOR-NEXT:      %[[ROW:.*]] = msir.floordiv %[[OFF]], %{{.*}} : tensor<i64>
-// FOR-NEXT:      {{^ *}}%[[Y:[0-9]+]], %[[R0:[0-9]+]], {{.*}} = func.call @loop__for_region0__fwd(%[[I]], %[[X]], %[[W]])
-// FOR-NEXT:      msir.tape_set %[[A]][%[[ROW]]], %[[R0]] : tensor<?x3xf64>, tensor<i64>, tensor<3xf64>
+// Only x is taped: tanh's output, the body's other residual, is the next
+// iteration's x (read back from row k + 1 in the adjoint).
+// FOR-NEXT:      {{^ *}}%[[Y:[0-9]+]], {{.*}}, %[[R:[0-9]+]] = func.call @loop__for_region0__fwd(%[[I]], %[[X]], %[[W]])
+// FOR-NEXT:      msir.tape_set %[[A]][%[[ROW]]], %[[R]] : tensor<?x3xf64>, tensor<i64>, tensor<3xf64>
+// FOR-NOT:       msir.tape_set
 // FOR:           msir.yield %[[Y]],
 // FOR:         func.return %{{.*}}, %[[TRIP]],
 
 // The adjoint carries the cotangent of x and accumulates w's over the iterations.
 // FOR-LABEL: func.func private @loop__bwd(
-// FOR-SAME:    %[[CT:.*]]: tensor<f64>, %[[TRIP:.*]]: tensor<i64>, %[[TAPE:[^:]*]]: tensor<?x3xf64>,
+// FOR-SAME:    %[[CT:.*]]: tensor<f64>, %[[TRIP:.*]]: tensor<i64>, %[[TAPE:[^:]*]]: tensor<?x3xf64>, %[[FINAL:[^:]*]]: tensor<3xf64>,
 // FOR:         %[[CTX:.*]] = msir.broadcast_to %[[CT]] : tensor<f64> to tensor<3xf64>
 // FOR-NEXT:    %[[ACC0:.*]] = msir.constant dense<0.000000e+00> : tensor<3xf64>
 // FOR-NEXT:    %[[ONE:.*]] = msir.constant dense<1> : tensor<i64>
@@ -145,8 +148,14 @@ func.func @grad_loop(%x: tensor<3xf64>, %w: tensor<3xf64>, %n: tensor<i64>) -> (
 // FOR-NEXT:    %[[M1:.*]] = msir.constant dense<-1> : tensor<i64>
 // FOR-NEXT:    %[[GX:.*]], %[[GW:.*]] = msir.for %[[LAST]] to %[[M1]] step %[[M1]] (%[[CTX]], %[[ACC0]]) : (tensor<3xf64>, tensor<3xf64>) {
 // FOR-NEXT:    ^bb0(%[[K:.*]]: tensor<i64>, %[[C:.*]]: tensor<3xf64>, %[[ACC:.*]]: tensor<3xf64>):
+// FOR-NEXT:      %[[K1:.*]] = msir.add %[[K]], %{{.*}} : tensor<i64>
+// FOR-NEXT:      %[[NEXT:.*]] = msir.minimum %[[K1]], %[[LAST]] : tensor<i64>
+// FOR-NEXT:      %[[NROW:.*]] = msir.tape_get %[[TAPE]][%[[NEXT]]] : tensor<?x3xf64>, tensor<i64> to tensor<3xf64>
+// FOR-NEXT:      %[[IN:.*]] = msir.compare lt, %[[K1]], %[[TRIP]] : tensor<i64>
+// FOR-NEXT:      %[[INB:.*]] = msir.broadcast_to %[[IN]] : tensor<i1> to tensor<3xi1>
+// FOR-NEXT:      %[[T:.*]] = msir.select %[[INB]], %[[NROW]], %[[FINAL]] : tensor<3xi1>, tensor<3xf64>
 // FOR-NEXT:      %[[ROW:.*]] = msir.tape_get %[[TAPE]][%[[K]]] : tensor<?x3xf64>, tensor<i64> to tensor<3xf64>
-// FOR:           %{{.*}}, %[[DW:.*]] = func.call @loop__for_region0__bwd(%[[C]], %[[ROW]],
+// FOR:           %{{.*}}, %[[DW:.*]] = func.call @loop__for_region0__bwd(%[[C]], %[[T]], %{{.*}}, %[[ROW]])
 // FOR:           %[[ACC1:.*]] = msir.add %[[ACC]], %[[DW]] : tensor<3xf64>
 // FOR-NEXT:      msir.yield %{{.*}}, %[[ACC1]] : tensor<3xf64>, tensor<3xf64>
 // FOR-NEXT:    }
