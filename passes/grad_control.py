@@ -561,6 +561,26 @@ def _stored(call: func.CallOp, p: int):
     return None
 
 
+def _augmented_body(block: Block, body: Block, call: func.CallOp, pair, mapping: dict,
+                    loc) -> list[SSAValue]:
+    """Copy a loop body into `block` for the augmented forward: the body call
+    becomes a call of the pair's `fwd`, the kept tape-row ops are cloned as
+    they are (`mapping` maps the body's values, and is extended); returns the
+    residuals the call produced."""
+    residuals: list[SSAValue] = []
+    for o in body.ops:
+        if o is call:
+            fcall = func.CallOp(pair.fwd, [mapping[v] for v in call.arguments],
+                                [r.type for r in call.results] + pair.residual_types)
+            fcall.location = loc
+            block.add_op(fcall)
+            mapping.update(zip(call.results, fcall.results))
+            residuals = list(fcall.results[len(call.results) :])
+        elif o is not body.last_op:  # a kept tape-row op: the primal op
+            _clone_into(block, o, mapping)
+    return residuals
+
+
 def _forward_for(pb: _PairBuilder, op: M.ForOp) -> None:
     call = _region_call(op.body)
     body = op.body.block
@@ -579,17 +599,7 @@ def _forward_for(pb: _PairBuilder, op: M.ForOp) -> None:
     IB = IRBuilder(block, op.location)
     k = IB.binary("floordiv", IB.binary("sub", i, lb), step)
     mapping = {**pb.fwd_of, body.args[0]: i, **dict(zip(body.args[1:], carried))}
-    residuals: list[SSAValue] = []
-    for o in body.ops:
-        if o is call:
-            fcall = func.CallOp(pair.fwd, [mapping[v] for v in call.arguments],
-                                [r.type for r in call.results] + pair.residual_types)
-            fcall.location = op.location
-            block.add_op(fcall)
-            mapping.update(zip(call.results, fcall.results))
-            residuals = list(fcall.results[len(call.results) :])
-        elif o is not body.last_op:  # a kept tape-row op: the primal op
-            _clone_into(block, o, mapping)
+    residuals = _augmented_body(block, body, call, pair, mapping, op.location)
     new_tapes = [IB.emit(M.TapeSetOp(t, k, residuals[j])) for t, j in zip(tape_args, taped)]
     block.add_op(M.YieldOp(*[mapping[v] for v in body.last_op.operands], *new_tapes))
     loop = M.ForOp(lb, ub, step, inits + tapes, Region(block))
@@ -631,17 +641,7 @@ def _forward_while(pb: _PairBuilder, op: M.WhileOp) -> None:
     body_block = Block(arg_types=carried_types)
     carried, count, tape_args = body_block.args[:n_in], body_block.args[n_in], body_block.args[n_in + 1 :]
     mapping = {**pb.fwd_of, **dict(zip(body.args, carried))}
-    residuals: list[SSAValue] = []
-    for o in body.ops:
-        if o is call:
-            fcall = func.CallOp(pair.fwd, [mapping[v] for v in call.arguments],
-                                [r.type for r in call.results] + pair.residual_types)
-            fcall.location = op.location
-            body_block.add_op(fcall)
-            mapping.update(zip(call.results, fcall.results))
-            residuals = list(fcall.results[len(call.results) :])
-        elif o is not body.last_op:  # a kept tape-row op: the primal op
-            _clone_into(body_block, o, mapping)
+    residuals = _augmented_body(body_block, body, call, pair, mapping, op.location)
     BB = IRBuilder(body_block, op.location)
     new_tapes = [BB.emit(M.TapePushOp(t, residuals[j])) for t, j in zip(tape_args, taped)]
     next_count = BB.binary("add", count, BB.constant(1, "int64"))
