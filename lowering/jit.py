@@ -33,17 +33,19 @@ from __future__ import annotations
 import ctypes
 import struct
 import threading
+import warnings
 from collections.abc import Sequence
 from functools import cached_property
 
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 import llvmlite.binding as llvm
 import numpy as np
 
 from msir.errors import (
     CompileError,
+    DonationWarning,
     DTypeError,
     MsirError,
     MsirIndexError,
@@ -112,11 +114,24 @@ def _optimise(mod: llvm.ModuleRef, tm: llvm.TargetMachine) -> None:
     pb.getModulePassManager().run(mod, pb)
 
 
-def _entry_metadata(module) -> dict[str, tuple[list, list, int]]:
-    """Per public function: (arg types, result types, num_outputs), as recorded
-    by msir-lower-to-llvm on the entry wrappers."""
+class EntryInfo(NamedTuple):
+    """What msir-lower-to-llvm records on a public function's entry wrapper."""
+
+    arg_types: list
+    """Loops-level argument types: inputs, then the DPS output buffers."""
+    result_types: list
+    num_outputs: int
+    output_aliases: list[int] = []
+    """Per output: the donated input whose buffer it may be, else -1."""
+    donation_refused: list[str] = []
+    """Why each donated input that no output may reuse was refused."""
+
+
+def _entry_metadata(module) -> dict[str, EntryInfo]:
+    """Per public function: its `EntryInfo`, as recorded by msir-lower-to-llvm
+    on the entry wrappers."""
     from xdsl.dialects import llvm as llvm_dialect
-    from xdsl.dialects.builtin import ArrayAttr, IntegerAttr
+    from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, IntegerAttr
 
     found = {}
     for op in module.ops:
@@ -128,10 +143,14 @@ def _entry_metadata(module) -> dict[str, tuple[list, list, int]]:
             continue
         results = op.attributes["msir.result_types"]
         n_out = op.attributes.get("msir.num_outputs")
-        found[name[: -len(ENTRY_SUFFIX)]] = (
+        aliases = op.attributes.get("msir.output_aliases")
+        refused = op.attributes.get("msir.donation_refused")
+        found[name[: -len(ENTRY_SUFFIX)]] = EntryInfo(
             list(args.data),
             list(results.data),
             n_out.value.data if isinstance(n_out, IntegerAttr) else 0,
+            list(aliases.get_values()) if isinstance(aliases, DenseArrayBase) else [],
+            [r.data for r in refused.data] if isinstance(refused, ArrayAttr) else [],
         )
     return found
 
@@ -180,7 +199,7 @@ def compile_llvm_module(
 def load_native_module(
     obj: bytes,
     llvm_ir: str,
-    metadata: dict[str, tuple[list, list, int]],
+    metadata: dict[str, EntryInfo],
     sites: Sequence[SourceLoc] | None = None,
     required_symbols: Sequence[str] = (),
 ) -> NativeModule:
@@ -246,10 +265,14 @@ class NativeModule:
         recorded = self._metadata.get(name)
         if recorded is None and (arg_types is None or result_types is None):
             raise CompileError(f"no public function '{name}' in the compiled module")
+        aliases: list[int] = []
+        refused: list[str] = []
         if recorded is not None:
-            arg_types = recorded[0] if arg_types is None else arg_types
-            result_types = recorded[1] if result_types is None else result_types
-            num_outputs = recorded[2] if num_outputs is None else num_outputs
+            if arg_types is None and num_outputs is None:  # the recorded signature
+                aliases, refused = list(recorded.output_aliases), list(recorded.donation_refused)
+            arg_types = recorded.arg_types if arg_types is None else arg_types
+            result_types = recorded.result_types if result_types is None else result_types
+            num_outputs = recorded.num_outputs if num_outputs is None else num_outputs
         address = self._engine.get_function_address(name + ENTRY_SUFFIX)
         if not address:
             raise CompileError(f"no entry wrapper '{name}{ENTRY_SUFFIX}' in the compiled module")
@@ -261,6 +284,8 @@ class NativeModule:
             list(result_types),
             num_outputs or 0,
             list(self._sites if sites is None else sites),
+            aliases,
+            refused,
         )
 
     def _read_site(self) -> int:
@@ -450,6 +475,12 @@ class NativeFunction:
     Returns the DPS output buffers (allocated here) followed by the values the
     function returns (memrefs it allocated, adopted without a copy, and
     scalars as 0-d arrays).
+
+    Donation: an output that may alias a donated input (`output_aliases`) is
+    written into that input's array, which is returned as the output, unless
+    the array is read-only or overlaps another input (then it gets a fresh
+    buffer, with a `DonationWarning`). After the call a donated array holds
+    whatever the function wrote there; it must not be used as an input again.
     """
 
     def __init__(
@@ -461,6 +492,8 @@ class NativeFunction:
         result_types: list[Any],
         num_outputs: int,
         sites: list[SourceLoc],
+        output_aliases: Sequence[int] = (),
+        donation_refused: Sequence[str] = (),
     ):
         self.module = module
         self.name = name
@@ -498,6 +531,13 @@ class NativeFunction:
                 self._results.append((slot, 0, dtype, None))
                 slot += 1
         self._buffer_type = ctypes.c_int64 * max(1, self._results_offset + slot)
+        self.donation_refused = list(donation_refused)
+        self._donated = [(j, i) for j, i in enumerate(output_aliases) if i >= 0]
+        donated_inputs = {i for _, i in self._donated}
+        self._others = {  # per donated input: the memref inputs it must not overlap
+            i: [spec.position for spec in self._inputs if isinstance(spec, _MemrefArg) and spec.position != i]
+            for i in donated_inputs
+        }
 
     def __call__(self, *inputs, out: Sequence[np.ndarray] | None = None) -> list[np.ndarray]:
         """Run on `inputs`; `out` optionally gives the DPS output buffers
@@ -512,7 +552,10 @@ class NativeFunction:
         # the prepared inputs (possibly copies) must live until the call returns
         prepared = [spec.pass_input(buf, x) for spec, x in zip(self._inputs, inputs)]
         if out is None:
-            outputs = [spec.fresh() for spec in self._outputs]
+            if self._donated:
+                outputs = self._donated_outputs(prepared)
+            else:
+                outputs = [spec.fresh() for spec in self._outputs]
         else:
             outputs = [spec.check_output(a) for spec, a in zip(self._outputs, out)]
         for spec, a in zip(self._outputs, outputs):
@@ -531,6 +574,33 @@ class NativeFunction:
         if self._results:
             outputs += self._collect_results(buf)
         return outputs
+
+    def _donated_outputs(self, prepared: list) -> list[np.ndarray]:
+        """The output buffers, donated inputs' arrays where they may be reused."""
+        outputs: list[np.ndarray | None] = [None] * len(self._outputs)
+        for j, i in self._donated:
+            a = prepared[i]
+            problem = None
+            if not a.flags.writeable:
+                problem = "it is read-only"
+            elif a.nbytes:
+                lo, hi = _data_pointer(a), _data_pointer(a) + a.nbytes
+                for k in self._others[i]:
+                    b = prepared[k]
+                    p = _data_pointer(b)
+                    if p < hi and lo < p + b.nbytes:
+                        problem = f"it overlaps input {k}"
+                        break
+            if problem is None:
+                outputs[j] = a
+            else:
+                warnings.warn(
+                    f"{self.name}: donated input {i} is not reused ({problem}); "
+                    f"output {j} gets a new buffer",
+                    DonationWarning,
+                    stacklevel=5,  # the caller of the jitted function
+                )
+        return [spec.fresh() if a is None else a for spec, a in zip(self._outputs, outputs)]
 
     def _free_results(self, buf) -> None:
         """After an error: release the buffers the function still returned."""

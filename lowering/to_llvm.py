@@ -89,7 +89,9 @@ Output: a module of `llvm.mlir.global`, `llvm.func` and nothing else, ready for
   the call's `msir.site` and the function returns at once, as on a failed
   allocation, so a recursion too deep for the stack raises instead of crashing.
 * Public functions are external; their pointer parameters are `noalias` unless
-  the module also calls them. Private functions with a body are internal.
+  the module also calls them, except an output with `msir.alias_of = i` and
+  input i (the caller may pass one buffer for both: see convert-msir-to-loops,
+  Donation). Private functions with a body are internal.
 * Each public function `@f` gets an entry wrapper for the JIT::
 
       i32 @f__entry(ptr %args, ptr %dims, ptr %results)
@@ -101,7 +103,9 @@ Output: a module of `llvm.mlir.global`, `llvm.func` and nothing else, ready for
   per result of `@f`, one slot for a scalar or a memref's data pointer followed
   by one slot per dynamic dim. The wrapper sets `@__msir_status` to 0, calls
   `@f` and returns the status. The wrapper carries `msir.num_outputs` and the
-  original `msir.arg_types`/`msir.result_types` for the JIT.
+  original `msir.arg_types`/`msir.result_types` for the JIT and, when `@f` has
+  donated arguments, `msir.output_aliases` (per output, the input it may
+  alias or -1) and `msir.donation_refused` (copied from `@f`).
 """
 
 from __future__ import annotations
@@ -136,6 +140,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
 from msir.errors import CompileError, SourceLoc
+from msir.lowering.to_loops import ALIAS_OF_ATTR, DONATE_ATTR, DONATION_REFUSED_ATTR
 from msir.lowering import allocator
 from msir.lowering import vector_math
 
@@ -631,6 +636,36 @@ def _llvm_gep(ptr: SSAValue, index: SSAValue, elem: Attribute) -> Operation:
     return llvm.GEPOp.create(operands=[ptr, index], result_types=[PTR], properties=properties)
 
 
+def output_aliases(f: func.FuncOp) -> list[int]:
+    """Per output argument of `f`: the input whose buffer it may be (its
+    `msir.alias_of`), else -1."""
+    n_out = f.attributes.get("msir.num_outputs")
+    n = n_out.value.data if isinstance(n_out, IntegerAttr) else 0
+    attrs = list(f.arg_attrs.data) if f.arg_attrs is not None else []
+    out = []
+    for a in attrs[len(attrs) - n:] if n else ():
+        alias = a.data.get(ALIAS_OF_ATTR) if isinstance(a, DictionaryAttr) else None
+        out.append(alias.value.data if isinstance(alias, IntegerAttr) else -1)
+    return out
+
+
+def _shared_params(f: func.FuncOp, sig: Signature) -> set[int]:
+    """The flat parameter positions of the pointers of aliased argument pairs."""
+    aliases = output_aliases(f)
+    if not any(a >= 0 for a in aliases):
+        return set()
+    first, k = [], 0
+    for t in sig.arg_types:
+        first.append(k)
+        k += len(flat_types(t))
+    n_in = len(sig.arg_types) - len(aliases)
+    shared = set()
+    for j, i in enumerate(aliases):
+        if i >= 0:
+            shared.update((first[i], first[n_in + j]))
+    return shared
+
+
 def _entry_wrapper(f: func.FuncOp, sig: Signature, checks_stack: bool = False) -> llvm.FuncOp:
     """`i32 @f__entry(ptr args, ptr dims, ptr results)`; see the module docstring.
     With `checks_stack`, it first records its frame address in `@__msir_stack_base`."""
@@ -685,6 +720,12 @@ def _entry_wrapper(f: func.FuncOp, sig: Signature, checks_stack: bool = False) -
     ops.append(llvm.ReturnOp(add(llvm.LoadOp(status_ptr, I32))))
     block.add_ops(ops)
     num_outputs = f.attributes.get("msir.num_outputs", IntegerAttr(0, i64))
+    donation: dict[str, Attribute] = {}
+    if f.arg_attrs is not None and any(DONATE_ATTR in a.data for a in f.arg_attrs.data):  # type: ignore[attr-defined]
+        donation = {
+            "msir.output_aliases": DenseArrayBase.from_list(i64, output_aliases(f)),
+            DONATION_REFUSED_ATTR: f.attributes.get(DONATION_REFUSED_ATTR, ArrayAttr([])),
+        }
     return llvm.FuncOp(
         name + ENTRY_SUFFIX,
         llvm.LLVMFunctionType([PTR, PTR, PTR], I32),
@@ -694,6 +735,7 @@ def _entry_wrapper(f: func.FuncOp, sig: Signature, checks_stack: bool = False) -
             "msir.num_outputs": num_outputs,
             "msir.arg_types": ArrayAttr(sig.arg_types),
             "msir.result_types": ArrayAttr(sig.result_types),
+            **donation,
         },
     )
 
@@ -718,6 +760,9 @@ class FunctionLowering:
         self.m = m
         self.f = f
         self.sig = sig
+        self.shared_params = _shared_params(f, sig) if sig.arg_types else set()
+        """Flat parameters (pointers) that may be one buffer: an output and the
+        donated input it may alias (`msir.alias_of`), never `noalias`."""
         self.vals: dict[SSAValue, Value] = {}
         self.ints: dict[SSAValue, int] = {}
         self.consts: dict[tuple, SSAValue] = {}
@@ -748,7 +793,8 @@ class FunctionLowering:
         if public and name not in self.m.callees:
             no_alias = DictionaryAttr({"llvm.noalias": UnitAttr()})
             props["arg_attrs"] = ArrayAttr(
-                [no_alias if t == PTR else DictionaryAttr({}) for t in self.sig.flat_args]
+                [no_alias if t == PTR and k not in self.shared_params else DictionaryAttr({})
+                 for k, t in enumerate(self.sig.flat_args)]
             )
         return llvm.FuncOp(
             name,
@@ -1902,7 +1948,7 @@ def _noalias_params(fl: FunctionLowering, params: Sequence[SSAValue]) -> bool:
             continue
         owner = x.owner
         if owner is fl.prologue:
-            if not parent_noalias:
+            if not parent_noalias or x.index in fl.shared_params:  # type: ignore[attr-defined]
                 return False
         elif isinstance(owner, llvm.CallOp):
             if owner.callee.string_value() not in ("aligned_alloc", allocator.ALLOC):

@@ -61,6 +61,18 @@ Guarantees
       A one-row buffer's `memref.alloc` carries `msir.row_local`: each
       iteration of the row loop writes every element it reads, so each thread
       running part of the loop may use its own copy (msir-lower-to-llvm).
+    * Donation. On a public function that nothing in the module calls, an
+      argument marked `{msir.donate}` (its caller gives the buffer away) may
+      share its buffer with an output of the same static type: that output
+      argument gets `{msir.alias_of = i : i64}`, and the function computes the
+      same values whether the caller passes argument i's buffer there or a
+      distinct one. It is given when the op computing the output writes it
+      straight into the output buffer, every other op reading the argument
+      (through any alias) comes before that op (or in its row loop, reading
+      only the row being computed), and that op, if it reads the argument, is
+      elementwise. Each donated argument that no output may reuse is named,
+      with the reason, in the function's `msir.donation_refused` (an ArrayAttr
+      of StringAttr).
     * Runtime errors. `func.func private @__msir_error(i32, i64)` is declared when
       used and called as `func.call @__msir_error(%code, %site)`: code 1 = index
       out of range (`msir.take`, `msir.scatter_add`), code 2 = integer division
@@ -104,6 +116,7 @@ from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     ArrayAttr,
     DenseArrayBase,
+    DictionaryAttr,
     FileLineColLoc,
     Float32Type,
     Float64Type,
@@ -138,6 +151,12 @@ SITE_ATTR = "msir.site"
 STACK_CHECK_ATTR = "msir.stack_check"
 """On a call that may recurse: msir-lower-to-llvm checks the native stack first."""
 NUM_OUTPUTS_ATTR = "msir.num_outputs"
+DONATE_ATTR = "msir.donate"
+"""On a public function's argument: the caller gives its buffer away (see Donation)."""
+ALIAS_OF_ATTR = "msir.alias_of"
+"""On an output argument: the caller may pass the buffer of this input there."""
+DONATION_REFUSED_ATTR = "msir.donation_refused"
+"""On a function: why each donated argument that was not paired was refused."""
 ROW_LOCAL_ATTR = "msir.row_local"
 
 INDEX = IndexType()
@@ -237,6 +256,7 @@ class _Module:
         self.site_index: dict[str, int] = {}
         self.uses_error = False
         self.recursive: set[str] = set()
+        self.called: set[str] = set()
 
     def site(self, op: Operation) -> int:
         loc = _source_loc(op)
@@ -585,6 +605,7 @@ class _Lowering:
         self._fold_aliases(ops)
         last_use = self._plan_buffers(ops, body)
         groups = _row_groups(ops, self.skipped)
+        aliases, refused = _pair_donated(self, ops, body, groups)
         grouped = {o for g in groups.values() for o in g}
         for k, op in enumerate(ops):
             if op in self.skipped:
@@ -603,6 +624,15 @@ class _Lowering:
         )
         new.attributes.update(f.attributes)
         new.attributes[NUM_OUTPUTS_ATTR] = IntegerAttr(len(self.sig.out_positions), i64)
+        if f.arg_attrs is not None or aliases:
+            ins = list(f.arg_attrs.data) if f.arg_attrs is not None else [DictionaryAttr({})] * n_in
+            outs = [
+                DictionaryAttr({ALIAS_OF_ATTR: IntegerAttr(aliases[k], i64)} if k in aliases else {})
+                for k in range(len(self.sig.out_positions))
+            ]
+            new.arg_attrs = ArrayAttr(ins + outs)
+        if refused:
+            new.attributes[DONATION_REFUSED_ATTR] = ArrayAttr([StringAttr(r) for r in refused])
         new.location = f.location
         return new
 
@@ -815,6 +845,102 @@ class _Lowering:
             if v in self.owned:
                 self.owned.discard(v)
                 self.free(self.buf[v])
+
+
+# ---------------------------------------------------------------------------
+# Donation: outputs that may be written into a donated argument's buffer
+# ---------------------------------------------------------------------------
+
+
+def _is_donated(f: func.FuncOp, i: int) -> bool:
+    return f.arg_attrs is not None and DONATE_ATTR in f.arg_attrs.data[i].data  # type: ignore[attr-defined]
+
+
+def _where(op: Operation) -> str:
+    loc = _source_loc(op)
+    return f"'{op.name}' at line {loc.line}" if loc is not None else f"'{op.name}'"
+
+
+def _reads_own_row(L: _Lowering, op: Operation, arg: SSAValue) -> bool:
+    """Whether `op`, in a row group, reads only row r of `arg` at row r: a
+    reduction of it (axis 0 is kept), or a fusion reading it at its own shape."""
+    if isinstance(op, msir.ReduceOp):
+        return all(L.canon(x) is not arg for x in op.operands[1:])
+    if isinstance(op, msir.FusionOp):
+        shape = _shape(op.outputs[0].type)
+        return all(_shape(x.type) == shape for x in op.operands if L.canon(x) is arg)
+    return False
+
+
+def _pair_donated(L: _Lowering, ops: list[Operation], body: Block,
+                  groups: dict[Operation, list[Operation]]) -> tuple[dict[int, int], list[str]]:
+    """Pair donated arguments with output buffers (output k -> argument i) and
+    say why each other donated argument was refused.
+
+    Output k may be passed argument i's buffer when they have one static type,
+    the op P computing output k writes it straight into its buffer, and the
+    argument's value is dead once P has read it: every other op reading it
+    (through any alias: a tuple element, an identity cast, a transposed matmul
+    operand) comes before P at the top level, not in P's row loop, and P, if it
+    reads it, is elementwise (a fusion or an elementwise op), so it reads the
+    element it overwrites and no other. Then the function computes the same
+    values whether or not the two buffers are one."""
+    donated = [i for i in range(len(body.args)) if _is_donated(L.f, i)]
+    if not donated:
+        return {}, []
+
+    def name(i: int) -> str:
+        hint = body.args[i].name_hint
+        return f"argument {i} ('{hint}')" if hint else f"argument {i}"
+
+    if L.f.sym_name.data in L.mod.called:
+        return {}, [f"{name(i)}: the function is also called inside the module" for i in donated]
+    n_in = len(L.f.function_type.inputs)
+    out_args = L.entry.args[n_in:]
+    index = {op: k for k, op in enumerate(ops)}
+    row_group = {o: first for first, g in groups.items() for o in g}
+    candidates = []  # (output k, its value, the op writing it)
+    for k, out in enumerate(out_args):
+        v = next((v for v, d in L.dest.items() if d is out), None)
+        if v is not None and isinstance(v.owner, Operation) and v.owner in index:
+            candidates.append((k, v, v.owner))
+    aliases: dict[int, int] = {}
+    refused = []
+    for i in donated:
+        arg = body.args[i]
+        if not _is_static_tensor(arg.type):
+            refused.append(f"{name(i)}: only a tensor of static shape has a buffer to reuse")
+            continue
+        readers = [op for op in ops if op not in L.skipped and any(L.canon(v) is arg for v in _used_values(op))]
+        view = next((op for op in readers if isinstance(op, msir.TapeGetOp | msir.TapePushOp | msir.TapeSetOp)), None)
+        if view is not None:
+            refused.append(f"{name(i)}: {_where(view)} reads it as a tape")
+            continue
+        reason = f"no output of type {arg.type} is computed by an op of the function"
+        for k, v, p in candidates:
+            if k in aliases or v.type != arg.type:
+                continue
+            late = next((op for op in readers if op is not p and index[op] > index[p]), None)
+            if late is not None:
+                reason = f"{_where(late)} reads it after {_where(p)} writes output {k}"
+                continue
+            group = row_group.get(p)
+            late = next((op for op in readers if op is not p and group is not None
+                         and row_group.get(op) is group and not _reads_own_row(L, op, arg)), None)
+            if late is not None:
+                reason = f"{_where(late)} reads other rows of it in the row loop where {_where(p)} writes output {k}"
+                continue
+            if p in readers:
+                elementwise = isinstance(p, (msir.FusionOp, *_ELEMENTWISE)) and all(
+                    _shape(x.type) == _shape(v.type) for x in p.operands if L.canon(x) is arg)
+                if not elementwise:
+                    reason = f"{_where(p)} writes output {k} and reads it, but not elementwise"
+                    continue
+            aliases[k] = i
+            break
+        else:
+            refused.append(f"{name(i)}: {reason}")
+    return aliases, refused
 
 
 # ---------------------------------------------------------------------------
@@ -2170,6 +2296,9 @@ EMITTERS: dict[type[Operation], Callable[[_Lowering, Operation], None]] = {
 }
 """The lowering of every supported op, by op class."""
 
+_ELEMENTWISE = (*SCALAR, msir.CompareOp, msir.CastOp)
+"""Ops lowered by `_map`: every operand read at the index of the element written."""
+
 
 # ---------------------------------------------------------------------------
 # The pass
@@ -2180,7 +2309,12 @@ def lower_module(module: ModuleOp) -> None:
     """Rewrite `module` in place to the loops level (see the module docstring)."""
     mod = _Module(module)
     funcs = [op for op in module.body.block.ops if isinstance(op, func.FuncOp)]
-    mod.recursive = _recursive_functions(funcs)
+    calls = {
+        f.sym_name.data: {op.callee.string_value() for op in f.walk() if isinstance(op, func.CallOp)}
+        for f in funcs
+    }
+    mod.recursive = _recursive_functions(calls)
+    mod.called = set().union(*calls.values())
     for f in funcs:
         if f.sym_name.data != ERROR_FUNC:
             mod.sigs[f.sym_name.data] = _signature(f)
@@ -2201,12 +2335,8 @@ def lower_module(module: ModuleOp) -> None:
     module.attributes[SITES_ATTR] = ArrayAttr([StringAttr(s) for s in mod.sites])
 
 
-def _recursive_functions(funcs: Sequence[func.FuncOp]) -> set[str]:
-    """The functions on a cycle of the call graph (that may call themselves)."""
-    calls = {
-        f.sym_name.data: {op.callee.string_value() for op in f.walk() if isinstance(op, func.CallOp)}
-        for f in funcs
-    }
+def _recursive_functions(calls: dict[str, set[str]]) -> set[str]:
+    """The functions on a cycle of the call graph `calls` (function -> callees)."""
     found = set()
     for name in calls:
         seen, stack = set(), list(calls[name])

@@ -30,6 +30,7 @@ _LAZY = {
     "custom_vjp": "msir.api",
     "checkpoint": "msir.api",
     "errors": "msir.errors",
+    "DonationWarning": "msir.errors",
 }
 
 

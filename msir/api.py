@@ -16,13 +16,15 @@ import inspect
 import os
 import sys
 import threading
+import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from msir import trace_cache
-from msir.errors import MsirError
+from msir.errors import DonationWarning, MsirError
 
 GRAPH_MODE = 0
 """Compile functions (and their derivatives) to native code."""
@@ -155,7 +157,7 @@ class JitFunction:
 
     __msir_jit__ = True
 
-    def __init__(self, fn):
+    def __init__(self, fn, donate_argnums: int | Sequence[int] = ()):
         fn = getattr(fn, "__wrapped__", fn) if isinstance(fn, JitFunction) else fn
         if not (inspect.isfunction(fn) or isinstance(fn, (Transformed, _JvpEntry))):
             raise TypeError(f"msir.jit expects a Python function, got {type(fn).__name__}")
@@ -166,6 +168,7 @@ class JitFunction:
         self._lock = threading.Lock()
         self._signature = inspect.signature(fn)
         self._n_params = len(self._signature.parameters)
+        self._donate = _donated_positions(donate_argnums, self._n_params, fn)
 
     def __call__(self, *args, **kwargs):
         if kwargs or len(args) != self._n_params:
@@ -208,7 +211,8 @@ class JitFunction:
                     file=sys.stderr,
                 )
             # The persistent trace cache first: on a hit neither the frontend nor xDSL runs.
-            probe = trace_cache.probe(self.__wrapped__, args)
+            variant = ["donate", sorted(self._donate)] if self._donate else None
+            probe = trace_cache.probe(self.__wrapped__, args, variant)
             if probe is not None and probe.hit is not None:
                 hit = probe.hit
                 return self._add_entry(args, key0, hit.static_positions, hit.native, hit.traced)
@@ -217,6 +221,7 @@ class JitFunction:
             from msir.frontend.driver import spec_of, trace
 
             traced = trace(self.__wrapped__, [spec_of(a) for a in args], record=probe is not None)
+            self._mark_donated(traced)
             compiled = compile_module(
                 traced.module, traced.entry, known_miss=probe.failed_ir_key if probe is not None else None
             )
@@ -224,7 +229,35 @@ class JitFunction:
                 probe.store(traced, _mangled(traced.entry), compiled.cache_key, compiled.locations)
             return self._add_entry(args, key0, traced.static_positions, compiled.native, traced)
 
+    def _mark_donated(self, traced: Any) -> None:
+        """Mark the entry function's arguments that are leaves of donated
+        parameters (`msir.donate`), for convert-msir-to-loops to pair with outputs."""
+        if not self._donate:
+            return
+        from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, UnitAttr
+
+        from msir.lowering.to_loops import DONATE_ATTR
+
+        entry = next(op for op in traced.module.ops if getattr(op, "sym_name", None)
+                     and op.sym_name.data == traced.entry)
+        n_args = len(entry.function_type.inputs)
+        attrs = list(entry.arg_attrs.data) if entry.arg_attrs is not None else [DictionaryAttr({})] * n_args
+        k = 0
+        for p, spec in enumerate(traced.arg_specs):
+            n = _count_leaves(spec)
+            if p in self._donate:
+                for i in range(k, k + n):
+                    attrs[i] = DictionaryAttr({**attrs[i].data, DONATE_ATTR: UnitAttr()})
+            k += n
+        entry.arg_attrs = ArrayAttr(attrs)
+
     def _add_entry(self, args: tuple, key0: Any, static: frozenset[int], native: Any, traced: Any) -> _Entry:
+        for reason in getattr(native, "donation_refused", ()):
+            warnings.warn(
+                f"msir.jit({self.__qualname__}): donated {reason}; its output gets a new buffer",
+                DonationWarning,
+                stacklevel=4,
+            )
         self._static[key0] = static
         key = key0 if not static else (key0, self._static_values(args, static))
         leaves: list[Any] = []
@@ -456,11 +489,42 @@ def _describe(args: tuple) -> str:
     return ", ".join(parts)
 
 
-def jit(fn=None):
-    """Compile a NumPy-style Python function to native code (usable as a decorator)."""
+def _count_leaves(spec: Any) -> int:
+    """The number of arguments of the traced function a parameter's spec becomes."""
+    if spec[0] in ("tuple", "list"):
+        return sum(_count_leaves(s) for s in spec[1])
+    return 0 if spec[0] == "const" else 1
+
+
+def _donated_positions(donate_argnums: int | Sequence[int], n_params: int, fn: Any) -> frozenset[int]:
+    positions = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums)
+    for p in positions:
+        if not isinstance(p, int) or isinstance(p, bool) or not -n_params <= p < n_params:
+            raise ValueError(
+                f"msir.jit({getattr(fn, '__qualname__', fn)}): donate_argnums has {p!r}, "
+                f"not a parameter position (the function has {n_params} parameters)"
+            )
+    return frozenset(p % n_params for p in positions)
+
+
+def jit(fn=None, *, donate_argnums: int | Sequence[int] = ()):
+    """Compile a NumPy-style Python function to native code (usable as a decorator,
+    with or without arguments).
+
+    `donate_argnums`: positions of parameters whose arrays the caller gives away
+    (all arrays of a tuple or list parameter). An output of the same shape and
+    dtype whose computation ends the donated value's life is then written into
+    the donated array, which is returned as that output, instead of a new
+    buffer: an SGD step `w = step(w, x)` updates its weights in place. Whether
+    an output may reuse a donated array is decided by the compiler (see
+    convert-msir-to-loops, "Donation"); a donated array it cannot reuse is
+    reported with a `msir.DonationWarning` naming the reason, never silently.
+    After the call a donated array's contents are unspecified unless it is
+    the array returned.
+    """
     if fn is None:
-        return jit
-    return JitFunction(fn)
+        return functools.partial(jit, donate_argnums=donate_argnums)
+    return JitFunction(fn, donate_argnums)
 
 
 __all__ = [

@@ -80,7 +80,7 @@ from typing import Any
 
 from msir.errors import SourceLoc
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 MAGIC = b"MSIRC\x01\n"
 SUFFIX = ".msirc"
 _SUFFIXES = (SUFFIX, ".msirt")  # the object code, and the trace level's entries (msir.trace_cache)
@@ -373,16 +373,19 @@ def store(
     from msir.lowering.jit import abi_type
 
     functions = {}
-    for name, (args, results, n_out) in metadata.items():
-        arg_text = [str(t) for t in args]
-        result_text = [str(t) for t in results]
+    for name, info in metadata.items():
+        arg_text = [str(t) for t in info.arg_types]
+        result_text = [str(t) for t in info.result_types]
         try:
             for t in arg_text + result_text:
                 abi_type(t)
         except Exception:
             _log(f"not caching {key[:12]}: a type of '{name}' has no calling convention as text")
             return False
-        functions[name] = [arg_text, result_text, int(n_out)]
+        functions[name] = [
+            arg_text, result_text, int(info.num_outputs), [int(i) for i in info.output_aliases],
+            [str(r) for r in info.donation_refused],
+        ]
     index = {loc: i for i, loc in enumerate(locs)}
     site_table: list[Any] = []
     for s in sites:
@@ -464,9 +467,12 @@ def load(key: str, locs: list[tuple[str, int, int]]):
         return None
     header, obj, ir_z = found
     try:
+        from msir.lowering.jit import EntryInfo
+
         metadata = {
-            name: ([str(s) for s in a], [str(s) for s in r], int(n))
-            for name, (a, r, n) in header["functions"].items()
+            name: EntryInfo([str(s) for s in a], [str(s) for s in r], int(n), [int(i) for i in al],
+                            [str(x) for x in refused])
+            for name, (a, r, n, al, refused) in header["functions"].items()
         }
         sites: list[SourceLoc | None] = []
         for s in header["sites"]:

@@ -101,3 +101,8 @@ class NotDifferentiableError(MsirError, TypeError):
 
 class CompileError(MsirError):
     """A failure below the frontend: verification, lowering or code generation."""
+
+
+class DonationWarning(UserWarning):
+    """A donated argument's buffer (`msir.jit(..., donate_argnums=...)`) was not
+    reused: the output it was meant for got a new buffer. The message says why."""

@@ -680,13 +680,16 @@ class Probe:
         return True
 
 
-def probe(fn: Any, args: tuple) -> Probe | None:
+def probe(fn: Any, args: tuple, variant: Any = None) -> Probe | None:
     """Look `fn` called on `args` up; None when the trace cache does not apply
-    (disabled, MSIR_DUMP set, or a function or arguments it cannot key)."""
+    (disabled, MSIR_DUMP set, or a function or arguments it cannot key).
+    `variant` (JSON-able) keys options of the compilation, e.g. donation."""
     if not enabled() or os.environ.get("MSIR_DUMP"):
         return None
     ident = identity(fn)
     desc = describe(list(args))
+    if desc is not None and variant is not None:
+        desc = [desc, variant]
     if ident is None or desc is None:
         return None
     try:
