@@ -2063,7 +2063,8 @@ class TapePushOp(IRDLOperation):
 class TapeAddOp(_TapeRowWriteOp):
     """The tape with `%v` added to row `%k` (updated in place when lowered, like
     `msir.tape_set`). Reverse mode accumulates the cotangent of a tape read in a
-    loop (`msir.tape_get`) one row per iteration with it.
+    loop (`msir.tape_get`), or of an array from outside a loop read by rows
+    (`xs[i]`, a tensor with a static first dim), one row per iteration with it.
 
     ```mlir
     %t2 = msir.tape_add %t[%k], %v : tensor<?x4xf32>, tensor<i64>, tensor<4xf32>
@@ -2101,12 +2102,15 @@ class TapeZerosOp(IRDLOperation):
 def _verify_tape_row(op: Operation, tape: Attribute, index: Attribute, row: Attribute) -> None:
     if not _scalar_type(index, ("int64",)):
         raise VerifyException(f"'{op.name}' index has type {index}, expected tensor<i64>")
-    _verify_row_type(op, tape, row)
+    _verify_row_type(op, tape, row, static_rows=True)
 
 
-def _verify_row_type(op: Operation, tape: Attribute, row: Attribute) -> None:
-    if not isinstance(tape, TensorType) or not isinstance(row, TensorType) or (
-        TensorType(row.element_type, [DYNAMIC, *row.get_shape()]) != tape
+def _verify_row_type(op: Operation, tape: Attribute, row: Attribute, static_rows: bool = False) -> None:
+    """`row` is a row of `tape`, a `tensor<?x...>` (with `static_rows`, any
+    tensor of rank >= 1: reverse mode adds rows into the cotangent of an array
+    a loop reads by rows with `msir.tape_add`)."""
+    if not isinstance(tape, TensorType) or not isinstance(row, TensorType) or not tape.get_shape() or (
+        TensorType(row.element_type, [tape.get_shape()[0] if static_rows else DYNAMIC, *row.get_shape()]) != tape
     ):
         raise VerifyException(f"'{op.name}' row type {row} does not match the tape type {tape}")
 

@@ -58,6 +58,14 @@ wrapped again. Node by node, what is generated:
   iteration by `tape_add(ct_t, k, ct_row)` (one row, in place), never by a
   whole-tape addition. So second and higher orders through loops cost O(N)
   per level.
+* Rows of outer arrays (`_kept_takes`): a `msir.for` body's `xs[i]` (a 0-d
+  i64 index computed from the counter by integer ops, `xs` a float array from
+  outside the loop) is kept in the loop's block like a tape read, so its
+  adjoint is the same: the cotangent of `xs` is carried through the adjoint
+  loop, started at zeros, and each iteration adds its row's cotangent with
+  `tape_add(ct_xs, i, ct_row)` in place. The body's adjoint returns one row,
+  not an array of `xs`'s shape to be summed: a gradient with respect to a
+  sequence an RNN reads step by step costs O(T) instead of O(T^2).
 
 Integer and boolean values get no cotangent.
 
@@ -128,12 +136,74 @@ TAPE_ROW_OPS = TAPE_READS + TAPE_WRITES
 which in a loop is found from the iteration (`_push_rows`)."""
 
 
-def _kept_ops(block: Block) -> set[Operation]:
-    """The tape-row ops of a loop body and the integer ops computing their
-    indices: they stay in the loop's block when the body is outlined."""
+def _row_read_source(o: Operation) -> SSAValue:
+    """The tape, or outer array, a kept row read (`_is_row_read`) reads."""
+    return o.tape if isinstance(o, TAPE_READS) else o.input
+
+
+def _is_row_read(o: Operation) -> bool:
+    """A kept op reading one row: `msir.tape_get`, or a kept `msir.take`
+    (`_kept_takes`) of a row of an array from outside the loop."""
+    return isinstance(o, TAPE_READS + (M.TakeOp,))
+
+
+def _row_index(o: Operation) -> SSAValue:
+    return o.indices if isinstance(o, M.TakeOp) else o.index
+
+
+def _index_ops(block: Block, index: SSAValue, counter: SSAValue | None) -> set[Operation] | None:
+    """The ops of `block` computing `index` from the loop counter and values
+    from outside only, by integer ops; None when it depends on anything else."""
+    from msir.passes.grad import is_float_type
+
+    found: set[Operation] = set()
+    stack = [index]
+    while stack:
+        v = stack.pop()
+        owner = v.owner
+        if not isinstance(owner, Operation):
+            if v in block.args and v is not counter:
+                return None
+            continue
+        if owner.parent_block() is not block or owner in found:
+            continue
+        if owner.regions or isinstance(owner, func.CallOp) or any(is_float_type(r.type) for r in owner.results):
+            return None
+        found.add(owner)
+        stack.extend(owner.operands)
+    return found
+
+
+def _kept_takes(block: Block, counter: SSAValue | None) -> set[Operation]:
+    """Row reads `xs[i]` of a float array from outside a `msir.for` body,
+    whose 0-d i64 index comes from the counter (`_index_ops`): kept in the
+    loop's block, so that the adjoint adds each row's cotangent into one
+    carried cotangent of `xs` in place (`msir.tape_add`), instead of the
+    body's adjoint returning a whole array per iteration to be summed."""
     from msir.passes.grad import is_float_type
 
     kept: set[Operation] = set()
+    if counter is None:
+        return kept
+    for op in block.ops:
+        if not (isinstance(op, M.TakeOp) and op.axis.value.data == 0 and is_float_type(op.input.type)
+                and not _inside(op.input, block) and not _dynamic(op.input.type)
+                and op.indices.type == M.TensorType(M.i64, [])):
+            continue
+        index_ops = _index_ops(block, op.indices, counter)
+        if index_ops is not None:
+            kept.add(op)
+            kept.update(index_ops)
+    return kept
+
+
+def _kept_ops(block: Block, counter: SSAValue | None = None) -> set[Operation]:
+    """The tape-row ops of a loop body, the row reads of `_kept_takes` and the
+    integer ops computing their indices: they stay in the loop's block when
+    the body is outlined."""
+    from msir.passes.grad import is_float_type
+
+    kept: set[Operation] = _kept_takes(block, counter)
     stack: list[SSAValue] = []
     for op in block.ops:
         if isinstance(op, TAPE_ROW_OPS):
@@ -168,7 +238,8 @@ def _outline(ad: ModuleAD, f: func.FuncOp, op: Operation, region: Region, k: int
     block = region.block
     term = block.last_op
     assert term is not None
-    kept = _kept_ops(block) if isinstance(op, (M.ForOp, M.WhileOp)) else set()
+    kept = _kept_ops(block, block.args[0] if isinstance(op, M.ForOp) else None) \
+        if isinstance(op, (M.ForOp, M.WhileOp)) else set()
     moved = [o for o in block.ops if o is not term and o not in kept]
     if kept and len(moved) == 1 and isinstance(moved[0], func.CallOp) and \
             not any(_dynamic(v.type) for v in moved[0].arguments):
@@ -354,9 +425,10 @@ def _wanted(pb: _PairBuilder, call: func.CallOp, carried: list[SSAValue]) -> tup
     def active(a: SSAValue) -> bool:
         if a in carried or a in pb.active:
             return True
-        # a row the loop reads from a tape (a kept op): active with its tape
-        return isinstance(a.owner, TAPE_READS) and a.owner.parent_block() is call.parent_block() and (
-            a.owner.tape in carried or a.owner.tape in pb.active)
+        # a row the loop reads from a tape or outer array (a kept op): active with it
+        return isinstance(a.owner, Operation) and _is_row_read(a.owner) and \
+            a.owner.parent_block() is call.parent_block() and (
+                _row_read_source(a.owner) in carried or _row_read_source(a.owner) in pb.active)
 
     return tuple(i for i, a in enumerate(call.arguments) if is_float_type(a.type) and active(a))
 
@@ -749,13 +821,14 @@ def _adjoint_loop(pb: _PairBuilder, op: M.ForOp | M.WhileOp, ct: dict, B: IRBuil
     for o in kept:
         if isinstance(o, TAPE_READS) and o.tape in body.args:
             raise NotDifferentiableError("reverse mode through a loop reading a tape it carries", _loc(op))
-    read_tapes = _unique(o.tape for o in kept if isinstance(o, TAPE_READS) and o.tape in pb.active)
+    read_tapes = _unique(_row_read_source(o) for o in kept
+                         if _is_row_read(o) and _row_read_source(o) in pb.active)
     outer = [v for v in _unique([call.arguments[i] for i in pair.float_args]
                                 + [o.value for o in kept if isinstance(o, TAPE_WRITES)])
              if not _inside(v, body) and is_float_type(v.type)]
     init_cts = [_ct_or_zero(pb, B, ct, op.res[j]) for j in floats]
     init_acc = [zero_ct(pb, B, v) for v in outer]
-    init_tapes = [B.tape_zeros(Lazy(pb.fwd_of[t])) for t in read_tapes]
+    init_tapes = [B.tape_zeros(Lazy(pb.fwd_of[t])) if _dynamic(t.type) else zero_ct(pb, B, t) for t in read_tapes]
     inits = init_cts + init_acc + init_tapes
     block = Block(arg_types=[I64, *[v.type for v in inits]])
     k = block.args[0]
@@ -788,7 +861,7 @@ def _adjoint_loop(pb: _PairBuilder, op: M.ForOp | M.WhileOp, ct: dict, B: IRBuil
 
     def row(o: Operation) -> SSAValue:
         """The row the kept tape-row op `o` reads or writes at iteration k."""
-        return push_rows[o] if isinstance(o, M.TapePushOp) else primal(o.index)
+        return push_rows[o] if isinstance(o, M.TapePushOp) else primal(_row_index(o))
 
     cts: dict[SSAValue, SSAValue] = {}
     for j in floats:
@@ -911,7 +984,8 @@ def _kept_adjoint(B: IRBuilder, o: Operation, cts: dict, acc_tape: dict, row) ->
         if c is not None:
             _add_ct(B, cts, o.value, B.tape_get(c, row(o)))
             cts[o.tape] = c
-    elif isinstance(o, TAPE_READS):
+    elif _is_row_read(o):
         c = cts.pop(o.result, None)
-        if c is not None and o.tape in acc_tape:
-            acc_tape[o.tape] = B.tape_add(acc_tape[o.tape], row(o), c)
+        source = _row_read_source(o)
+        if c is not None and source in acc_tape:
+            acc_tape[source] = B.tape_add(acc_tape[source], row(o), c)

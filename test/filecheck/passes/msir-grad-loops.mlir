@@ -368,6 +368,25 @@ func.func @vjp_scan(%x: tensor<3xf64>, %xs: tensor<5x3xf64>) -> tensor<3xf64> {
 // TAKE-NEXT:      %[[ROW:.*]] = msir.take %[[XS]][%[[I]]] axis 0 : tensor<5x3xf64>, tensor<i64> to tensor<3xf64>
 // TAKE-NEXT:      func.call @scan__for_region0__bwd(%[[C]], %[[ROW]])
 
+// With respect to xs: the row xs[i] is kept in the loop's block (its index
+// comes from the counter), so the adjoint adds each row's cotangent into one
+// carried cotangent of xs in place (msir.tape_add on the static 5x3 type),
+// instead of the body's adjoint returning a 5x3 array per iteration.
+func.func @vjp_scan_xs(%x: tensor<3xf64>, %xs: tensor<5x3xf64>) -> tensor<5x3xf64> {
+  %0 = msir.closure @scan() : (tensor<3xf64>, tensor<5x3xf64>) -> tensor<f64>
+  %1 = msir.grad %0 argnums array<i64: 1> : (tensor<3xf64>, tensor<5x3xf64>) -> tensor<f64> to (tensor<3xf64>, tensor<5x3xf64>) -> tensor<5x3xf64>
+  %2 = msir.apply %1(%x, %xs) : (tensor<3xf64>, tensor<5x3xf64>) -> tensor<5x3xf64>
+  func.return %2 : tensor<5x3xf64>
+}
+// TAKE-LABEL: func.func private @scan__bwd_1(
+// TAKE:         %[[Z:.*]] = msir.constant dense<0.000000e+00> : tensor<5x3xf64>
+// TAKE:         msir.for %{{.*}} to %{{.*}} step %{{.*}} (%{{.*}}, %[[Z]])
+// TAKE-NEXT:    ^bb0(%[[K:.*]]: tensor<i64>, %[[C:.*]]: tensor<3xf64>, %[[ACC:.*]]: tensor<5x3xf64>):
+// TAKE:           %[[ROW:.*]] = msir.take %{{.*}}[%[[I:.*]]] axis 0 : tensor<5x3xf64>, tensor<i64> to tensor<3xf64>
+// TAKE:           %[[CX:.*]], %[[CROW:.*]] = func.call @scan__for_region0__bwd_1(%[[C]], %[[ROW]], %{{.*}})
+// TAKE-NEXT:      %[[ACC2:.*]] = msir.tape_add %[[ACC]][%[[I]]], %[[CROW]] : tensor<5x3xf64>, tensor<i64>, tensor<3xf64>
+// TAKE-NEXT:      msir.yield %[[CX]], %[[ACC2]] : tensor<3xf64>, tensor<5x3xf64>
+
 // Reverse over reverse through a while (@shrink, the loop of @halve): the
 // first-order forward (@shrink__fwd)
 // appends its residuals with msir.tape_push, kept in the loop block after the
