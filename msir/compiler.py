@@ -10,7 +10,9 @@
       -- llvmlite                   O3 for the host CPU, MCJIT
 
 `MSIR_DUMP=1` prints the IR after each stage on stderr (and bypasses the
-persistent cache's lookup, so that the stages run).
+persistent cache's lookup, so that the stages run). `MSIR_VERIFY=1` verifies
+the module after each stage down to the loops level (the test suite sets it),
+so that a pass producing invalid IR fails at once, naming the stage.
 
 Before the stages, `compile_module` looks the traced module up in the
 persistent compile cache (`msir.cache`): on a hit it loads the cached object
@@ -52,6 +54,11 @@ def make_context() -> Context:
 def _dump(stage: str, module: ModuleOp) -> None:
     if os.environ.get("MSIR_DUMP"):
         print(f"// ----- IR after {stage} -----\n{module}\n", file=sys.stderr)
+    if os.environ.get("MSIR_VERIFY") and stage not in ("the frontend", "msir-lower-to-llvm"):
+        try:
+            module.verify()
+        except Exception as e:
+            raise CompileError(f"internal error: the module does not verify after {stage}: {e}") from e
 
 
 def _sites(module: ModuleOp) -> list[SourceLoc | None]:

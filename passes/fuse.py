@@ -12,7 +12,8 @@ tensor of one shape S elementwise (the ops of `msir.FUSIBLE_ELEMENTWISE`, and
 `msir.fusion` whose body holds them; splat and rank-0 constants they use, and
 broadcasts of them, are copied into the body (a broadcast constant is never a
 result of a fusion: each consumer recomputes it for free). A group needs at
-least two ops.
+least two ops, or one that reads such a constant of its shape (so that
+`x * 2.0` does not fill an array of 2.0s first).
 
 Guarantees:
 * no work is duplicated (only constants are copied);
@@ -58,6 +59,14 @@ def _pullable_constant(v: SSAValue, shape: tuple[int, ...]) -> bool:
     if isinstance(op, M.BroadcastToOp):
         return _is_splat(op.input) and M.shape_of(op.result.type) == shape
     return _is_splat(v) and M.shape_of(v.type) in (shape, ())
+
+
+def _reads_constant_tensor(group: _Group) -> bool:
+    """A one-op group worth a fusion: it reads a splat constant, or a broadcast
+    of one, of its shape (not rank 0), which unfused would be filled in memory
+    at full size (`x * 2.0` would read a second array of 2.0s)."""
+    return group.shape != () and any(
+        _pullable_constant(v, group.shape) for op in group.ops for v in op.operands)
 
 
 def _copy_chain(v: SSAValue) -> list[SSAValue]:
@@ -135,7 +144,7 @@ class _BlockFuser:
             merged.users = users
             groups.append(merged)
             self.group_of[op] = merged
-        fused = [g for g in groups if len(g.ops) >= 2]
+        fused = [g for g in groups if len(g.ops) >= 2 or _reads_constant_tensor(g)]
         for g in fused:
             g.ops.sort(key=self.pos.__getitem__)
         return fused

@@ -215,7 +215,7 @@ def _control(ad: ModuleAD, op: Operation, block: Block, value, tangent) -> None:
         if counter:
             new = M.ForOp(value[op.lower], value[op.upper], value[op.step], inits + t_inits, Region(nb))
         else:
-            cb = Block(arg_types=[v.type for v in inits])
+            cb = Block(arg_types=[v.type for v in inits + t_inits])  # the condition reads the primal ones
             cond_call = op.cond_region.block.first_op
             cm = dict(zip(op.cond_region.block.args, cb.args))
             c = func.CallOp(cond_call.callee.string_value(), [cm.get(v) or value[v] for v in cond_call.arguments],

@@ -80,12 +80,22 @@ class MsirOptMain(xDSLOptMain):
 
 
 def main(argv: list[str] | None = None) -> None:
+    from xdsl.utils.exceptions import DiagnosticException, ParseError
+
     from msir.errors import MsirError
 
     try:
         MsirOptMain(description="msir modular optimizer driver", args=argv).run()
-    except MsirError as e:
-        print(str(e), file=sys.stderr)
+    except (MsirError, ParseError, DiagnosticException) as e:
+        # a diagnostic with its location (and, from the parser, the line and a
+        # caret), like mlir-opt's, instead of a Python traceback
+        if isinstance(e, ParseError):
+            # xDSL prints "loc\n  line\n  ^^^\n  msg": as "loc: error: msg" then the line
+            context = e.span.print_with_context("").rstrip().splitlines()[1:]
+            text = "\n".join([f"{e.span.get_location()}: error: {e.msg}", *context])
+        else:
+            text = str(e).rstrip()
+        print(text, file=sys.stderr)
         sys.exit(1)
 
 

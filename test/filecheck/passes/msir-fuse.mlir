@@ -207,6 +207,26 @@ func.func @single(%x: tensor<4xf32>) -> tensor<f32> {
 // CHECK-NEXT:    %[[E:.*]] = msir.exp %x : tensor<4xf32>
 // CHECK-NEXT:    msir.matmul %[[E]], %x
 
+// ... unless it reads a splat constant of its shape (here a broadcast one):
+// unfused, `x * 2.0` would first fill an array of 2.0s and read it back.
+
+func.func @scale(%x: tensor<64x64xf32>) -> tensor<64x64xf32> {
+  %c = msir.constant dense<2.000000e+00> : tensor<f32>
+  %b = msir.broadcast_to %c : tensor<f32> to tensor<64x64xf32>
+  %0 = msir.mul %x, %b : tensor<64x64xf32>
+  func.return %0 : tensor<64x64xf32>
+}
+
+// CHECK-LABEL: func.func @scale(
+// CHECK-NEXT:    %[[F:.*]] = msir.fusion (%x) : (tensor<64x64xf32>) -> tensor<64x64xf32> {
+// CHECK-NEXT:    ^bb0(%[[A:.*]]: tensor<64x64xf32>):
+// CHECK-NEXT:      %[[C:.*]] = msir.constant dense<2.000000e+00> : tensor<f32>
+// CHECK-NEXT:      %[[B:.*]] = msir.broadcast_to %[[C]] : tensor<f32> to tensor<64x64xf32>
+// CHECK-NEXT:      %[[M:.*]] = msir.mul %[[A]], %[[B]] : tensor<64x64xf32>
+// CHECK-NEXT:      msir.yield %[[M]] : tensor<64x64xf32>
+// CHECK-NEXT:    }
+// CHECK-NEXT:    func.return %[[F]] : tensor<64x64xf32>
+
 func.func @shapes(%x: tensor<4xf32>) -> tensor<2x2xf32> {
   %0 = msir.exp %x : tensor<4xf32>
   %1 = msir.reshape %0 : tensor<4xf32> to tensor<2x2xf32>
