@@ -2076,7 +2076,8 @@ class TapeAddOp(_TapeRowWriteOp):
 
 @irdl_op_definition
 class TapeZerosOp(IRDLOperation):
-    """A tape of zeros with as many rows as `%t` (the zero cotangent of a tape).
+    """A tape of zeros with as many rows as `%t` (the zero cotangent of a tape,
+    or of an array of static rows that `msir.tape_add` accumulates into).
 
     ```mlir
     %z = msir.tape_zeros %t : tensor<?x4xf32>
@@ -2094,9 +2095,8 @@ class TapeZerosOp(IRDLOperation):
         super().__init__(operands=[like], result_types=[like.type])
 
     def verify_(self) -> None:
-        shape = shape_of(self.like.type)
-        if not shape or shape[0] >= 0:
-            raise VerifyException(f"'{self.name}' type {self.like.type} needs a dynamic first dimension")
+        if not shape_of(self.like.type):
+            raise VerifyException(f"'{self.name}' type {self.like.type} has no rows (rank 0)")
 
 
 def _verify_tape_row(op: Operation, tape: Attribute, index: Attribute, row: Attribute) -> None:

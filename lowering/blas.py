@@ -30,6 +30,15 @@ and compiles, once per process in a tiny engine of its own, two trampolines::
                          ptr c, i64 c_offset, i64 ldc)
     void __msir_gemm_f64(...)                       (the same with double)
 
+and two for matmuls whose result is only added to another array (convert-msir-to-loops,
+"Matmul updates")::
+
+    void __msir_gemm_update_f32(<the same>, ptr src, float alpha)
+    void __msir_gemm_update_f64(<the same>, ptr src, double alpha)
+
+which copy the m x n array `src` into C unless it is C itself (a donated
+buffer), then call the gemm with `alpha` and beta = 1: C = src + alpha op(A) op(B).
+
 `C[c_offset:] = op(A[a_offset:]) @ op(B[b_offset:])`, row-major, offsets in
 elements, `op` the transpose when the flag is 1; leading dimensions are clamped
 to >= 1 (CBLAS rejects 0, which zero-size operands would give). They call
@@ -71,6 +80,7 @@ import threading
 
 LIBRARY_NAME = "libscipy_openblas.so"
 GEMM_SYMBOLS = {"f32": "__msir_gemm_f32", "f64": "__msir_gemm_f64"}
+GEMM_UPDATE_SYMBOLS = {"f32": "__msir_gemm_update_f32", "f64": "__msir_gemm_update_f64"}
 
 enabled = os.environ.get("MSIR_BLAS", "1").strip().lower() not in ("0", "false", "no", "off")
 """Whether the lowering may call the BLAS (tests switch it off to check the
@@ -103,6 +113,41 @@ define void @{name}(i64 %ta, i64 %tb, i64 %m, i64 %n, i64 %k,
   %ldc2 = trunc i64 %ldc1 to i32
   call void @scipy_cblas_{p}gemm(i32 101, i32 %ta2, i32 %tb2, i32 %m2, i32 %n2, i32 %k2,
       {t} 1.0, ptr %pa, i32 %lda2, ptr %pb, i32 %ldb2, {t} 0.0, ptr %pc, i32 %ldc2)
+  ret void
+}}
+"""
+
+
+_UPDATE_TRAMPOLINE = """
+define void @{name}(i64 %ta, i64 %tb, i64 %m, i64 %n, i64 %k,
+                    ptr %a, i64 %ao, i64 %lda, ptr %b, i64 %bo, i64 %ldb,
+                    ptr %c, i64 %co, i64 %ldc, ptr %src, {t} %alpha) {{
+  %pc = getelementptr {t}, ptr %c, i64 %co
+  %same = icmp eq ptr %src, %pc
+  br i1 %same, label %gemm, label %copy
+copy:
+  %count = mul i64 %m, %n
+  %bytes = mul i64 %count, {size}
+  call void @llvm.memcpy.p0.p0.i64(ptr %pc, ptr %src, i64 %bytes, i1 false)
+  br label %gemm
+gemm:
+  %pa = getelementptr {t}, ptr %a, i64 %ao
+  %pb = getelementptr {t}, ptr %b, i64 %bo
+  %ta1 = add i64 %ta, 111
+  %tb1 = add i64 %tb, 111
+  %ta2 = trunc i64 %ta1 to i32
+  %tb2 = trunc i64 %tb1 to i32
+  %m2 = trunc i64 %m to i32
+  %n2 = trunc i64 %n to i32
+  %k2 = trunc i64 %k to i32
+  %lda1 = call i64 @llvm.smax.i64(i64 %lda, i64 1)
+  %ldb1 = call i64 @llvm.smax.i64(i64 %ldb, i64 1)
+  %ldc1 = call i64 @llvm.smax.i64(i64 %ldc, i64 1)
+  %lda2 = trunc i64 %lda1 to i32
+  %ldb2 = trunc i64 %ldb1 to i32
+  %ldc2 = trunc i64 %ldc1 to i32
+  call void @scipy_cblas_{p}gemm(i32 101, i32 %ta2, i32 %tb2, i32 %m2, i32 %n2, i32 %k2,
+      {t} %alpha, ptr %pa, i32 %lda2, ptr %pb, i32 %ldb2, {t} 1.0, ptr %pc, i32 %ldc2)
   ret void
 }}
 """
@@ -146,9 +191,10 @@ def _load() -> None:
     for p in "sd":
         if not llvm.address_of_symbol(f"scipy_cblas_{p}gemm"):
             raise RuntimeError(f"{path} does not export scipy_cblas_{p}gemm")
-    ir = "declare i64 @llvm.smax.i64(i64, i64)\n" + "".join(
+    ir = "declare i64 @llvm.smax.i64(i64, i64)\ndeclare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)\n" + "".join(
         _TRAMPOLINE.format(p=p, t=t, name=GEMM_SYMBOLS[k])
-        for p, t, k in (("s", "float", "f32"), ("d", "double", "f64"))
+        + _UPDATE_TRAMPOLINE.format(p=p, t=t, name=GEMM_UPDATE_SYMBOLS[k], size=size)
+        for p, t, k, size in (("s", "float", "f32", 4), ("d", "double", "f64", 8))
     )
     mod = llvm.parse_assembly(ir)
     mod.verify()
@@ -156,7 +202,7 @@ def _load() -> None:
     tm = target.create_target_machine(opt=2, codemodel="jitdefault")
     engine = llvm.create_mcjit_compiler(mod, tm)
     engine.finalize_object()
-    for name in GEMM_SYMBOLS.values():
+    for name in (*GEMM_SYMBOLS.values(), *GEMM_UPDATE_SYMBOLS.values()):
         llvm.add_symbol(name, engine.get_function_address(name))
     cdll = ctypes.CDLL(path)
     cdll.scipy_openblas_set_num_threads.argtypes = [ctypes.c_int]

@@ -61,6 +61,14 @@ Guarantees
       A one-row buffer's `memref.alloc` carries `msir.row_local`: each
       iteration of the row loop writes every element it reads, so each thread
       running part of the loop may use its own copy (msir-lower-to-llvm).
+    * Matmul updates. `r = c + alpha * (a @ b)` (a fusion computing `c - s * m`,
+      `c + m * s`, `m + c`..., or a lone add/sub, with alpha from splat
+      constants), where the 2-D float product m has no other use, is one call
+      `__msir_gemm_update_<t>(..., r's buffer, c's buffer, alpha)` of
+      `msir.lowering.blas`: it copies c into r's buffer unless that is c's own
+      (a donated argument), then accumulates alpha * a @ b with the BLAS
+      (beta = 1). The product gets no buffer, the update no loop: an SGD step
+      `w - lr * (x.T @ g)` on donated weights is one gemm on the weights.
     * Donation. On a public function that nothing in the module calls, an
       argument marked `{msir.donate}` (its caller gives the buffer away) may
       share its buffer with an output of the same static type: that output
@@ -319,6 +327,8 @@ class _Lowering:
         # producer; those whose row is written (`_reserve_row`).
         self.rows: dict[Operation, list[msir.TapePushOp]] = {}
         self.reserved: set[Operation] = set()
+        # Fusions computing `c + alpha * (a @ b)` as one BLAS call (`_gemm_updates`).
+        self.gemm_updates: dict[Operation, tuple[msir.MatmulOp, SSAValue, float]] = {}
 
     # -- op creation --------------------------------------------------------
 
@@ -603,8 +613,15 @@ class _Lowering:
         for old, new in zip(body.args, self.entry.args[:n_in]):
             self.define(old, new)
         self._fold_aliases(ops)
+        self.gemm_updates = _gemm_updates(self, ops)
+        for mm, _, _ in self.gemm_updates.values():
+            self.skipped.add(mm)  # computed by the update's BLAS call
         last_use = self._plan_buffers(ops, body)
-        groups = _row_groups(ops, self.skipped)
+        index = {op: k for k, op in enumerate(ops)}
+        for fusion, (mm, _, _) in self.gemm_updates.items():
+            for v in mm.operands:  # read when the update runs
+                last_use[self.canon(v)] = max(last_use.get(self.canon(v), 0), index[fusion])
+        groups = _row_groups(ops, self.skipped | set(self.gemm_updates))
         aliases, refused = _pair_donated(self, ops, body, groups)
         grouped = {o for g in groups.values() for o in g}
         for k, op in enumerate(ops):
@@ -747,7 +764,12 @@ class _Lowering:
         self.k, self.last_use = k, last_use
         for push in self.rows.pop(op, ()):
             _reserve_row(self, push)
-        emitter(self, op)
+        update = self.gemm_updates.get(op)
+        if update is not None:
+            _gemm_update(self, op, *update)
+            self._release(update[0], k, last_use)  # the matmul's operands
+        else:
+            emitter(self, op)
         self._release(op, k, last_use)
 
     def lower_region(self, block: Block, arg_bufs: Sequence[SSAValue],
@@ -861,6 +883,12 @@ def _where(op: Operation) -> str:
     return f"'{op.name}' at line {loc.line}" if loc is not None else f"'{op.name}'"
 
 
+def _reads(L: _Lowering, op: Operation) -> list[SSAValue]:
+    """What `op` reads when it runs: with a matmul update, the matmul's operands too."""
+    update = L.gemm_updates.get(op)
+    return _used_values(op) + (list(update[0].operands) if update is not None else [])
+
+
 def _reads_own_row(L: _Lowering, op: Operation, arg: SSAValue) -> bool:
     """Whether `op`, in a row group, reads only row r of `arg` at row r: a
     reduction of it (axis 0 is kept), or a fusion reading it at its own shape."""
@@ -911,7 +939,7 @@ def _pair_donated(L: _Lowering, ops: list[Operation], body: Block,
         if not _is_static_tensor(arg.type):
             refused.append(f"{name(i)}: only a tensor of static shape has a buffer to reuse")
             continue
-        readers = [op for op in ops if op not in L.skipped and any(L.canon(v) is arg for v in _used_values(op))]
+        readers = [op for op in ops if op not in L.skipped and any(L.canon(v) is arg for v in _reads(L, op))]
         view = next((op for op in readers if isinstance(op, msir.TapeGetOp | msir.TapePushOp | msir.TapeSetOp)), None)
         if view is not None:
             refused.append(f"{name(i)}: {_where(view)} reads it as a tape")
@@ -932,7 +960,8 @@ def _pair_donated(L: _Lowering, ops: list[Operation], body: Block,
                 continue
             if p in readers:
                 elementwise = isinstance(p, (msir.FusionOp, *_ELEMENTWISE)) and all(
-                    _shape(x.type) == _shape(v.type) for x in p.operands if L.canon(x) is arg)
+                    _shape(x.type) == _shape(v.type) for x in p.operands if L.canon(x) is arg) and (
+                    p not in L.gemm_updates or all(L.canon(x) is not arg for x in L.gemm_updates[p][0].operands))
                 if not elementwise:
                     reason = f"{_where(p)} writes output {k} and reads it, but not elementwise"
                     continue
@@ -1702,16 +1731,19 @@ def _matmul(L: _Lowering, op: msir.MatmulOp) -> None:
 
 
 def _matmul_blas(L: _Lowering, et: Attribute, a_info, b_info, out: SSAValue, batch: list[Dim],
-                 sizes: list[Dim], batch_index) -> None:
+                 sizes: list[Dim], batch_index, update: tuple[SSAValue, float] | None = None) -> None:
     """One `__msir_gemm_<t>(ta, tb, m, n, k, a, a_off, lda, b, b_off, ldb, c, c_off, ldc)`
     call per batch element (row-major, offsets in elements; ABI in
     `msir.lowering.blas`). A vector is a 1 x k row (lhs) or a k x 1 column (rhs).
     Without batch axes on the rhs the lhs batch folds into the rows of one call."""
-    name = blas.GEMM_SYMBOLS["f32" if isinstance(et, Float32Type) else "f64"]
+    kind = "f32" if isinstance(et, Float32Type) else "f64"
+    name = (blas.GEMM_UPDATE_SYMBOLS if update else blas.GEMM_SYMBOLS)[kind]
     ptr_t = MemRefType(et, [])
     block = L.mod.module.body.block
+    extra_types = [ptr_t, et] if update else []
     if not any(isinstance(o, func.FuncOp) and o.sym_name.data == name for o in block.ops):
-        block.add_op(func.FuncOp(name, ([i64] * 5 + [ptr_t, i64, i64] * 3, []), Region(), "private"))
+        block.add_op(func.FuncOp(name, ([i64] * 5 + [ptr_t, i64, i64] * 3 + extra_types, []), Region(), "private"))
+    extra = [L.v(memref.CastOp, update[0], type=ptr_t), L.const(update[1], et)] if update else []
     (a, a_dims, a_tr, a_vec, a_shape, na), (b, b_dims, b_tr, b_vec, b_shape, nbb) = a_info, b_info
     m, n, k = sizes
     nb = len(batch)
@@ -1733,7 +1765,7 @@ def _matmul_blas(L: _Lowering, et: Attribute, a_info, b_info, out: SSAValue, bat
         args = [*flags, i64v(rows), i64v(n), i64v(k)]
         for p, off, ld in zip(ptrs, offs, (lda, ldb, ldc)):
             args += [p, i64v(off), i64v(ld)]
-        L.emit(func.CallOp, args, [], {"callee": SymbolRefAttr(name)})
+        L.emit(func.CallOp, args + extra, [], {"callee": SymbolRefAttr(name)})
 
     if nb == 0:
         call(m, (0, 0, 0))
@@ -1750,6 +1782,101 @@ def _matmul_blas(L: _Lowering, et: Attribute, a_info, b_info, out: SSAValue, bat
         call(m, offs)
 
     L.loops(batch, body)
+
+
+def _update_form(block: Block) -> tuple[int, int, float] | None:
+    """(c, m, alpha) when the fusion body `block` computes `c + alpha * m` of
+    two of its arguments (also written `c - s * m`, `m * s + c`, `c + m`...),
+    alpha from splat constants; else None."""
+    ops = list(block.ops)
+    term = ops[-1]
+    if not isinstance(term, msir.YieldOp) or len(term.operands) != 1:
+        return None
+    consts: dict[SSAValue, float] = {}
+    computed = []
+    for o in ops[:-1]:
+        if isinstance(o, msir.ConstantOp) and o.value.is_splat():
+            consts[o.result] = float(o.value.get_values()[0])
+        elif isinstance(o, msir.BroadcastToOp) and o.input in consts:
+            consts[o.result] = consts[o.input]
+        else:
+            computed.append(o)
+    args = set(block.args)
+
+    def scaled(v: SSAValue) -> tuple[int, float] | None:
+        if v in args:
+            return v.index, 1.0  # type: ignore[attr-defined]
+        o = v.owner
+        if isinstance(o, msir.MulOp) and o in computed:
+            for x, y in ((o.lhs, o.rhs), (o.rhs, o.lhs)):
+                if x in args and y in consts:
+                    return x.index, consts[y]  # type: ignore[attr-defined]
+        return None
+
+    top = term.operands[0].owner
+    forms = []
+    if isinstance(top, msir.SubOp):
+        forms = [(top.lhs, top.rhs, -1.0)]
+    elif isinstance(top, msir.AddOp):
+        forms = [(top.lhs, top.rhs, 1.0), (top.rhs, top.lhs, 1.0)]
+    for c, t, sign in forms:
+        s = scaled(t)
+        if c in args and s is not None and s[0] != c.index and len(computed) == (1 if t in args else 2):  # type: ignore[attr-defined]
+            return c.index, s[0], sign * s[1]  # type: ignore[attr-defined]
+    return None
+
+
+def _gemm_updates(L: _Lowering, ops: list[Operation]) -> dict[Operation, tuple[msir.MatmulOp, SSAValue, float]]:
+    """Fusions `r = c + alpha * (a @ b)` (an SGD update `w - lr * g`, a residual
+    add) whose matmul (2-D, float, large enough for the BLAS, in this block)
+    has no other use: lowered as one BLAS call that starts from c (copied into
+    r's buffer unless it is that buffer, a donated argument) and accumulates
+    alpha * a @ b into it (`_gemm_update`), so the product gets no buffer and
+    the update no pass of its own."""
+    found: dict[Operation, tuple[msir.MatmulOp, SSAValue, float]] = {}
+    if not blas.available():
+        return found
+    block_ops = set(ops)
+    for f in ops:
+        if f in L.skipped or len(f.results) != 1 or not isinstance(f, msir.FusionOp | msir.AddOp | msir.SubOp):
+            continue
+        r = f.results[0]
+        shape = _shape(r.type)
+        if len(shape) != 2 or not _is_static_tensor(r.type) or \
+                not isinstance(r.type.element_type, Float32Type | Float64Type):  # type: ignore[attr-defined]
+            continue
+        if isinstance(f, msir.FusionOp):
+            form = _update_form(f.body.block)
+            if form is None:
+                continue
+            c, m, alpha = f.inputs[form[0]], f.inputs[form[1]], form[2]
+        else:  # an unfused c + m, m + c or c - m
+            c, m, alpha = f.lhs, f.rhs, (1.0 if isinstance(f, msir.AddOp) else -1.0)
+            if isinstance(f, msir.AddOp) and isinstance(c.owner, msir.MatmulOp) and not isinstance(m.owner, msir.MatmulOp):
+                c, m = m, c
+        mm = m.owner
+        if not (isinstance(mm, msir.MatmulOp) and mm in block_ops and mm not in L.skipped and m.has_one_use()
+                and m.type == r.type and _shape(c.type) == shape and c.type == r.type
+                and len(_shape(mm.lhs.type)) == 2 and len(_shape(mm.rhs.type)) == 2):
+            continue
+        k = _shape(mm.lhs.type)[1]
+        if shape[0] * shape[1] * k < _BLAS_MIN_MNK:
+            continue
+        found[f] = (mm, c, alpha)
+    return found
+
+
+def _gemm_update(L: _Lowering, op: Operation, mm: msir.MatmulOp, c: SSAValue, alpha: float) -> None:
+    """`r = c + alpha * (a @ b)` as `__msir_gemm_update_<t>` (see `_gemm_updates`)."""
+    a, a_dims, a_tr = _matmul_operand(L, mm.lhs)
+    b, b_dims, b_tr = _matmul_operand(L, mm.rhs)
+    m, k = (a_dims[1], a_dims[0]) if a_tr else (a_dims[0], a_dims[1])
+    n = b_dims[0] if b_tr else b_dims[1]
+    out = L.result(op.results[0], [m, n])
+    et = op.results[0].type.element_type  # type: ignore[attr-defined]
+    _matmul_blas(L, et, (a, a_dims, a_tr, False, _shape(mm.lhs.type), 0),
+                 (b, b_dims, b_tr, False, _shape(mm.rhs.type), 0), out, [], [m, n, k], None,
+                 update=(L.get(c), alpha))
 
 
 def _call(L: _Lowering, op: func.CallOp) -> None:

@@ -3,6 +3,7 @@
     msir (value semantics)
       -- msir-grad, msir-jvp, msir-specialize   differentiation ops into ordinary functions
       -- msir-forward-arguments    callers reuse their arguments a callee returns
+      -- msir-inline               private straight-line functions called once
       -- dce
       -- msir-fuse                 elementwise chains into one loop nest each
       -- convert-msir-to-loops      memref buffers, scf loops, arith, math
@@ -88,7 +89,7 @@ class Compiled:
     """The module's table of source locations (`msir.cache.module_key`)."""
 
 
-PIPELINE = "msir-grad,msir-jvp,msir-specialize,msir-forward-arguments,dce,msir-fuse,convert-msir-to-loops,msir-lower-to-llvm,llvm-O3"
+PIPELINE = "msir-grad,msir-jvp,msir-specialize,msir-forward-arguments,msir-inline,dce,msir-fuse,convert-msir-to-loops,msir-lower-to-llvm,llvm-O3"
 
 
 def pipeline_options() -> dict:
@@ -118,6 +119,7 @@ def preload() -> None:
         "msir.passes.jvp",
         "msir.passes.specialize",
         "msir.passes.forward_arguments",
+        "msir.passes.inline",
         "msir.passes.fuse",
         "msir.lowering.to_loops",
         "msir.lowering.to_llvm",
@@ -181,6 +183,7 @@ def compile_module(module: ModuleOp, entry: str, also: tuple[str, ...] = (), kno
     from msir.lowering.to_llvm import MsirLowerToLlvm
     from msir.lowering.to_loops import ConvertMsirToLoops
     from msir.passes.forward_arguments import forward_arguments
+    from msir.passes.inline import inline_functions
     from msir.passes.fuse import MsirFuse
     from msir.passes.specialize import remove_unreachable_functions
 
@@ -197,6 +200,7 @@ def compile_module(module: ModuleOp, entry: str, also: tuple[str, ...] = (), kno
         differentiate_all(module)
     remove_unreachable_functions(module)
     forward_arguments(module)
+    inline_functions(module)
     _dump("msir-grad", module)
     DeadCodeElimination().apply(ctx, module)
     MsirFuse().apply(ctx, module)

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
@@ -67,6 +67,14 @@ def _reads_constant_tensor(group: _Group) -> bool:
     at full size (`x * 2.0` would read a second array of 2.0s)."""
     return group.shape != () and any(
         _pullable_constant(v, group.shape) for op in group.ops for v in op.operands)
+
+
+def _rank0_constant(v: SSAValue) -> Operation:
+    """The rank-0 value of the splat constant `v`: a splat of another shape
+    broadcast to the iteration shape (e.g. tensor<3x1xf64> to 3x4) enters a
+    fusion body as it (body constants are rank 0 or of the iteration shape)."""
+    value = v.owner.value.get_values()[0]  # type: ignore[attr-defined]
+    return M.ConstantOp(DenseIntOrFPElementsAttr.from_list(M.tensor_type((), M.dtype_of(v.type)), [value]))
 
 
 def _copy_chain(v: SSAValue) -> list[SSAValue]:
@@ -166,9 +174,11 @@ class _BlockFuser:
         for op in group.ops:
             for v in op.operands:
                 if v not in mapping:  # a constant (or a broadcast of one) to copy in
-                    for src in _copy_chain(v):
+                    chain = _copy_chain(v)
+                    for src in chain:
                         if src not in mapping:
-                            c = src.owner.clone(value_mapper=mapping)
+                            scalar = len(chain) == 2 and src is chain[0] and M.shape_of(src.type) != ()
+                            c = _rank0_constant(src) if scalar else src.owner.clone(value_mapper=mapping)
                             body.add_op(c)
                             mapping[src] = c.results[0]
             clone = op.clone(value_mapper=mapping)

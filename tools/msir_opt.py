@@ -32,6 +32,7 @@ MSIR_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "msir-fuse": _lazy("msir.passes.fuse", "MsirFuse"),
     "msir-forward-arguments": _lazy("msir.passes.forward_arguments", "MsirForwardArguments"),
     "msir-grad": _lazy("msir.passes.grad", "MsirGrad"),
+    "msir-inline": _lazy("msir.passes.inline", "MsirInline"),
     "msir-jvp": _lazy("msir.passes.jvp", "MsirJvp"),
     "msir-specialize": _lazy("msir.passes.specialize", "MsirSpecialize"),
     "convert-msir-to-loops": _lazy("msir.lowering.to_loops", "ConvertMsirToLoops"),

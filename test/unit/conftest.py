@@ -2,7 +2,9 @@
 
 The persistent compile cache (`msir.cache`) is pointed at a temporary directory
 for the whole session (subprocesses inherit it), so the test suite never reads
-or writes the user's real cache directory.
+or writes the user's real cache directory. `MSIR_VERIFY=1` makes every
+compilation verify the module after each stage (msir.compiler), so a pass that
+produces invalid IR fails the test that triggers it, naming the stage.
 """
 
 import os
@@ -12,8 +14,9 @@ import pytest
 
 @pytest.fixture(autouse=True, scope="session")
 def _private_compile_cache(tmp_path_factory):
-    saved = {k: os.environ.get(k) for k in ("MSIR_CACHE_DIR",)}
+    saved = {k: os.environ.get(k) for k in ("MSIR_CACHE_DIR", "MSIR_VERIFY")}
     os.environ["MSIR_CACHE_DIR"] = str(tmp_path_factory.mktemp("msir-cache"))
+    os.environ["MSIR_VERIFY"] = "1"
     yield
     for k, v in saved.items():
         if v is None:

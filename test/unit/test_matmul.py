@@ -16,11 +16,13 @@ magnitude).
 """
 
 import ctypes
+import warnings
 
 import numpy as np
 import pytest
 
 import msir
+from msir.errors import DonationWarning
 from msir.lowering import blas, to_loops
 
 MODES = ["default", "blas", "loops"]
@@ -295,3 +297,64 @@ def test_threads_setting():
     with pytest.raises(ValueError):
         blas.set_num_threads(0)
     assert isinstance(blas.core_name(), str)
+
+
+# -- matmul updates: c + alpha * (a @ b) as one BLAS call (to_loops `_gemm_updates`) ---
+
+
+def lowered_fused(fn, *args) -> str:
+    """The loops-level IR of `fn` traced at `args`, fused first (as compiled)."""
+    from msir.compiler import make_context
+    from msir.frontend.driver import spec_of, trace
+    from msir.passes.fuse import MsirFuse
+
+    traced = trace(fn, [spec_of(a) for a in args])
+    MsirFuse().apply(make_context(), traced.module)
+    to_loops.lower_module(traced.module)
+    return str(traced.module)
+
+
+def sgd_update(w, x, g):
+    return w - 0.1 * (x.T @ g)
+
+
+def residual(h, w):
+    return h + h @ w
+
+
+def scaled_first(c, a, b):
+    return (a @ b) * 2.0 + c
+
+
+def update_reading_w(w, g):
+    return w - 0.1 * (w.T @ g)  # the product reads w: w cannot be written in place
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("fn,shapes", [
+    (sgd_update, [(64, 48), (32, 64), (32, 48)]),
+    (residual, [(64, 64), (64, 64)]),
+    (scaled_first, [(40, 50), (40, 30), (30, 50)]),
+    (update_reading_w, [(64, 64), (64, 64)]),
+])
+def test_matmul_updates_match_numpy(fn, shapes, dt):
+    if not blas.available():
+        pytest.skip(f"no BLAS: {blas.load_error()}")
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal(s).astype(dt) for s in shapes]
+    ir = lowered_fused(fn, *args)
+    assert ir.count("func.call @__msir_gemm_update_") == 1 and "func.call @__msir_gemm_f" not in ir, ir
+    rtol = 1e-5 if dt == np.float32 else 1e-12
+    expected = fn(*[a.astype(np.float64) for a in args])
+    np.testing.assert_allclose(msir.jit(fn)(*args), expected, rtol=rtol, atol=rtol)
+    # donated: written over the first argument when nothing else reads it
+    first = args[0].copy()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = msir.jit(fn, donate_argnums=0)(first, *args[1:])
+    np.testing.assert_allclose(out, expected, rtol=rtol, atol=rtol)
+    refused = [str(w.message) for w in caught if isinstance(w.message, DonationWarning)]
+    if fn in (residual, update_reading_w):  # the product reads the first argument
+        assert out is not first and any("not elementwise" in m for m in refused), refused
+    else:
+        assert out is first and not refused, refused
