@@ -12,12 +12,15 @@ time per step should stay flat as T grows (linear total cost). JAX's
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
+import sys
+from pathlib import Path
 
 import numpy as np
 
-import msir
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from grad_cost import median_ms  # noqa: E402
+
+import msir  # noqa: E402
 
 HIDDEN, BATCH, FEATURES = 128, 32, 128
 
@@ -27,16 +30,6 @@ def rnn(xs, W, U, h0):
     for t in range(xs.shape[0]):
         h = np.tanh(h @ W + xs[t] @ U)
     return np.sum(h * h)
-
-
-def median_ms(fn, repeat: int) -> float:
-    fn()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times) * 1e3
 
 
 def inputs(T: int):

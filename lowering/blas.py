@@ -92,9 +92,9 @@ _state: dict[str, object] = {}  # "ok": bool, "engine", "cdll", "path", "error"
 _TRAMPOLINE = """
 declare void @scipy_cblas_{p}gemm(i32, i32, i32, i32, i32, i32, {t}, ptr, i32, ptr, i32, {t}, ptr, i32)
 
-define void @{name}(i64 %ta, i64 %tb, i64 %m, i64 %n, i64 %k,
-                    ptr %a, i64 %ao, i64 %lda, ptr %b, i64 %bo, i64 %ldb,
-                    ptr %c, i64 %co, i64 %ldc) {{
+define internal void @gemm_{p}(i64 %ta, i64 %tb, i64 %m, i64 %n, i64 %k,
+                               ptr %a, i64 %ao, i64 %lda, ptr %b, i64 %bo, i64 %ldb,
+                               ptr %c, i64 %co, i64 %ldc, {t} %alpha, {t} %beta) {{
   %pa = getelementptr {t}, ptr %a, i64 %ao
   %pb = getelementptr {t}, ptr %b, i64 %bo
   %pc = getelementptr {t}, ptr %c, i64 %co
@@ -112,16 +112,21 @@ define void @{name}(i64 %ta, i64 %tb, i64 %m, i64 %n, i64 %k,
   %ldb2 = trunc i64 %ldb1 to i32
   %ldc2 = trunc i64 %ldc1 to i32
   call void @scipy_cblas_{p}gemm(i32 101, i32 %ta2, i32 %tb2, i32 %m2, i32 %n2, i32 %k2,
-      {t} 1.0, ptr %pa, i32 %lda2, ptr %pb, i32 %ldb2, {t} 0.0, ptr %pc, i32 %ldc2)
+      {t} %alpha, ptr %pa, i32 %lda2, ptr %pb, i32 %ldb2, {t} %beta, ptr %pc, i32 %ldc2)
   ret void
 }}
-"""
 
-
-_UPDATE_TRAMPOLINE = """
 define void @{name}(i64 %ta, i64 %tb, i64 %m, i64 %n, i64 %k,
                     ptr %a, i64 %ao, i64 %lda, ptr %b, i64 %bo, i64 %ldb,
-                    ptr %c, i64 %co, i64 %ldc, ptr %src, {t} %alpha) {{
+                    ptr %c, i64 %co, i64 %ldc) {{
+  call void @gemm_{p}(i64 %ta, i64 %tb, i64 %m, i64 %n, i64 %k, ptr %a, i64 %ao, i64 %lda,
+                      ptr %b, i64 %bo, i64 %ldb, ptr %c, i64 %co, i64 %ldc, {t} 1.0, {t} 0.0)
+  ret void
+}}
+
+define void @{update}(i64 %ta, i64 %tb, i64 %m, i64 %n, i64 %k,
+                      ptr %a, i64 %ao, i64 %lda, ptr %b, i64 %bo, i64 %ldb,
+                      ptr %c, i64 %co, i64 %ldc, ptr %src, {t} %alpha) {{
   %pc = getelementptr {t}, ptr %c, i64 %co
   %same = icmp eq ptr %src, %pc
   br i1 %same, label %gemm, label %copy
@@ -131,23 +136,8 @@ copy:
   call void @llvm.memcpy.p0.p0.i64(ptr %pc, ptr %src, i64 %bytes, i1 false)
   br label %gemm
 gemm:
-  %pa = getelementptr {t}, ptr %a, i64 %ao
-  %pb = getelementptr {t}, ptr %b, i64 %bo
-  %ta1 = add i64 %ta, 111
-  %tb1 = add i64 %tb, 111
-  %ta2 = trunc i64 %ta1 to i32
-  %tb2 = trunc i64 %tb1 to i32
-  %m2 = trunc i64 %m to i32
-  %n2 = trunc i64 %n to i32
-  %k2 = trunc i64 %k to i32
-  %lda1 = call i64 @llvm.smax.i64(i64 %lda, i64 1)
-  %ldb1 = call i64 @llvm.smax.i64(i64 %ldb, i64 1)
-  %ldc1 = call i64 @llvm.smax.i64(i64 %ldc, i64 1)
-  %lda2 = trunc i64 %lda1 to i32
-  %ldb2 = trunc i64 %ldb1 to i32
-  %ldc2 = trunc i64 %ldc1 to i32
-  call void @scipy_cblas_{p}gemm(i32 101, i32 %ta2, i32 %tb2, i32 %m2, i32 %n2, i32 %k2,
-      {t} %alpha, ptr %pa, i32 %lda2, ptr %pb, i32 %ldb2, {t} 1.0, ptr %pc, i32 %ldc2)
+  call void @gemm_{p}(i64 %ta, i64 %tb, i64 %m, i64 %n, i64 %k, ptr %a, i64 %ao, i64 %lda,
+                      ptr %b, i64 %bo, i64 %ldb, ptr %c, i64 %co, i64 %ldc, {t} %alpha, {t} 1.0)
   ret void
 }}
 """
@@ -192,8 +182,7 @@ def _load() -> None:
         if not llvm.address_of_symbol(f"scipy_cblas_{p}gemm"):
             raise RuntimeError(f"{path} does not export scipy_cblas_{p}gemm")
     ir = "declare i64 @llvm.smax.i64(i64, i64)\ndeclare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)\n" + "".join(
-        _TRAMPOLINE.format(p=p, t=t, name=GEMM_SYMBOLS[k])
-        + _UPDATE_TRAMPOLINE.format(p=p, t=t, name=GEMM_UPDATE_SYMBOLS[k], size=size)
+        _TRAMPOLINE.format(p=p, t=t, name=GEMM_SYMBOLS[k], update=GEMM_UPDATE_SYMBOLS[k], size=size)
         for p, t, k, size in (("s", "float", "f32", 4), ("d", "double", "f64", 8))
     )
     mod = llvm.parse_assembly(ir)
