@@ -1834,8 +1834,8 @@ def _gemm_updates(L: _Lowering, ops: list[Operation]) -> dict[Operation, tuple[m
     alpha * a @ b into it (`_gemm_update`), so the product gets no buffer and
     the update no pass of its own."""
     found: dict[Operation, tuple[msir.MatmulOp, SSAValue, float]] = {}
-    if not blas.available():
-        return found
+    if not any(isinstance(o, msir.MatmulOp) for o in ops) or not blas.available():
+        return found  # (loading the BLAS costs ~0.1 s in a process that has no matmul)
     block_ops = set(ops)
     for f in ops:
         if f in L.skipped or len(f.results) != 1 or not isinstance(f, msir.FusionOp | msir.AddOp | msir.SubOp):
