@@ -78,6 +78,8 @@ import ctypes
 import os
 import threading
 
+from msir.lowering.load_once import load_once
+
 LIBRARY_NAME = "libscipy_openblas.so"
 GEMM_SYMBOLS = {"f32": "__msir_gemm_f32", "f64": "__msir_gemm_f64"}
 GEMM_UPDATE_SYMBOLS = {"f32": "__msir_gemm_update_f32", "f64": "__msir_gemm_update_f64"}
@@ -156,17 +158,7 @@ def library_path() -> str | None:
 def load() -> bool:
     """Load the library and register the trampolines (once per process; thread-safe).
     False when the library is missing or fails to load."""
-    if "ok" in _state:
-        return bool(_state["ok"])
-    with _lock:
-        if "ok" not in _state:
-            try:
-                _load()
-                _state["ok"] = True
-            except Exception as e:  # missing package, dlopen or JIT failure
-                _state["ok"] = False
-                _state["error"] = f"{type(e).__name__}: {e}"
-    return bool(_state["ok"])
+    return load_once(_state, _lock, _load)
 
 
 def _load() -> None:

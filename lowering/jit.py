@@ -553,7 +553,7 @@ class NativeFunction:
         prepared = [spec.pass_input(buf, x) for spec, x in zip(self._inputs, inputs)]
         if out is None:
             if self._donated:
-                outputs = self._donated_outputs(prepared)
+                outputs = self._donated_outputs(prepared, buf)
             else:
                 outputs = [spec.fresh() for spec in self._outputs]
         else:
@@ -575,8 +575,9 @@ class NativeFunction:
             outputs += self._collect_results(buf)
         return outputs
 
-    def _donated_outputs(self, prepared: list) -> list[np.ndarray]:
-        """The output buffers, donated inputs' arrays where they may be reused."""
+    def _donated_outputs(self, prepared: list, buf) -> list[np.ndarray]:
+        """The output buffers, donated inputs' arrays where they may be reused
+        (`buf`: the argument slots, holding the inputs' data pointers)."""
         outputs: list[np.ndarray | None] = [None] * len(self._outputs)
         for j, i in self._donated:
             a = prepared[i]
@@ -584,11 +585,11 @@ class NativeFunction:
             if not a.flags.writeable:
                 problem = "it is read-only"
             elif a.nbytes:
-                lo, hi = _data_pointer(a), _data_pointer(a) + a.nbytes
+                lo = buf[i]
+                hi = lo + a.nbytes
                 for k in self._others[i]:
-                    b = prepared[k]
-                    p = _data_pointer(b)
-                    if p < hi and lo < p + b.nbytes:
+                    p = buf[k]
+                    if p < hi and lo < p + prepared[k].nbytes:
                         problem = f"it overlaps input {k}"
                         break
             if problem is None:

@@ -98,6 +98,8 @@ import threading
 import time
 import warnings
 
+from msir.lowering.load_once import load_once
+
 MAX_THREADS = 256
 """Threads (caller included) the pool may use; the participant count of a
 job is packed in 8 bits of the futex word."""
@@ -477,17 +479,7 @@ def supported() -> bool:
 def load() -> bool:
     """Compile the runtime and register `__msir_parallel_for` (once per
     process; thread-safe). False if it could not be built."""
-    if "ok" in _state:
-        return bool(_state["ok"])
-    with _lock:
-        if "ok" not in _state:
-            try:
-                _load()
-                _state["ok"] = True
-            except Exception as e:  # llvmlite or dlsym failure
-                _state["ok"] = False
-                _state["error"] = f"{type(e).__name__}: {e}"
-    return bool(_state["ok"])
+    return load_once(_state, _lock, _load)
 
 
 def _load() -> None:

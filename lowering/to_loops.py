@@ -622,7 +622,7 @@ class _Lowering:
             for v in mm.operands:  # read when the update runs
                 last_use[self.canon(v)] = max(last_use.get(self.canon(v), 0), index[fusion])
         groups = _row_groups(ops, self.skipped | set(self.gemm_updates))
-        aliases, refused = _pair_donated(self, ops, body, groups)
+        aliases, refused = _pair_donated(self, ops, index, body, groups)
         grouped = {o for g in groups.values() for o in g}
         for k, op in enumerate(ops):
             if op in self.skipped:
@@ -900,7 +900,7 @@ def _reads_own_row(L: _Lowering, op: Operation, arg: SSAValue) -> bool:
     return False
 
 
-def _pair_donated(L: _Lowering, ops: list[Operation], body: Block,
+def _pair_donated(L: _Lowering, ops: list[Operation], index: dict[Operation, int], body: Block,
                   groups: dict[Operation, list[Operation]]) -> tuple[dict[int, int], list[str]]:
     """Pair donated arguments with output buffers (output k -> argument i) and
     say why each other donated argument was refused.
@@ -909,9 +909,10 @@ def _pair_donated(L: _Lowering, ops: list[Operation], body: Block,
     the op P computing output k writes it straight into its buffer, and the
     argument's value is dead once P has read it: every other op reading it
     (through any alias: a tuple element, an identity cast, a transposed matmul
-    operand) comes before P at the top level, not in P's row loop, and P, if it
-    reads it, is elementwise (a fusion or an elementwise op), so it reads the
-    element it overwrites and no other. Then the function computes the same
+    operand, a matmul update's product) comes before P at the top level (in P's
+    row loop: reading only the row being computed), and P, if it reads it, is
+    elementwise (a fusion or an elementwise op), so it reads the element it
+    overwrites and no other. Then the function computes the same
     values whether or not the two buffers are one."""
     donated = [i for i in range(len(body.args)) if _is_donated(L.f, i)]
     if not donated:
@@ -925,7 +926,6 @@ def _pair_donated(L: _Lowering, ops: list[Operation], body: Block,
         return {}, [f"{name(i)}: the function is also called inside the module" for i in donated]
     n_in = len(L.f.function_type.inputs)
     out_args = L.entry.args[n_in:]
-    index = {op: k for k, op in enumerate(ops)}
     row_group = {o: first for first, g in groups.items() for o in g}
     candidates = []  # (output k, its value, the op writing it)
     for k, out in enumerate(out_args):
