@@ -4,7 +4,9 @@ The persistent compile cache (`msir.cache`) is pointed at a temporary directory
 for the whole session (subprocesses inherit it), so the test suite never reads
 or writes the user's real cache directory. `MSIR_VERIFY=1` makes every
 compilation verify the module after each stage (msir.compiler), so a pass that
-produces invalid IR fails the test that triggers it, naming the stage.
+produces invalid IR fails the test that triggers it, naming the stage. Every
+test starts and ends in GRAPH_MODE (`msir.set_context`), whatever the one
+before it did.
 """
 
 import os
@@ -23,3 +25,12 @@ def _private_compile_cache(tmp_path_factory):
             os.environ.pop(k, None)
         else:
             os.environ[k] = v
+
+
+@pytest.fixture(autouse=True)
+def _graph_mode():
+    import msir
+
+    msir.set_context(mode=msir.GRAPH_MODE)
+    yield
+    msir.set_context(mode=msir.GRAPH_MODE)

@@ -113,3 +113,14 @@ def check_grads(f: Forward, xs: Sequence[np.ndarray], *, vjp: Callable | None = 
         check_vjp(f, vjp, xs, rng=rng, eps=eps, rtol=rtol, atol=atol)
     if jvp is not None:
         check_jvp(f, jvp, xs, rng=rng, eps=eps, rtol=rtol, atol=atol)
+
+
+def pynative(thunk):
+    """`thunk()` run in PYNATIVE_MODE (the eager engine), back in GRAPH_MODE after."""
+    import msir
+
+    msir.set_context(mode=msir.PYNATIVE_MODE)
+    try:
+        return thunk()
+    finally:
+        msir.set_context(mode=msir.GRAPH_MODE)

@@ -32,12 +32,6 @@ F64 = np.float64
 F32 = np.float32
 
 
-@pytest.fixture(autouse=True, scope="module")
-def graph_mode():
-    msir.set_context(mode=msir.GRAPH_MODE)
-    yield
-
-
 def rand(rng, *shape, lo=-1.0, hi=1.0):
     return rng.uniform(lo, hi, shape).astype(F64)
 

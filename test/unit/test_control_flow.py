@@ -25,12 +25,6 @@ F64 = np.float64
 F32 = np.float32
 
 
-@pytest.fixture(autouse=True, scope="module")
-def graph_mode():
-    msir.set_context(mode=msir.GRAPH_MODE)
-    yield
-
-
 def check(jitted, fn, *args, rtol=1e-12, atol=1e-12):
     """The compiled result equals NumPy's, in value, shape and dtype."""
     got = jitted(*args)

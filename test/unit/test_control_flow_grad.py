@@ -33,28 +33,13 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
-from gradcheck import numerical_jvp, numerical_vjp
+from gradcheck import numerical_jvp, numerical_vjp, pynative
 
 import msir
 from msir.errors import NotDifferentiableError
 
 RTOL = 1e-6
 ATOL = 1e-8
-
-
-@pytest.fixture(autouse=True)
-def graph_mode():
-    msir.set_context(mode=msir.GRAPH_MODE)
-    yield
-    msir.set_context(mode=msir.GRAPH_MODE)
-
-
-def pynative(thunk):
-    msir.set_context(mode=msir.PYNATIVE_MODE)
-    try:
-        return thunk()
-    finally:
-        msir.set_context(mode=msir.GRAPH_MODE)
 
 
 # ---------------------------------------------------------------------------

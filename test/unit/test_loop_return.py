@@ -25,13 +25,6 @@ import msir
 from msir.errors import ShapeError, UnsupportedSyntaxError
 
 
-@pytest.fixture(autouse=True)
-def graph_mode():
-    msir.set_context(mode=msir.GRAPH_MODE)
-    yield
-    msir.set_context(mode=msir.GRAPH_MODE)
-
-
 def search(x, w, n):
     for i in range(n):
         x = np.sin(x * w) + 0.7
