@@ -7,6 +7,12 @@ the Python ints that reached a static position while tracing (a shape, an axis, 
 slice bound). `MSIR_LOG=recompile` logs every new signature on stderr. A new
 signature is first looked up in the persistent trace cache (`msir.trace_cache`),
 which finds the native code of an earlier process without running the frontend.
+
+This is the top of msir's import graph: it adds what calling a transformation
+from Python does (compile it, or run it eagerly in PYNATIVE_MODE) to the
+objects of `msir.transforms`, which the frontend, the eager engine and the
+caches read without importing this module. The execution context lives in
+`msir.context`, the calling convention of compiled versions in `msir.calling`.
 """
 
 from __future__ import annotations
@@ -18,28 +24,21 @@ import sys
 import threading
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from msir import trace_cache
-from msir.errors import DonationWarning, MsirError
+from msir.calling import STALE, EagerArgument, Entry, signature_key
+from msir.context import GRAPH_MODE, PYNATIVE_MODE, get_context, pynative, set_context
+from msir.errors import DonationWarning, MsirError, UnsupportedSyntaxError
+from msir.transforms import CustomVjp, Jitted, JvpEntry, Transform, checkpoint, compile_time
+from msir.tree import count_leaves, leaves
 
-GRAPH_MODE = 0
-"""Compile functions (and their derivatives) to native code."""
-PYNATIVE_MODE = 1
-"""Run functions eagerly, op by op (`jit` still compiles)."""
-
-_context: dict[str, Any] = {"mode": GRAPH_MODE}
-
-
-def set_context(mode: int | None = None) -> None:
-    """Set the execution mode: `msir.set_context(mode=msir.PYNATIVE_MODE)`."""
-    if mode is not None:
-        if mode not in (GRAPH_MODE, PYNATIVE_MODE):
-            raise ValueError(f"mode must be msir.GRAPH_MODE or msir.PYNATIVE_MODE, got {mode!r}")
-        _context["mode"] = mode
+__all__ = [
+    "jit", "set_context", "get_context", "GRAPH_MODE", "PYNATIVE_MODE", "grad", "value_and_grad",
+    "vjp", "jvp", "jacrev", "jacfwd", "hessian", "stop_gradient", "custom_vjp", "checkpoint",
+]
 
 
 def set_num_threads(n: int) -> None:
@@ -60,111 +59,17 @@ def get_num_threads() -> int:
     return threads.get_num_threads()
 
 
-def get_context(key: str) -> Any:
-    if key not in _context:
-        raise ValueError(f"unknown context key {key!r} (known: {', '.join(_context)})")
-    return _context[key]
-
-
-def _key(a: Any) -> Any:
-    t = type(a)
-    if t is np.ndarray:
-        return (a.dtype, a.shape)
-    if t is float or t is int or t is bool:
-        return t
-    if t is tuple or t is list:
-        return (t, tuple(_key(x) for x in a))
-    if isinstance(a, np.generic):  # np.float64 included: it is strongly typed
-        return (a.dtype, ())
-    if a is None or t is str:
-        return ("const", a)
-    if t.__module__ == "msir.eager.tracer":
-        raise _EagerArgument  # a PyNative tracer: run the function eagerly
-    from msir.frontend.driver import spec_of
-
-    return spec_of(a)  # raises a DTypeError naming the type
-
-
-def _rebuild_leaves(template: Any, leaves) -> Any:
-    """`template`'s tuples and lists with its leaves (not None/str) taken from `leaves`."""
-    t = type(template)
-    if t is tuple:
-        return tuple(_rebuild_leaves(x, leaves) for x in template)
-    if t is list:
-        return [_rebuild_leaves(x, leaves) for x in template]
-    if template is None or t is str:
-        return template
-    return next(leaves)
-
-
-class _EagerArgument(Exception):
-    """Raised by `_key` for a PyNative tracer: a jitted function called inside an
-    eager transformation runs eagerly, so that the transformation sees its ops."""
-
-
-def _leaves(a: Any, out: list[Any]) -> None:
-    t = type(a)
-    if t is tuple or t is list:
-        for x in a:
-            _leaves(x, out)
-    elif not (a is None or t is str):
-        out.append(a)
-
-
-@dataclass
-class _Entry:
-    native: Any
-    traced: Any
-    n_leaves: int
-
-    def __post_init__(self):
-        # Arguments without tuples, lists or constants are passed as they are.
-        self.flat = all(spec[0] in ("array", "float", "int", "bool") for spec in self.traced.arg_specs)
-
-    def call(self, args: tuple) -> Any:
-        if self.flat:
-            inputs = list(args)
-        else:
-            inputs = []
-            _leaves(args, inputs)
-        for c in self.traced.captures:
-            value = c.get()
-            if not isinstance(value, np.ndarray) or value.dtype.name != c.dtype or value.shape != c.shape:
-                return _STALE
-            inputs.append(value)
-        outs = self.native(*inputs)
-        return self._rebuild(self.traced.out_structure, outs)
-
-    def _rebuild(self, structure, outs):
-        kind, payload = structure
-        if kind == "leaf":
-            arr = outs[payload]
-            if arr.ndim == 0:
-                return arr.item() if self.traced.out_weak[payload] else arr[()]
-            return arr
-        if kind == "tuple":
-            return tuple(self._rebuild(s, outs) for s in payload)
-        if kind == "list":
-            return [self._rebuild(s, outs) for s in payload]
-        return payload
-
-
-_STALE = object()
-
-
-class JitFunction:
+class JitFunction(Jitted):
     """A function compiled on first call for each new argument signature."""
-
-    __msir_jit__ = True
 
     def __init__(self, fn, donate_argnums: int | Sequence[int] = ()):
         fn = getattr(fn, "__wrapped__", fn) if isinstance(fn, JitFunction) else fn
-        if not (inspect.isfunction(fn) or isinstance(fn, (Transformed, _JvpEntry))):
+        if not (inspect.isfunction(fn) or isinstance(fn, (Transform, JvpEntry))):
             raise TypeError(f"msir.jit expects a Python function, got {type(fn).__name__}")
         functools.update_wrapper(self, fn)
         self.__wrapped__ = fn
         self._static: dict[Any, frozenset[int]] = {}
-        self._entries: dict[Any, _Entry] = {}
+        self._entries: dict[Any, Entry] = {}
         self._lock = threading.Lock()
         self._signature = inspect.signature(fn)
         self._n_params = len(self._signature.parameters)
@@ -176,8 +81,8 @@ class JitFunction:
             bound.apply_defaults()
             args = tuple(bound.arguments.values())
         try:
-            key0 = tuple([(a.dtype, a.shape) if type(a) is np.ndarray else _key(a) for a in args])
-        except _EagerArgument:
+            key0 = tuple([(a.dtype, a.shape) if type(a) is np.ndarray else signature_key(a) for a in args])
+        except EagerArgument:
             return self.__wrapped__(*args)
         static = self._static.get(key0)
         key = key0 if not static else (key0, self._static_values(args, static))
@@ -185,7 +90,7 @@ class JitFunction:
         try:
             if entry is not None:
                 result = entry.call(args)
-                if result is not _STALE:
+                if result is not STALE:
                     return result
             return self._compile(args, key0).call(args)
         except MsirError as e:
@@ -194,11 +99,11 @@ class JitFunction:
 
     @staticmethod
     def _static_values(args: tuple, positions: frozenset[int]) -> tuple:
-        leaves: list[Any] = []
-        _leaves(args, leaves)
-        return tuple(leaves[i] for i in sorted(positions))
+        flat: list[Any] = []
+        leaves(args, flat)
+        return tuple(flat[i] for i in sorted(positions))
 
-    def _compile(self, args: tuple, key0: Any) -> _Entry:
+    def _compile(self, args: tuple, key0: Any) -> Entry:
         with self._lock:
             if len(args) < len(self._signature.parameters):
                 bound = self._signature.bind(*args)
@@ -244,14 +149,14 @@ class JitFunction:
         attrs = list(entry.arg_attrs.data) if entry.arg_attrs is not None else [DictionaryAttr({})] * n_args
         k = 0
         for p, spec in enumerate(traced.arg_specs):
-            n = _count_leaves(spec)
+            n = count_leaves(spec)
             if p in self._donate:
                 for i in range(k, k + n):
                     attrs[i] = DictionaryAttr({**attrs[i].data, DONATE_ATTR: UnitAttr()})
             k += n
         entry.arg_attrs = ArrayAttr(attrs)
 
-    def _add_entry(self, args: tuple, key0: Any, static: frozenset[int], native: Any, traced: Any) -> _Entry:
+    def _add_entry(self, args: tuple, key0: Any, static: frozenset[int], native: Any, traced: Any) -> Entry:
         for reason in getattr(native, "donation_refused", ()):
             warnings.warn(
                 f"msir.jit({self.__qualname__}): donated {reason}; its output gets a new buffer",
@@ -260,9 +165,9 @@ class JitFunction:
             )
         self._static[key0] = static
         key = key0 if not static else (key0, self._static_values(args, static))
-        leaves: list[Any] = []
-        _leaves(args, leaves)
-        entry = _Entry(native, traced, len(leaves))
+        flat: list[Any] = []
+        leaves(args, flat)
+        entry = Entry(native, traced, len(flat))
         self._entries[key] = entry
         return entry
 
@@ -281,47 +186,17 @@ class JitFunction:
 # ---------------------------------------------------------------------------
 
 
-class Transformed:
-    """A function transformed by `grad`/`value_and_grad` (or, inside compiled
-    code, `vjp`/`jvp`): calling it compiles (GRAPH_MODE) or runs eagerly
-    (PYNATIVE_MODE) the derivative. It can be transformed again and jitted."""
+class Transformed(Transform):
+    """A function transformed by `grad`/`value_and_grad`/`jacrev`/`jacfwd`:
+    calling it compiles (GRAPH_MODE) or runs eagerly (PYNATIVE_MODE) the
+    derivative. It can be transformed again and jitted."""
 
     def __init__(self, kind: str, fn, argnums=0, has_aux: bool = False, tangents=None):
-        if not callable(fn) and type(fn).__name__ != "Closure":  # frontend closures are compile-time
-            raise TypeError(f"msir.{kind} expects a function, got {type(fn).__name__}")
-        if not isinstance(argnums, int) and not (
-            isinstance(argnums, tuple) and argnums and all(isinstance(a, int) for a in argnums)
-        ):
-            raise TypeError(f"argnums must be an int or a non-empty tuple of ints, got {argnums!r}")
-        self.kind = kind
-        self.fn = fn.__wrapped__ if isinstance(fn, JitFunction) else fn
-        self.argnums = argnums
-        self.has_aux = has_aux
-        self.tangents = tangents
+        super().__init__(kind, fn, argnums, has_aux, tangents)
         self._jit: JitFunction | None = None
-        base = self.fn
-        while isinstance(base, Transformed):
-            base = base.fn
-        self.__name__ = f"{kind}_{getattr(base, '__name__', 'fn')}"
-        if not callable(base):
-            return
-        self.__qualname__ = self.__name__
-        self.__doc__ = getattr(base, "__doc__", None)
-        try:
-            self.__signature__ = inspect.signature(base)
-        except (TypeError, ValueError):
-            pass
-
-    @property
-    def source_function(self):
-        """The innermost Python function (for source locations)."""
-        base = self.fn
-        while isinstance(base, Transformed):
-            base = base.fn
-        return base
 
     def __call__(self, *args, **kwargs):
-        if _context["mode"] == PYNATIVE_MODE:
+        if pynative():
             from msir.eager.engine import call_transformed
 
             return call_transformed(self, args, kwargs)
@@ -329,10 +204,8 @@ class Transformed:
             self._jit = JitFunction(self)
         return self._jit(*args, **kwargs)
 
-    def __repr__(self) -> str:
-        return f"<msir.{self.kind} of {self.source_function!r} argnums={self.argnums}>"
 
-
+@compile_time("transform")
 def grad(fn, argnums=0, has_aux: bool = False) -> Transformed:
     """The gradient of a function with a scalar float output, with respect to
     argument `argnums` (an int, or a tuple: then a tuple of gradients). A
@@ -342,16 +215,18 @@ def grad(fn, argnums=0, has_aux: bool = False) -> Transformed:
     return Transformed("grad", fn, argnums, has_aux)
 
 
+@compile_time("transform")
 def value_and_grad(fn, argnums=0, has_aux: bool = False) -> Transformed:
     """Like `grad`, returning `(value, gradient)` (`((value, aux), gradient)` with `has_aux`)."""
     return Transformed("value_and_grad", fn, argnums, has_aux)
 
 
+@compile_time("vjp")
 def vjp(fn, *primals, has_aux: bool = False):
     """`(fn(*primals), vjp_fn)`: `vjp_fn(cotangent)` returns the cotangents of all
     primals (a tuple). `vjp_fn` owns the residuals and can be called many times."""
     t = Transformed("vjp", fn, tuple(range(len(primals))), has_aux)
-    if _context["mode"] == PYNATIVE_MODE:
+    if pynative():
         from msir.eager.engine import call_transformed
 
         return call_transformed(t, primals, {})
@@ -360,6 +235,7 @@ def vjp(fn, *primals, has_aux: bool = False):
     return compiled_vjp(t, primals)
 
 
+@compile_time("jvp")
 def jvp(fn, primals, tangents, has_aux: bool = False):
     """Forward mode: `(fn(*primals), tangent of the output)` for `tangents` of the primals."""
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
@@ -367,45 +243,33 @@ def jvp(fn, primals, tangents, has_aux: bool = False):
     if len(primals) != len(tangents):
         raise TypeError(f"msir.jvp: {len(primals)} primals but {len(tangents)} tangents")
     t = Transformed("jvp", fn, tuple(range(len(primals))), has_aux, tangents=tuple(tangents))
-    if _context["mode"] == PYNATIVE_MODE:
+    if pynative():
         from msir.eager.engine import call_transformed
 
         return call_transformed(t, tuple(primals), {})
-    return JitFunction(_JvpEntry(t))(*primals, *tangents)
+    return JitFunction(JvpEntry(t))(*primals, *tangents)
 
 
-class _JvpEntry:
-    """`jvp` as a function of (primals..., tangents...), for compiling."""
-
-    def __init__(self, t: Transformed):
-        self.t = t
-        self.n = len(t.tangents)
-        self.__name__ = t.__name__
-        self.__qualname__ = t.__name__
-        params = [inspect.Parameter(f"a{i}", inspect.Parameter.POSITIONAL_ONLY) for i in range(2 * self.n)]
-        self.__signature__ = inspect.Signature(params)
-
-    def __call__(self, *args):
-        raise TypeError("a jvp entry is only traced, not called")
-
-
+@compile_time("transform")
 def jacrev(fn, argnums=0, has_aux: bool = False) -> Transformed:
     """The Jacobian by reverse mode: one forward pass, then one adjoint per
     output element, in one compiled function. Shape: output shape + input shape."""
     return Transformed("jacrev", fn, argnums, has_aux)
 
 
+@compile_time("transform")
 def jacfwd(fn, argnums=0, has_aux: bool = False) -> Transformed:
     """The Jacobian by forward mode: one tangent pass per input element."""
     return Transformed("jacfwd", fn, argnums, has_aux)
 
 
+@compile_time("transform")
 def hessian(fn, argnums=0) -> Transformed:
     """The Hessian of a scalar function: `jacfwd(jacrev(fn))`."""
     return jacfwd(jacrev(fn, argnums), argnums)
 
 
-class custom_vjp:
+class custom_vjp(CustomVjp):
     """A function with a user-defined reverse-mode rule (in the spirit of
     MindSpore's `Cell.bprop` and JAX's `custom_vjp`)::
 
@@ -419,20 +283,11 @@ class custom_vjp:
     pass and `f_bwd` in the adjoint; calling `f` runs `f`."""
 
     def __init__(self, fn):
-        functools.update_wrapper(self, fn)
-        self.fn = fn
-        self.fwd = None
-        self.bwd = None
+        super().__init__(fn)
         self._jit: JitFunction | None = None
 
-    def defvjp(self, fwd, bwd) -> "custom_vjp":
-        self.fwd, self.bwd = fwd, bwd
-        return self
-
     def __call__(self, *args, **kwargs):
-        if _context["mode"] == PYNATIVE_MODE and any(type(a).__module__ == "msir.eager.tracer" for a in args):
-            from msir.errors import UnsupportedSyntaxError
-
+        if pynative() and _any_tracer(args):
             raise UnsupportedSyntaxError(
                 f"custom_vjp function '{self.__name__}' cannot be differentiated in PYNATIVE_MODE yet "
                 "(its rule would be ignored); use GRAPH_MODE"
@@ -442,41 +297,20 @@ class custom_vjp:
         return self._jit(*args, **kwargs)
 
 
-class checkpoint:
-    """A function whose residuals reverse mode recomputes instead of storing
-    (gradient checkpointing: MindSpore's `Cell.recompute()`, `jax.checkpoint`)::
+def _any_tracer(args: tuple) -> bool:
+    from msir.eager.tracer import Tracer
 
-        layer = msir.checkpoint(layer)        # or @msir.checkpoint
-
-    Calling it runs the function. Differentiated in compiled code, a call of
-    it keeps only its arguments for the backward pass; the adjoint runs the
-    function's augmented forward again to get its intermediates, then its
-    adjoint. Memory: the call's intermediates live only inside its adjoint;
-    cost: one more forward of the function. Derivatives are unchanged.
-    In PYNATIVE_MODE the function runs as written (nothing is recomputed)."""
-
-    def __init__(self, fn):
-        if not callable(fn):
-            raise TypeError(f"msir.checkpoint expects a function, got {type(fn).__name__}")
-        functools.update_wrapper(self, fn)
-        self.fn = fn
-
-    def __call__(self, *args, **kwargs):
-        return self.fn(*args, **kwargs)
+    return any(isinstance(a, Tracer) for a in args)
 
 
+@compile_time("stop_gradient")
 def stop_gradient(x):
     """`x`, with a zero derivative (in compiled code: `msir.stop_gradient`)."""
-    if _context["mode"] == PYNATIVE_MODE:
+    if pynative():
         from msir.eager.engine import stop_gradient as eager_stop_gradient
 
         return eager_stop_gradient(x)
     return x
-
-
-def is_transform_api(fn) -> bool:
-    """Is `fn` one of msir's transformations, called inside compiled code?"""
-    return fn in (grad, value_and_grad, jacrev, jacfwd, hessian)
 
 
 def _describe(args: tuple) -> str:
@@ -487,13 +321,6 @@ def _describe(args: tuple) -> str:
         else:
             parts.append(type(a).__name__)
     return ", ".join(parts)
-
-
-def _count_leaves(spec: Any) -> int:
-    """The number of arguments of the traced function a parameter's spec becomes."""
-    if spec[0] in ("tuple", "list"):
-        return sum(_count_leaves(s) for s in spec[1])
-    return 0 if spec[0] == "const" else 1
 
 
 def _donated_positions(donate_argnums: int | Sequence[int], n_params: int, fn: Any) -> frozenset[int]:
@@ -525,9 +352,3 @@ def jit(fn=None, *, donate_argnums: int | Sequence[int] = ()):
     if fn is None:
         return functools.partial(jit, donate_argnums=donate_argnums)
     return JitFunction(fn, donate_argnums)
-
-
-__all__ = [
-    "jit", "set_context", "get_context", "GRAPH_MODE", "PYNATIVE_MODE", "grad", "value_and_grad",
-    "vjp", "jvp", "jacrev", "jacfwd", "hessian", "stop_gradient", "custom_vjp",
-]

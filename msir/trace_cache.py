@@ -73,6 +73,7 @@ from typing import Any, Callable
 import numpy as np
 
 from msir import cache
+from msir.transforms import CustomVjp, Jitted, JvpEntry, Transform, checkpoint
 
 FORMAT_VERSION = 1
 SUFFIX = ".msirt"
@@ -89,6 +90,9 @@ class _Absent:
 
 ABSENT = _Absent()
 """What a reference to a missing global resolves to (the name was a builtin)."""
+
+_API_OBJECTS = (Jitted, Transform, CustomVjp, checkpoint, JvpEntry)
+"""msir's own function objects: fingerprinted by what they wrap."""
 
 
 def enabled() -> bool:
@@ -211,15 +215,14 @@ class Fingerprinter:
                 "function", v.__module__, v.__qualname__, code.co_filename, code.co_firstlineno,
                 code_hash(code), self.source_hash(v), self(v.__defaults__), self(sorted((v.__kwdefaults__ or {}).items())),
             ]
-        if t.__module__ == "msir.api":
-            name = t.__name__
-            if name == "JitFunction":
+        if isinstance(v, _API_OBJECTS):
+            if isinstance(v, Jitted):
                 return ["jit", self(v.__wrapped__)]
-            if name == "Transformed" and v.tangents is None:
+            if isinstance(v, Transform) and v.tangents is None:
                 return ["transformed", v.kind, repr(v.argnums), bool(v.has_aux), self(v.fn)]
-            if name == "custom_vjp":
+            if isinstance(v, CustomVjp):
                 return ["custom_vjp", self(v.fn), self(v.fwd), self(v.bwd)]
-            raise Uncacheable(f"a {name}")
+            raise Uncacheable(f"a {t.__name__}")
         if isinstance(v, type):
             if _is_library(v.__module__):
                 return ["type", v.__module__, v.__qualname__]
@@ -271,7 +274,7 @@ class Recorder:
         elif t is tuple or t is list:
             for i, x in enumerate(v):
                 self._register(["i", ref, i], x)
-        elif t.__module__ == "msir.api":
+        elif isinstance(v, _API_OBJECTS):
             for attr in ("__wrapped__", "fn", "fwd", "bwd"):
                 inner = getattr(v, attr, None)
                 if inner is not None and inner is not v:
@@ -404,9 +407,9 @@ def identity(fn: Any) -> Any:
     if t is types.FunctionType:
         code = fn.__code__
         return ["function", fn.__module__, fn.__qualname__, code.co_filename, code.co_firstlineno]
-    if t.__module__ == "msir.api" and t.__name__ == "Transformed" and fn.tangents is None:
+    if isinstance(fn, Transform) and fn.tangents is None:
         return ["transformed", fn.kind, repr(fn.argnums), bool(fn.has_aux), identity(fn.fn)]
-    if t.__module__ == "msir.api" and t.__name__ == "JitFunction":
+    if isinstance(fn, Jitted):
         return identity(fn.__wrapped__)
     return None
 

@@ -17,7 +17,9 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import FunctionType
 from xdsl.ir import Block, Region
 
-from msir.api import _leaves, _rebuild_leaves
+from msir.calling import Entry, signature_key
+from msir.tree import leaves as _leaves
+from msir.tree import rebuild_leaves as _rebuild_leaves
 from msir.errors import NotDifferentiableError, ShapeError
 
 _CACHE: dict[Any, "_CompiledVjp"] = {}
@@ -80,10 +82,8 @@ def _build(t, primals: tuple) -> _CompiledVjp:
 
 def compiled_vjp(t, primals: tuple):
     """`(f(*primals), vjp_fn)` with both halves compiled (see the module docstring)."""
-    from msir.api import _key, _Entry
-
     _check_differentiable(primals)
-    key = (id(t.fn), t.has_aux, tuple(_key(p) for p in primals))
+    key = (id(t.fn), t.has_aux, tuple(signature_key(p) for p in primals))
     c = _CACHE.get(key)
     if c is None or c.traced.static_positions:
         c = _CACHE[key] = _build(t, primals)
@@ -92,8 +92,8 @@ def compiled_vjp(t, primals: tuple):
     inputs = leaves + [cap.get() for cap in c.traced.captures]
     outs = c.run_fwd(inputs)
     results, residuals = outs[: c.n_results], outs[c.n_results :]
-    entry = _Entry(None, c.traced, len(leaves))
-    value = entry._rebuild(c.traced.out_structure, results)
+    entry = Entry(None, c.traced, len(leaves))
+    value = entry.rebuild(c.traced.out_structure, results)
     main_value = value
     aux = None
     if t.has_aux:

@@ -6,6 +6,10 @@ Values handed to a rule may be `Lazy`: a primal value of the function being
 differentiated that the adjoint can only use once it is made available (as a
 residual argument, or by recomputing a constant). `IRBuilder.val` resolves them
 on first use, so only the primal values the rules actually read become residuals.
+
+Also here, shared by reverse mode's function and control-flow halves
+(`msir.passes.grad`, `msir.passes.grad_control`): `Pair`, the names of a
+function's augmented forward and adjoint, `is_float_type` and `source_loc`.
 """
 
 from __future__ import annotations
@@ -14,10 +18,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, FileLineColLoc, TensorType
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from msir.dialects import msir as M
+from msir.errors import SourceLoc
 
 
 @dataclass(eq=False)
@@ -202,3 +207,26 @@ class IRBuilder:
             case "stack":
                 return self.stack(xs, p["axis"])
         raise KeyError(f"IRBuilder.apply: no builder for '{name}'")
+
+
+def source_loc(op: Operation) -> SourceLoc | None:
+    loc = op.location
+    if isinstance(loc, FileLineColLoc):
+        return SourceLoc(loc.filename.data, loc.line.data, loc.column.data)
+    return None
+
+
+def is_float_type(t: Attribute) -> bool:
+    return isinstance(t, TensorType) and M.is_float(M.dtype_of(t))
+
+
+@dataclass
+class Pair:
+    """The augmented forward and adjoint of one function."""
+
+    fwd: str
+    bwd: str
+    n_results: int
+    residual_types: list[Attribute]
+    float_results: list[int]  # result positions that take a cotangent
+    float_args: list[int]  # parameter positions that get a cotangent

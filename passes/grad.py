@@ -69,7 +69,7 @@ from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import FileLineColLoc, FunctionType, ModuleOp, TensorType
+from xdsl.dialects.builtin import FunctionType, ModuleOp
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.traits import IsTerminator
 from xdsl.passes import ModulePass
@@ -77,8 +77,8 @@ from xdsl.transforms.common_subexpression_elimination import cse
 from xdsl.transforms.dead_code_elimination import dce, region_dce
 
 from msir.dialects import msir as M
-from msir.errors import NotDifferentiableError, SourceLoc
-from msir.passes.ad_ir import IRBuilder, Lazy, op_params
+from msir.errors import NotDifferentiableError
+from msir.passes.ad_ir import IRBuilder, Lazy, Pair, is_float_type, op_params, source_loc
 from msir.passes.grad_rules import NON_DIFFERENTIABLE, VJP
 from msir.passes.specialize import specialize
 
@@ -111,29 +111,6 @@ def _activity(f: func.FuncOp, wanted: tuple[int, ...]) -> set[SSAValue]:
         if any(v in active for v in reads(op)):
             active.update(r for r in op.results if is_float_type(r.type))
     return active
-
-
-def source_loc(op: Operation) -> SourceLoc | None:
-    loc = op.location
-    if isinstance(loc, FileLineColLoc):
-        return SourceLoc(loc.filename.data, loc.line.data, loc.column.data)
-    return None
-
-
-def is_float_type(t: Attribute) -> bool:
-    return isinstance(t, TensorType) and M.is_float(M.dtype_of(t))
-
-
-@dataclass
-class Pair:
-    """The augmented forward and adjoint of one function."""
-
-    fwd: str
-    bwd: str
-    n_results: int
-    residual_types: list[Attribute]
-    float_results: list[int]  # result positions that take a cotangent
-    float_args: list[int]  # parameter positions that get a cotangent
 
 
 @dataclass

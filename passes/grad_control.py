@@ -90,7 +90,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from msir.dialects import msir as M
 from msir.errors import NotDifferentiableError
-from msir.passes.ad_ir import IRBuilder, Lazy
+from msir.passes.ad_ir import IRBuilder, Lazy, Pair, is_float_type, source_loc
 
 if TYPE_CHECKING:
     from msir.passes.grad import ModuleAD, _PairBuilder
@@ -154,8 +154,6 @@ def _row_index(o: Operation) -> SSAValue:
 def _index_ops(block: Block, index: SSAValue, counter: SSAValue | None) -> set[Operation] | None:
     """The ops of `block` computing `index` from the loop counter and values
     from outside only, by integer ops; None when it depends on anything else."""
-    from msir.passes.grad import is_float_type
-
     found: set[Operation] = set()
     stack = [index]
     while stack:
@@ -180,8 +178,6 @@ def _kept_takes(block: Block, counter: SSAValue | None) -> set[Operation]:
     loop's block, so that the adjoint adds each row's cotangent into one
     carried cotangent of `xs` in place (`msir.tape_add`), instead of the
     body's adjoint returning a whole array per iteration to be summed."""
-    from msir.passes.grad import is_float_type
-
     kept: set[Operation] = set()
     if counter is None:
         return kept
@@ -201,8 +197,6 @@ def _kept_ops(block: Block, counter: SSAValue | None = None) -> set[Operation]:
     """The tape-row ops of a loop body, the row reads of `_kept_takes` and the
     integer ops computing their indices: they stay in the loop's block when
     the body is outlined."""
-    from msir.passes.grad import is_float_type
-
     kept: set[Operation] = _kept_takes(block, counter)
     stack: list[SSAValue] = []
     for op in block.ops:
@@ -215,7 +209,7 @@ def _kept_ops(block: Block, counter: SSAValue | None = None) -> set[Operation]:
         if not isinstance(owner, Operation) or owner.parent_block() is not block or owner in kept:
             continue
         if owner.regions or isinstance(owner, func.CallOp) or any(is_float_type(r.type) for r in owner.results):
-            raise NotDifferentiableError(f"a tape row index computed by '{owner.name}'", _loc(owner))
+            raise NotDifferentiableError(f"a tape row index computed by '{owner.name}'", source_loc(owner))
         kept.add(owner)
         stack.extend(owner.operands)
     return kept
@@ -307,7 +301,7 @@ def _after_body(block: Block, kept: set[Operation], moved: set[Operation]) -> se
         for v in reads(o):
             if isinstance(v.owner, Operation) and v.owner in post:
                 raise NotDifferentiableError(
-                    f"'{o.name}' reads a tape row written in the same loop iteration", _loc(o))
+                    f"'{o.name}' reads a tape row written in the same loop iteration", source_loc(o))
     return post
 
 
@@ -353,7 +347,7 @@ def _check_tapeable(types: list[Attribute], op: Operation) -> None:
             raise NotDifferentiableError(
                 f"reverse mode through this loop: a residual of its body has the dynamic type {t}, "
                 "which a tape row cannot hold",
-                _loc(op),
+                source_loc(op),
             )
 
 
@@ -377,8 +371,6 @@ def _checkpointed(ad: ModuleAD, name: str, pair, at: Operation):
     """A pair of `name` whose residuals are its inputs: the forward runs the plain
     function and returns the parameters the augmented forward reads; the adjoint
     recomputes the augmented forward from them, then runs the adjoint."""
-    from msir.passes.grad import Pair
-
     f, real_fwd = ad.funcs[name], ad.funcs[pair.fwd]
     params = list(f.function_type.inputs.data)
     outputs = list(f.function_type.outputs.data)
@@ -408,20 +400,12 @@ def _checkpointed(ad: ModuleAD, name: str, pair, at: Operation):
     return Pair(fwd, bwd, pair.n_results, [params[i] for i in needed], pair.float_results, pair.float_args)
 
 
-def _loc(op: Operation):
-    from msir.passes.grad import source_loc
-
-    return source_loc(op)
-
-
 # ---------------------------------------------------------------------------
 # Forward
 # ---------------------------------------------------------------------------
 
 
 def _wanted(pb: _PairBuilder, call: func.CallOp, carried: list[SSAValue]) -> tuple[int, ...]:
-    from msir.passes.grad import is_float_type
-
     def active(a: SSAValue) -> bool:
         if a in carried or a in pb.active:
             return True
@@ -566,8 +550,6 @@ def _recomputable(r: SSAValue, fwd_block: Block, call: func.CallOp, region_args,
     arithmetic and cheap indexing ops (`_CHEAP`, e.g. `xs[i]`), from the
     counter and values that do not change with the iteration only?"""
     from xdsl.ir import BlockArgument
-
-    from msir.passes.grad import is_float_type
 
     stack, seen = [r], set()
     while stack:
@@ -756,8 +738,6 @@ def _counter(B: IRBuilder, k: SSAValue, lb: SSAValue, step: SSAValue) -> SSAValu
 
 
 def _adjoint_if(pb: _PairBuilder, op: M.IfOp, ct: dict, B: IRBuilder, accumulate) -> None:
-    from msir.passes.grad import is_float_type
-
     calls = [_region_call(op.then_region), _region_call(op.else_region)]
     pairs = pb.cf_pairs[op]
     targets: list[SSAValue] = []
@@ -790,8 +770,6 @@ def _adjoint_if(pb: _PairBuilder, op: M.IfOp, ct: dict, B: IRBuilder, accumulate
 
 
 def _add_ct(B: IRBuilder, cts: dict, v: SSAValue, g: SSAValue | None) -> None:
-    from msir.passes.grad import is_float_type
-
     if g is None or not is_float_type(v.type):
         return
     cts[v] = g if v not in cts else B.binary("add", cts[v], g)
@@ -806,8 +784,6 @@ def _adjoint_loop(pb: _PairBuilder, op: M.ForOp | M.WhileOp, ct: dict, B: IRBuil
     cotangent tape per tape read from outside (a row added per read). The
     cotangent of a carried tape, which the body only writes, is loop-invariant:
     read from outside, not carried."""
-    from msir.passes.grad import is_float_type
-
     body = op.body.block
     term = body.last_op
     call = _region_call(op.body)
@@ -820,7 +796,7 @@ def _adjoint_loop(pb: _PairBuilder, op: M.ForOp | M.WhileOp, ct: dict, B: IRBuil
     kept = [o for o in body.ops if o is not call and o is not term]
     for o in kept:
         if isinstance(o, TAPE_READS) and o.tape in body.args:
-            raise NotDifferentiableError("reverse mode through a loop reading a tape it carries", _loc(op))
+            raise NotDifferentiableError("reverse mode through a loop reading a tape it carries", source_loc(op))
     read_tapes = _unique(_row_read_source(o) for o in kept
                          if _is_row_read(o) and _row_read_source(o) in pb.active)
     outer = [v for v in _unique([call.arguments[i] for i in pair.float_args]
@@ -847,7 +823,7 @@ def _adjoint_loop(pb: _PairBuilder, op: M.ForOp | M.WhileOp, ct: dict, B: IRBuil
             env[v] = _counter(RB, k, lb, step)
         elif v in body.args:
             raise NotDifferentiableError(
-                "reverse mode through a loop whose tape rows are indexed by a carried value", _loc(op))
+                "reverse mode through a loop whose tape rows are indexed by a carried value", source_loc(op))
         elif _inside(v, body):
             o = v.owner
             clone = o.clone(value_mapper={x: primal(x) for x in o.operands})
@@ -948,14 +924,14 @@ def _push_rows(pb: _PairBuilder, op: M.ForOp | M.WhileOp, carried: list[SSAValue
         alloc = op.inits[j].owner
         if not isinstance(alloc, M.TapeAllocOp):
             raise NotDifferentiableError(
-                "reverse mode through a loop appending to a tape not started by 'msir.tape_alloc'", _loc(op))
+                "reverse mode through a loop appending to a tape not started by 'msir.tape_alloc'", source_loc(op))
         base = RB.binary("add", RB.val(Lazy(pb.fwd_of[alloc.rows])),
                          RB.binary("mul", k, RB.constant(len(chain_pushes), "int64")))
         for i, o in enumerate(chain_pushes):
             rows[o] = base if i == 0 else RB.binary("add", base, RB.constant(i, "int64"))
     if any(o not in rows for o in pushes):
         raise NotDifferentiableError(
-            "reverse mode through a loop appending to a tape it does not carry through", _loc(op))
+            "reverse mode through a loop appending to a tape it does not carry through", source_loc(op))
     return rows
 
 

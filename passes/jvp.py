@@ -35,7 +35,8 @@ from xdsl.passes import ModulePass
 from msir.dialects import msir as M
 from msir.errors import NotDifferentiableError
 from msir.passes.ad_ir import IRBuilder, op_params
-from msir.passes.grad import REVERSE_OPS, ModuleAD, differentiate, expand, is_float_type, source_loc
+from msir.passes.ad_ir import is_float_type, source_loc
+from msir.passes.grad import REVERSE_OPS, ModuleAD, differentiate, expand
 from msir.passes.grad_control import CONTROL_FLOW, outline_regions, reads
 from msir.passes.grad_rules import JVP, NON_DIFFERENTIABLE
 

@@ -1,6 +1,6 @@
 """PyNative mode: `grad`, `value_and_grad`, `vjp` and `jvp` run eagerly.
 
-`call_transformed(t, args, kwargs)` is what `msir.api.Transformed.__call__`,
+`call_transformed(t, args, kwargs)` (`t` a `msir.transforms.Transform`) is what `msir.api.Transformed.__call__`,
 `msir.vjp` and `msir.jvp` call in `PYNATIVE_MODE`. It wraps the differentiated
 arguments in tracers of a fresh trace (a new perturbation level, see
 `msir.eager.tracer`), runs the user's plain NumPy function on them op by op,
@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from msir.api import _leaves
-from msir.api import _rebuild_leaves as _rebuild
+from msir.tree import leaves as _leaves
+from msir.tree import rebuild_leaves as _rebuild
 
 from msir.eager.tracer import (
     FLOATS,

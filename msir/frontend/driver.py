@@ -34,6 +34,7 @@ from msir.errors import DTypeError, UnsupportedSyntaxError
 from msir.frontend.source import get_source
 from msir.frontend.translate import Capture, TraceContext, _closure_env, build_function
 from msir.frontend.values import KnownInt, Tensor
+from msir.transforms import JvpEntry, Transform
 
 # An abstract argument: ("array", dtype, shape) | ("float",) | ("int", value) |
 # ("bool", value) | ("tuple"|"list", [specs]) | ("const", value)
@@ -114,14 +115,12 @@ def _bind(spec: Spec, block: Block, counter: list[int]) -> Any:
 def trace(fn, specs: list[Spec], kwargs_specs: dict[str, Spec] | None = None, record: bool = False) -> Traced:
     """Translate `fn` specialised to abstract arguments `specs` (with `record`,
     recording its dependencies in `Traced.recorder`)."""
-    from msir.api import Transformed, _JvpEntry
-
     recorder = None
     if record:
         from msir.trace_cache import Recorder
 
         recorder = Recorder(fn)
-    if isinstance(fn, (Transformed, _JvpEntry)):
+    if isinstance(fn, (Transform, JvpEntry)):
         return _trace_transformed(fn, specs, recorder)
     src = get_source(fn)
     node = src.node
@@ -249,10 +248,9 @@ def module_from_file(path: str, entry: str, arg_types: str) -> ModuleOp:
 
 def _trace_transformed(t, specs: list[Spec], recorder=None) -> Traced:
     """Trace an entry that applies a differentiation transform to its arguments."""
-    from msir.api import Transformed
     from msir.frontend.translate import Translator, flatten_result
 
-    jvp_entry = not isinstance(t, Transformed)
+    jvp_entry = not isinstance(t, Transform)
     base = t.t.source_function if jvp_entry else t.source_function
     src = get_source(base)
     tc = TraceContext(recorder=recorder)
@@ -263,7 +261,7 @@ def _trace_transformed(t, specs: list[Spec], recorder=None) -> Traced:
     tr = Translator(tc, block, src, base.__globals__, _closure_env(base))
     if jvp_entry:
         n = t.n
-        inner = Transformed("jvp", t.t.fn, t.t.argnums, t.t.has_aux, tangents=tuple(params[n:]))
+        inner = Transform("jvp", t.t.fn, t.t.argnums, t.t.has_aux, tangents=tuple(params[n:]))
         value = tr.call_value(inner, params[:n], {}, src.node)
     else:
         value = tr.call_value(t, params, {}, src.node)

@@ -70,7 +70,8 @@ from msir.errors import (
     UnsupportedSyntaxError,
 )
 from msir.frontend.source import FunctionSource, get_source
-from msir.frontend.values import KnownInt, Tensor, kind, promote, weak_dtype_of
+from msir.frontend.values import Closure, KnownInt, Tensor, kind, promote, weak_dtype_of
+from msir.transforms import CustomVjp, Jitted, Transform, checkpoint, compile_time_kind
 
 # ---------------------------------------------------------------------------
 # Module-wide state of one trace
@@ -164,16 +165,6 @@ class _UnknownRecursiveResult(Exception):
         super().__init__(key)
         self.key = key
         self.loc = loc
-
-
-@dataclass
-class Closure:
-    """A nested `def` or lambda: its AST and the scope it was defined in."""
-
-    node: ast.FunctionDef | ast.Lambda
-    env: dict[str, Any]
-    source: FunctionSource
-    defaults: list[Any]
 
 
 def dtype_name(obj: Any, loc: SourceLoc | None = None) -> str:
@@ -1195,24 +1186,21 @@ class Translator:
     def call_value(self, fn: Any, args: list[Any], kwargs: dict[str, Any], node: ast.AST) -> Any:
         """Call a compile-time callable (user function, closure, NumPy function,
         differentiation transform...) on frontend values."""
-        from msir.api import Transformed, checkpoint, custom_vjp, is_transform_api, stop_gradient
-        from msir.api import jvp as msir_jvp
-        from msir.api import vjp as msir_vjp
-
-        if isinstance(fn, Transformed):
+        if isinstance(fn, Transform):
             return self.call_transformed(fn, args, kwargs, node)
-        if isinstance(fn, custom_vjp):
+        if isinstance(fn, CustomVjp):
             return self.call_custom_vjp(fn, args, node)
         if isinstance(fn, checkpoint):
             return self.call_checkpoint(fn, args, kwargs, node)
-        if is_transform_api(fn):
+        api_kind = compile_time_kind(fn)
+        if api_kind == "transform":
             return fn(*args, **kwargs)
-        if fn is stop_gradient:
+        if api_kind == "stop_gradient":
             (x,) = args
             t = self.as_tensor(x, node)
             return self.tensor(M.StopGradientOp(t.ssa), t.weak)
-        if fn in (msir_vjp, msir_jvp):
-            return self.transform_now(fn, args, kwargs, node)
+        if api_kind in ("vjp", "jvp"):
+            return self.transform_now(api_kind, args, kwargs, node)
         if isinstance(fn, FunctionValue):
             return self.apply_function_value(fn, args, node)
         if isinstance(fn, _BoundMethod):
@@ -1222,7 +1210,7 @@ class Translator:
         handler = _handler_for(fn)
         if handler is not None:
             return handler(self, args, kwargs, node)
-        if _is_msir_jit(fn):
+        if isinstance(fn, Jitted):
             fn = fn.__wrapped__
         if isinstance(fn, types.FunctionType):
             return self.call_user(fn, args, kwargs, node)
@@ -2065,8 +2053,6 @@ class Translator:
     def jacobian(self, t: Any, args: list[Any], argnums: tuple[int, ...], node: ast.AST) -> Any:
         """jacrev: one forward and one adjoint call per output element; jacfwd: one
         forward-mode call per input element; all in this one function."""
-        from msir.api import Transformed
-
         for a in argnums:
             if not isinstance(args[a], Tensor):
                 raise self.error(
@@ -2077,7 +2063,7 @@ class Translator:
         single = isinstance(t.argnums, int)
         aux = None
         if t.kind == "jacrev":
-            res = self.call_transformed(Transformed("vjp", t.fn, tuple(argnums), t.has_aux), args, {}, node)
+            res = self.call_transformed(Transform("vjp", t.fn, tuple(argnums), t.has_aux), args, {}, node)
             out, pb = res[0], res[1]
             aux = res[2] if t.has_aux else None
             if not isinstance(out, Tensor):
@@ -2115,7 +2101,7 @@ class Translator:
                 cols, out = [], None
                 for j in range(n):
                     tangent = self.basis(index, j, x.shape, x.dtype)
-                    jt = Transformed("jvp", t.fn, (a,), t.has_aux, tangents=(tangent,))
+                    jt = Transform("jvp", t.fn, (a,), t.has_aux, tangents=(tangent,))
                     res = self.call_transformed(jt, args, {}, node)
                     out, tan = res[0], res[1]
                     if t.has_aux:
@@ -2178,20 +2164,17 @@ class Translator:
         call = self.emit(func.CallOp(primal.name, [self.localize(x).ssa for x in primal.leaves], list(primal.type.outputs.data)))
         return _rebuild(primal.structure, iter(_tensors(list(call.results), primal.weak)))
 
-    def transform_now(self, fn: Any, args: list[Any], kwargs: dict[str, Any], node: ast.AST) -> Any:
-        """`msir.vjp(f, *primals)` / `msir.jvp(f, primals, tangents)` inside compiled code."""
-        from msir.api import Transformed
-        from msir.api import jvp as msir_jvp
-
+    def transform_now(self, kind: str, args: list[Any], kwargs: dict[str, Any], node: ast.AST) -> Any:
+        """`msir.vjp(f, *primals)` / `msir.jvp(f, primals, tangents)` (`kind`) inside compiled code."""
         has_aux = bool(kwargs.pop("has_aux", False))
         if kwargs:
             raise self.error(UnsupportedSyntaxError, f"unexpected keyword {next(iter(kwargs))}", node)
         f, *rest = args
-        if fn is msir_jvp:
+        if kind == "jvp":
             primals, tangents = rest
-            t = Transformed("jvp", f, tuple(range(len(primals))), has_aux, tangents=tuple(tangents))
+            t = Transform("jvp", f, tuple(range(len(primals))), has_aux, tangents=tuple(tangents))
             return self.call_transformed(t, list(primals), {}, node)
-        t = Transformed("vjp", f, tuple(range(len(rest))), has_aux)
+        t = Transform("vjp", f, tuple(range(len(rest))), has_aux)
         return self.call_transformed(t, list(rest), {}, node)
 
     def apply_function_value(self, fv: "FunctionValue", args: list[Any], node: ast.AST) -> Any:
@@ -2773,10 +2756,6 @@ def _op_symbol(op: ast.operator) -> str:
 
 
 _NAME_SYMBOL = {"and": "&", "or": "|", "xor": "^"}
-
-
-def _is_msir_jit(fn: Any) -> bool:
-    return getattr(fn, "__msir_jit__", False) and hasattr(fn, "__wrapped__")
 
 
 # The built-in exception types with msir locations, for errors NumPy raises as such.

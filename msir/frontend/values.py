@@ -7,6 +7,8 @@
   is known while tracing. It is a runtime value unless it reaches a static
   position (a shape, an axis, a slice bound); then it specialises: the arguments
   it depends on join the cache key.
+* `Closure`: a nested `def` or lambda, called (inlined) or transformed at
+  compile time.
 * Plain Python objects for everything else known at compile time: int, float,
   bool, None, str, slices, dtypes, tuples and lists of values, functions and
   modules.
@@ -14,11 +16,14 @@
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from xdsl.ir import SSAValue
+
+    from msir.frontend.source import FunctionSource
 
 _KIND = {"bool": 0, "int32": 1, "int64": 1, "float32": 2, "float64": 2}
 _WEAK_DTYPE = {0: "bool", 1: "int64", 2: "float64"}
@@ -80,3 +85,13 @@ def weak_dtype_of(value: bool | int | float) -> str:
     if isinstance(value, int):
         return "int64"
     return "float64"
+
+
+@dataclass
+class Closure:
+    """A nested `def` or lambda: its AST and the scope it was defined in."""
+
+    node: ast.FunctionDef | ast.Lambda
+    env: dict[str, Any]
+    source: FunctionSource
+    defaults: list[Any]

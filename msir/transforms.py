@@ -1,0 +1,145 @@
+"""What msir's transformations are, apart from how they run.
+
+The objects the user API creates — a function to differentiate (`Transform`),
+one with a custom reverse rule (`CustomVjp`), a checkpointed function
+(`checkpoint`), a jitted function (`Jitted`) — are read by three layers: the
+frontend (inside compiled code), the eager engine (PyNative mode) and the
+persistent trace cache. They live here, in a leaf of msir's import graph, so
+that those layers recognise them with `isinstance` and import nothing above
+them; `msir.api` subclasses them with what calling them from Python does
+(compile, or run eagerly).
+
+`COMPILE_TIME` names the API functions that compiled code may call, and what
+the frontend does with each: `msir.api` registers them as it defines them.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from msir.frontend.values import Closure
+
+
+class Jitted:
+    """Base of `msir.jit`'s function objects: `__wrapped__` is the Python function."""
+
+    __wrapped__: Callable
+
+
+class Transform:
+    """A function transformed by `grad`/`value_and_grad`/`jacrev`/`jacfwd` (or,
+    inside compiled code, `vjp`/`jvp`): `kind`, the function `fn` (a Python
+    function, a frontend `Closure`, or another `Transform`), `argnums`,
+    `has_aux`, and for `jvp` the `tangents`."""
+
+    def __init__(self, kind: str, fn, argnums=0, has_aux: bool = False, tangents=None):
+        if not callable(fn) and not isinstance(fn, Closure):  # frontend closures are compile-time
+            raise TypeError(f"msir.{kind} expects a function, got {type(fn).__name__}")
+        if not isinstance(argnums, int) and not (
+            isinstance(argnums, tuple) and argnums and all(isinstance(a, int) for a in argnums)
+        ):
+            raise TypeError(f"argnums must be an int or a non-empty tuple of ints, got {argnums!r}")
+        self.kind = kind
+        self.fn = fn.__wrapped__ if isinstance(fn, Jitted) else fn
+        self.argnums = argnums
+        self.has_aux = has_aux
+        self.tangents = tangents
+        base = self.source_function
+        self.__name__ = f"{kind}_{getattr(base, '__name__', 'fn')}"
+        if not callable(base):
+            return
+        self.__qualname__ = self.__name__
+        self.__doc__ = getattr(base, "__doc__", None)
+        try:
+            self.__signature__ = inspect.signature(base)
+        except (TypeError, ValueError):
+            pass
+
+    @property
+    def source_function(self):
+        """The innermost Python function (for source locations)."""
+        base = self.fn
+        while isinstance(base, Transform):
+            base = base.fn
+        return base
+
+    def __repr__(self) -> str:
+        return f"<msir.{self.kind} of {self.source_function!r} argnums={self.argnums}>"
+
+
+class JvpEntry:
+    """`jvp` as a function of (primals..., tangents...), for compiling."""
+
+    def __init__(self, t: Transform):
+        self.t = t
+        self.n = len(t.tangents)
+        self.__name__ = t.__name__
+        self.__qualname__ = t.__name__
+        params = [inspect.Parameter(f"a{i}", inspect.Parameter.POSITIONAL_ONLY) for i in range(2 * self.n)]
+        self.__signature__ = inspect.Signature(params)
+
+    def __call__(self, *args):
+        raise TypeError("a jvp entry is only traced, not called")
+
+
+class CustomVjp:
+    """A function `fn` with a user-defined reverse rule: `fwd` returns the
+    output and residuals, `bwd` the cotangents from residuals and the output's
+    cotangent (see `msir.api.custom_vjp`)."""
+
+    def __init__(self, fn):
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+        self.fwd = None
+        self.bwd = None
+
+    def defvjp(self, fwd, bwd) -> "CustomVjp":
+        self.fwd, self.bwd = fwd, bwd
+        return self
+
+
+class checkpoint:
+    """A function whose residuals reverse mode recomputes instead of storing
+    (gradient checkpointing: MindSpore's `Cell.recompute()`, `jax.checkpoint`)::
+
+        layer = msir.checkpoint(layer)        # or @msir.checkpoint
+
+    Calling it runs the function. Differentiated in compiled code, a call of
+    it keeps only its arguments for the backward pass; the adjoint runs the
+    function's augmented forward again to get its intermediates, then its
+    adjoint. Memory: the call's intermediates live only inside its adjoint;
+    cost: one more forward of the function. Derivatives are unchanged.
+    In PYNATIVE_MODE the function runs as written (nothing is recomputed)."""
+
+    def __init__(self, fn):
+        if not callable(fn):
+            raise TypeError(f"msir.checkpoint expects a function, got {type(fn).__name__}")
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+
+    def __call__(self, *args, **kwargs):
+        return self.fn(*args, **kwargs)
+
+
+COMPILE_TIME: list[tuple[Callable, str]] = []
+"""The API functions compiled code may call, each with what the frontend does:
+"transform" (call it while tracing: it returns a `Transform`), "vjp" and "jvp"
+(differentiate at the call), "stop_gradient" (emit `msir.stop_gradient`)."""
+
+
+def compile_time(kind: str):
+    """Register the decorated API function as callable in compiled code (see `COMPILE_TIME`)."""
+
+    def register(fn: Callable) -> Callable:
+        COMPILE_TIME.append((fn, kind))
+        return fn
+
+    return register
+
+
+def compile_time_kind(fn: Any) -> str | None:
+    """What compiled code does with a call of `fn` (None: not an API function)."""
+    return next((kind for f, kind in COMPILE_TIME if f is fn), None)
