@@ -14,6 +14,7 @@ not verify is refused with the same message the frontend would give.
 from __future__ import annotations
 
 import math
+import string
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -207,6 +208,78 @@ def infer_matmul(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...]:
     if len(b) == 1:
         out = out[:-1]
     return out
+
+
+EINSUM_SUBSCRIPTS = frozenset(string.ascii_letters)
+"""The letters an `msir.einsum` spec may use (NumPy's; `...` is the frontend's to expand)."""
+
+
+def parse_einsum(spec: str, operands: int) -> tuple[tuple[str, ...], str]:
+    """The operand terms and the output term of an explicit einsum spec for
+    `operands` operands: `"ij,jk->ik"` gives `(("ij", "jk"), "ik")`.
+
+    The IR form is NumPy's explicit form with nothing left implicit: one or two
+    operand terms, `->` and the output, letters only, no spaces and no ellipsis;
+    output letters are distinct and each appears in an operand."""
+    if not 1 <= operands <= 2:
+        raise ShapeOrTypeError(
+            f"einsum takes one or two operands, got {operands} (contract more operands pairwise)"
+        )
+    inputs, arrow, output = spec.partition("->")
+    if not arrow:
+        raise ShapeOrTypeError(f"einsum spec '{spec}' needs an explicit output ('->')")
+    terms = tuple(inputs.split(","))
+    for c in inputs.replace(",", "") + output:
+        if c not in EINSUM_SUBSCRIPTS:
+            raise ShapeOrTypeError(
+                f"einsum spec '{spec}' has invalid subscript {c!r} (letters a-z, A-Z only)"
+            )
+    if len(terms) != operands:
+        raise ShapeOrTypeError(
+            f"einsum spec '{spec}' has {len(terms)} operand terms for {operands} operands"
+        )
+    for c in output:
+        if output.count(c) > 1:
+            raise ShapeOrTypeError(f"einsum output '{output}' repeats subscript '{c}'")
+        if not any(c in t for t in terms):
+            raise ShapeOrTypeError(f"einsum output subscript '{c}' appears in no operand of '{spec}'")
+    return terms, output
+
+
+def _einsum_sizes(terms: Sequence[str], shapes: Sequence[Sequence[int]]) -> dict[str, int]:
+    """The size of every subscript of `terms` over operands of `shapes`, checking
+    that each operand has one subscript per axis and each subscript one size
+    (a repeated subscript takes a diagonal, so its axes agree too)."""
+    sizes: dict[str, int] = {}
+    first: dict[str, tuple[int, int]] = {}
+    for i, (term, shape) in enumerate(zip(terms, shapes)):
+        if len(term) != len(shape):
+            raise ShapeOrTypeError(
+                f"einsum operand #{i} of shape {fmt_shape(shape)} has rank {len(shape)}, "
+                f"but its subscripts '{term}' name {len(term)} axes"
+            )
+        for axis, (c, d) in enumerate(zip(term, shape)):
+            if d < 0:
+                raise ShapeOrTypeError(f"einsum needs static shapes, operand #{i} has shape {fmt_shape(shape)}")
+            if c not in sizes:
+                sizes[c], first[c] = d, (i, axis)
+            elif sizes[c] != d:
+                j, other = first[c]
+                raise ShapeOrTypeError(
+                    f"einsum subscript '{c}' has size {sizes[c]} at operand #{j} axis {other} "
+                    f"but {d} at operand #{i} axis {axis}"
+                )
+    return sizes
+
+
+def infer_einsum(spec: str, shapes: Sequence[Sequence[int]]) -> tuple[int, ...]:
+    """Result shape of `np.einsum(spec, *operands)` for an explicit spec (see
+    `parse_einsum`) and operands of `shapes`, all of one dtype. Subscripts of
+    one size only: NumPy's stretching of a size-1 axis is an explicit
+    `msir.broadcast_to` before the einsum."""
+    terms, output = parse_einsum(spec, len(shapes))
+    sizes = _einsum_sizes(terms, shapes)
+    return tuple(sizes[c] for c in output)
 
 
 def infer_transpose(shape: Sequence[int], perm: Sequence[int]) -> tuple[int, ...]:
@@ -1098,6 +1171,58 @@ class MatmulOp(IRDLOperation):
         def check():
             shape = infer_matmul(shape_of(self.lhs.type), shape_of(self.rhs.type))
             expected = TensorType(self.lhs.type.element_type, list(shape))  # type: ignore[attr-defined]
+            _expect_type(self, "result", self.result.type, expected)
+
+        _verify(self, check)
+
+
+@irdl_op_definition
+class EinsumOp(IRDLOperation):
+    """Einstein summation over one or two operands (`np.einsum`) with an explicit
+    spec (`parse_einsum`): each operand term names its axes, the output term the
+    result's; a letter absent from the output is summed, a letter repeated in an
+    operand takes its diagonal. Operands share the element type (no bools).
+    `msir-lower-einsum` decomposes it into transposes, reshapes and a (batched)
+    `msir.matmul`, or broadcasts, `msir.mul` and `msir.reduce_sum`.
+
+    ```mlir
+    %r = msir.einsum "bij,bkj->bik" %a, %b : tensor<5x2x3xf32>, tensor<5x4x3xf32> to tensor<5x2x4xf32>
+    %t = msir.einsum "ii->" %m : tensor<3x3xf64> to tensor<f64>
+    ```
+    """
+
+    name = "msir.einsum"
+    spec = prop_def(StringAttr)
+    inputs = var_operand_def(_TensorT)
+    result = result_def(_TensorT)
+    traits = traits_def(Pure())
+    assembly_format = "$spec $inputs attr-dict `:` type($inputs) `to` type($result)"
+
+    def __init__(self, spec: str, inputs: Sequence[SSAValue]):
+        types = [SSAValue.get(v).type for v in inputs]
+        shape = infer_einsum(spec, [shape_of(t) for t in types])
+        super().__init__(
+            operands=[list(inputs)],
+            properties={"spec": StringAttr(spec)},
+            result_types=[TensorType(types[0].element_type, list(shape))],
+        )
+
+    @property
+    def spec_string(self) -> str:
+        return self.spec.data
+
+    def verify_(self) -> None:
+        types = [v.type for v in self.inputs]
+        for i, t in enumerate(types):
+            _expect_dtype(self, f"operand #{i}", t, NUMERIC)
+            if t.element_type != types[0].element_type:  # type: ignore[attr-defined]
+                raise VerifyException(
+                    f"'{self.name}' operand #0 type {types[0]} and operand #{i} type {t} differ in element type"
+                )
+
+        def check():
+            shape = infer_einsum(self.spec_string, [shape_of(t) for t in types])
+            expected = TensorType(types[0].element_type, list(shape))  # type: ignore[attr-defined]
             _expect_type(self, "result", self.result.type, expected)
 
         _verify(self, check)
@@ -2168,6 +2293,7 @@ Msir = Dialect(
         ArgmaxOp,
         ArgminOp,
         MatmulOp,
+        EinsumOp,
         MakeTupleOp,
         GetTupleOp,
         FusionOp,

@@ -49,6 +49,8 @@ def op_params(op: Operation) -> tuple[str, dict[str, Any]]:
             p = {"predicate": op.predicate_name}
         case M.ArgReduceOp():
             p = {"axis": op.axis_value}
+        case M.EinsumOp():
+            p = {"spec": op.spec_string}
     if op.results and isinstance(op.results[0].type, M.TensorType):
         p["shape"] = M.shape_of(op.results[0].type)
         p["dtype"] = M.dtype_of(op.results[0].type)
@@ -143,6 +145,11 @@ class IRBuilder:
 
     def matmul(self, a: Any, b: Any) -> SSAValue:
         return self.emit(M.MatmulOp(self.val(a), self.val(b)))
+
+    def einsum(self, spec: str, xs: Sequence[Any]) -> SSAValue:
+        vs = [self.val(x) for x in xs]
+        terms, output = M.parse_einsum(spec, len(vs))
+        return vs[0] if terms == (output,) else self.emit(M.EinsumOp(spec, vs))
 
     def slice(self, x: Any, starts, sizes, steps) -> SSAValue:
         v = self.val(x)

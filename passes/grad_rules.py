@@ -25,6 +25,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
+from msir.passes.einsum_algebra import distinct, einsum_spec, einsum_terms, scatter_diagonals
+
 V = Any  # a builder value: an SSA value (IRBuilder) or an ndarray (NumpyBuilder)
 
 
@@ -44,6 +46,7 @@ class Builder(Protocol):
     def transpose(self, x: V, perm: Sequence[int]) -> V: ...
     def reduce(self, name: str, x: V, axes: Sequence[int], keepdims: bool) -> V: ...  # sum max min prod mean
     def matmul(self, a: V, b: V) -> V: ...
+    def einsum(self, spec: str, xs: Sequence[V]) -> V: ...  # an explicit spec, one or two operands
     def slice(self, x: V, starts: Sequence[int], sizes: Sequence[int], steps: Sequence[int]) -> V: ...
     def scatter_slice(self, x: V, starts: Sequence[int], steps: Sequence[int], shape: Sequence[int]) -> V: ...
     def take(self, x: V, idx: V, axis: int) -> V: ...
@@ -426,6 +429,31 @@ def _(B, p, xs, y, ct):
     return _matmul_vjp(B, xs[0], xs[1], ct)
 
 
+def _einsum_cotangent(B: Builder, terms: Sequence[str], out: str, xs: list, ct: V, i: int) -> V:
+    """d<ct, einsum(terms -> out)(xs)> / d xs[i]: the einsum of the cotangent with
+    the other operand onto operand i's distinct subscripts that the cotangent or
+    the other operand has; then broadcast along those only operand i has (the
+    forward summed them, so each element gets the same cotangent) and placed on
+    the diagonals of its repeated subscripts (zeros off them)."""
+    term, shape = terms[i], B.shape(xs[i])
+    others = [j for j in range(len(xs)) if j != i]
+    letters = distinct(term)
+    reached = "".join(c for c in letters if c in out + "".join(terms[j] for j in others))
+    g = B.einsum(einsum_spec([out, *(terms[j] for j in others)], reached), [ct, *(xs[j] for j in others)])
+    size = dict(zip(term, shape))
+    g = B.reshape(g, [size[c] if c in reached else 1 for c in letters])
+    g = B.broadcast_to(g, [size[c] for c in letters])
+    return scatter_diagonals(B, g, term, shape)
+
+
+@vjp("einsum")
+def _(B, p, xs, y, ct):
+    if not is_float(B.dtype(ct)):
+        return [None] * len(xs)
+    terms, out = einsum_terms(p["spec"])
+    return [_einsum_cotangent(B, terms, out, xs, ct, i) for i in range(len(xs))]
+
+
 # -- forward rules -------------------------------------------------------------
 
 
@@ -464,6 +492,18 @@ def _(B, p, xs, y, ts):
 @jvp("stop_gradient")
 def _(B, p, xs, y, ts):
     return _scalar(B, 0.0, y)
+
+
+@jvp("einsum")
+def _(B, p, xs, y, ts):
+    # multilinear: one term per operand with a tangent, the others held
+    out = None
+    for i, t in enumerate(ts):
+        if t is None:
+            continue
+        term = B.einsum(p["spec"], [t if j == i else x for j, x in enumerate(xs)])
+        out = term if out is None else B.binary("add", out, term)
+    return out if out is not None else _scalar(B, 0.0, y)
 
 
 @jvp("matmul")

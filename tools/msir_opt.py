@@ -34,6 +34,7 @@ MSIR_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "msir-grad": _lazy("msir.passes.grad", "MsirGrad"),
     "msir-inline": _lazy("msir.passes.inline", "MsirInline"),
     "msir-jvp": _lazy("msir.passes.jvp", "MsirJvp"),
+    "msir-lower-einsum": _lazy("msir.passes.lower_einsum", "MsirLowerEinsum"),
     "msir-specialize": _lazy("msir.passes.specialize", "MsirSpecialize"),
     "convert-msir-to-loops": _lazy("msir.lowering.to_loops", "ConvertMsirToLoops"),
     "msir-lower-to-llvm": _lazy("msir.lowering.to_llvm", "MsirLowerToLlvm"),

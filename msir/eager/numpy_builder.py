@@ -124,6 +124,14 @@ class NumpyBuilder:
     def matmul(self, a, b) -> np.ndarray:
         return _arr(np.matmul(_arr(a), _arr(b)))
 
+    def einsum(self, spec: str, xs: Sequence) -> np.ndarray:
+        xs = [_arr(x) for x in xs]
+        # optimize=True contracts through BLAS (tensordot) instead of NumPy's
+        # element loop; a transpose or diagonal comes back as a view, copied so
+        # that results are ordinary arrays.
+        out = _arr(np.einsum(spec, *xs, optimize=True))
+        return out.copy() if any(np.may_share_memory(out, x) for x in xs) else out
+
     def slice(self, x, starts: Sequence[int], sizes: Sequence[int], steps: Sequence[int]) -> np.ndarray:
         return _arr(x)[_strided(starts, sizes, steps)].copy()
 
@@ -182,6 +190,8 @@ class NumpyBuilder:
                 return self.scatter_add(xs[0], xs[1], p["axis"], p["shape"])
             case "matmul":
                 return self.matmul(xs[0], xs[1])
+            case "einsum":
+                return self.einsum(p["spec"], xs)
             case "select":
                 return self.select(xs[0], xs[1], xs[2])
             case "cast":

@@ -417,6 +417,9 @@ class TracingBuilder:
     def matmul(self, a, b):
         return bind("matmul", {}, [a, b])
 
+    def einsum(self, spec, xs):
+        return bind("einsum", {"spec": spec}, list(xs))
+
     def slice(self, x, starts, sizes, steps):
         if _shape(x) == tuple(sizes) and all(s == 0 for s in starts) and all(t == 1 for t in steps):
             return x

@@ -253,6 +253,31 @@ def _matmul_cases() -> list[Case]:
     ]
 
 
+EINSUM_SHAPES = {
+    "ij,jk->ik": [(2, 3), (3, 4)], "bij,bjk->bik": [(2, 2, 3), (2, 3, 4)], "ij,kj->ik": [(2, 3), (4, 3)],
+    "ij,jk->ki": [(2, 3), (3, 4)], "ji,jk->ik": [(3, 2), (3, 4)], "ijk,jkl->il": [(2, 3, 2), (3, 2, 4)],
+    "i,j->ij": [(3,), (4,)], "ij,jk->k": [(2, 3), (3, 4)], "i,i->": [(5,), (5,)], "bi,bi->b": [(3, 4), (3, 4)],
+    "bi,bj->bij": [(2, 3), (2, 4)], "ij,ij->ij": [(2, 3), (2, 3)], "iij,jk->ki": [(3, 3, 2), (2, 4)],
+    "ij,kl->jk": [(2, 3), (4, 2)], ",i->i": [(), (3,)], "ij->ji": [(2, 3)], "ii->i": [(3, 3)],
+    "ii->": [(3, 3)], "iji->j": [(2, 3, 2)], "ijk->": [(2, 3, 2)],
+}
+"""Specs with the shapes of their operands: products of matrices, batches, transposed
+operands and results, two contracted subscripts, outer and elementwise products, a
+subscript summed from one operand only, dots, diagonals (also of a two-operand spec)."""
+
+
+def _einsum_cases() -> list[Case]:
+    # The reference takes NumPy's BLAS contraction path, as NumpyBuilder does, so
+    # that float64 agrees to the last bit (the plain loop sums in another order);
+    # test_einsum.py checks both against the plain loop with a tolerance.
+    return [
+        Case(f"einsum-{spec.replace(',', '_').replace('->', '-to-')}",
+             lambda *vs, spec=spec: M.EinsumOp(spec, vs), inputs(*(normal(*s) for s in shapes)),
+             lambda *xs, spec=spec: np.einsum(spec, *xs, optimize=True))
+        for spec, shapes in EINSUM_SHAPES.items()
+    ]
+
+
 def _stop_gradient_case() -> Case:
     # For differentiation stop_gradient is a constant function: its value is x0 at
     # every x, so finite differences give zero.
@@ -260,7 +285,8 @@ def _stop_gradient_case() -> Case:
     return Case("stop_gradient", M.StopGradientOp, inputs(x0), lambda x: x0.astype(x.dtype))
 
 
-CASES = _elementwise_cases() + _shape_cases() + _reduce_cases() + _matmul_cases() + [_stop_gradient_case()]
+CASES = (_elementwise_cases() + _shape_cases() + _reduce_cases() + _matmul_cases() + _einsum_cases()
+         + [_stop_gradient_case()])
 
 
 def _params(case: Case, rules: bool = False):

@@ -667,6 +667,132 @@ func.func @f(%a: tensor<2x3xi1>, %b: tensor<3x4xi1>) {
 
 // -----
 
+// einsum: three operands (contracted pairwise by the frontend)
+func.func @f(%a: tensor<2xf32>) {
+  %0 = msir.einsum "i,i,i->i" %a, %a, %a : tensor<2xf32>, tensor<2xf32>, tensor<2xf32> to tensor<2xf32>
+  func.return
+}
+// CHECK: {{^}}'msir.einsum' einsum takes one or two operands, got 3 (contract more operands pairwise) (inputs: tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, result: tensor<2xf32>){{$}}
+
+// -----
+
+// einsum: implicit output
+func.func @f(%a: tensor<2x3xf32>, %b: tensor<3x4xf32>) {
+  %0 = msir.einsum "ij,jk" %a, %b : tensor<2x3xf32>, tensor<3x4xf32> to tensor<2x4xf32>
+  func.return
+}
+// CHECK: {{^}}'msir.einsum' einsum spec 'ij,jk' needs an explicit output ('->') (inputs: tensor<2x3xf32>, tensor<3x4xf32>, result: tensor<2x4xf32>){{$}}
+
+// -----
+
+// einsum: ellipsis (the frontend expands it)
+func.func @f(%a: tensor<2x3xf32>) {
+  %0 = msir.einsum "...j->..." %a : tensor<2x3xf32> to tensor<2xf32>
+  func.return
+}
+// CHECK: {{^}}'msir.einsum' einsum spec '...j->...' has invalid subscript '.' (letters a-z, A-Z only) (inputs: tensor<2x3xf32>, result: tensor<2xf32>){{$}}
+
+// -----
+
+// einsum: terms and operands differ in number
+func.func @f(%a: tensor<2x3xf32>) {
+  %0 = msir.einsum "ij,jk->ik" %a : tensor<2x3xf32> to tensor<2x3xf32>
+  func.return
+}
+// CHECK: {{^}}'msir.einsum' einsum spec 'ij,jk->ik' has 2 operand terms for 1 operands (inputs: tensor<2x3xf32>, result: tensor<2x3xf32>){{$}}
+
+// -----
+
+// einsum: output repeats a subscript
+func.func @f(%a: tensor<3x3xf32>) {
+  %0 = msir.einsum "ij->ii" %a : tensor<3x3xf32> to tensor<3x3xf32>
+  func.return
+}
+// CHECK: {{^}}'msir.einsum' einsum output 'ii' repeats subscript 'i' (inputs: tensor<3x3xf32>, result: tensor<3x3xf32>){{$}}
+
+// -----
+
+// einsum: output subscript in no operand
+func.func @f(%a: tensor<2x3xf32>) {
+  %0 = msir.einsum "ij->ik" %a : tensor<2x3xf32> to tensor<2x3xf32>
+  func.return
+}
+// CHECK: {{^}}'msir.einsum' einsum output subscript 'k' appears in no operand of 'ij->ik' (inputs: tensor<2x3xf32>, result: tensor<2x3xf32>){{$}}
+
+// -----
+
+// einsum: subscripts and rank differ
+func.func @f(%a: tensor<2x3x4xf32>, %b: tensor<3x4xf32>) {
+  %0 = msir.einsum "ij,jk->ik" %a, %b : tensor<2x3x4xf32>, tensor<3x4xf32> to tensor<2x4xf32>
+  func.return
+}
+// CHECK: {{^}}'msir.einsum' einsum operand #0 of shape (2, 3, 4) has rank 3, but its subscripts 'ij' name 2 axes (inputs: tensor<2x3x4xf32>, tensor<3x4xf32>, result: tensor<2x4xf32>){{$}}
+
+// -----
+
+// einsum: contracted sizes differ
+func.func @f(%a: tensor<2x3xf32>, %b: tensor<4x5xf32>) {
+  %0 = msir.einsum "ij,jk->ik" %a, %b : tensor<2x3xf32>, tensor<4x5xf32> to tensor<2x5xf32>
+  func.return
+}
+// CHECK: {{^}}'msir.einsum' einsum subscript 'j' has size 3 at operand #0 axis 1 but 4 at operand #1 axis 0 (inputs: tensor<2x3xf32>, tensor<4x5xf32>, result: tensor<2x5xf32>){{$}}
+
+// -----
+
+// einsum: a diagonal of a non-square operand
+func.func @f(%a: tensor<2x3xf32>) {
+  %0 = msir.einsum "ii->i" %a : tensor<2x3xf32> to tensor<2xf32>
+  func.return
+}
+// CHECK: {{^}}'msir.einsum' einsum subscript 'i' has size 2 at operand #0 axis 0 but 3 at operand #0 axis 1 (inputs: tensor<2x3xf32>, result: tensor<2xf32>){{$}}
+
+// -----
+
+// einsum: dynamic shape
+func.func @f(%a: tensor<?x3xf32>) {
+  %0 = msir.einsum "ij->j" %a : tensor<?x3xf32> to tensor<3xf32>
+  func.return
+}
+// CHECK: {{^}}'msir.einsum' einsum needs static shapes, operand #0 has shape (?, 3) (inputs: tensor<?x3xf32>, result: tensor<3xf32>){{$}}
+
+// -----
+
+// einsum: wrong result
+func.func @f(%a: tensor<2x3xf32>, %b: tensor<3x4xf32>) {
+  %0 = msir.einsum "ij,jk->ki" %a, %b : tensor<2x3xf32>, tensor<3x4xf32> to tensor<2x4xf32>
+  func.return
+}
+// CHECK: {{^}}'msir.einsum' result has type tensor<2x4xf32>, but the operands imply tensor<4x2xf32> (inputs: tensor<2x3xf32>, tensor<3x4xf32>){{$}}
+
+// -----
+
+// einsum: wrong result element type
+func.func @f(%a: tensor<3xf32>) {
+  %0 = msir.einsum "i->" %a : tensor<3xf32> to tensor<f64>
+  func.return
+}
+// CHECK: {{^}}'msir.einsum' result has type tensor<f64>, but the operands imply tensor<f32> (inputs: tensor<3xf32>){{$}}
+
+// -----
+
+// einsum: element types differ
+func.func @f(%a: tensor<2x3xf32>, %b: tensor<3x4xf64>) {
+  %0 = msir.einsum "ij,jk->ik" %a, %b : tensor<2x3xf32>, tensor<3x4xf64> to tensor<2x4xf32>
+  func.return
+}
+// CHECK: {{^}}'msir.einsum' operand #0 type tensor<2x3xf32> and operand #1 type tensor<3x4xf64> differ in element type{{$}}
+
+// -----
+
+// einsum: bools
+func.func @f(%a: tensor<2x3xi1>, %b: tensor<3x4xi1>) {
+  %0 = msir.einsum "ij,jk->ik" %a, %b : tensor<2x3xi1>, tensor<3x4xi1> to tensor<2x4xi1>
+  func.return
+}
+// CHECK: {{^}}'msir.einsum' operand #0 has type tensor<2x3xi1>, expected element type in {int32, int64, float32, float64}{{$}}
+
+// -----
+
 // make_tuple: wrong result
 func.func @f(%a: tensor<f32>) {
   %0 = "msir.make_tuple"(%a) : (tensor<f32>) -> tuple<tensor<f64>>

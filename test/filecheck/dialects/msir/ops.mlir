@@ -470,6 +470,36 @@ func.func @matmul(%v: tensor<3xf32>, %m: tensor<2x3xf32>, %n: tensor<3x4xf32>, %
 // CHECK-NEXT:   func.return
 // CHECK-NEXT: }
 
+func.func @einsum(%v: tensor<3xf32>, %m: tensor<2x3xf32>, %n: tensor<3x4xf32>, %bm: tensor<5x2x3xf32>, %bn: tensor<5x3x4xf32>, %sq: tensor<3x3xf64>, %d: tensor<3x3x4xi64>, %x: tensor<4x2xi64>, %u: tensor<2x3xi32>, %w: tensor<3x2xi32>, %s: tensor<f64>, %sv: tensor<4xf64>) {
+  %0 = msir.einsum "ij,jk->ik" %m, %n : tensor<2x3xf32>, tensor<3x4xf32> to tensor<2x4xf32>
+  %1 = msir.einsum "bij,bjk->bik" %bm, %bn : tensor<5x2x3xf32>, tensor<5x3x4xf32> to tensor<5x2x4xf32>
+  %2 = msir.einsum "ij,kj->ki" %m, %m : tensor<2x3xf32>, tensor<2x3xf32> to tensor<2x2xf32>
+  %3 = msir.einsum "i,j->ij" %v, %v : tensor<3xf32>, tensor<3xf32> to tensor<3x3xf32>
+  %4 = msir.einsum "i,i->" %v, %v : tensor<3xf32>, tensor<3xf32> to tensor<f32>
+  %5 = msir.einsum "ij->ji" %m : tensor<2x3xf32> to tensor<3x2xf32>
+  %6 = msir.einsum "ii->i" %sq : tensor<3x3xf64> to tensor<3xf64>
+  %7 = msir.einsum "iij,jk->" %d, %x : tensor<3x3x4xi64>, tensor<4x2xi64> to tensor<i64>
+  %8 = msir.einsum "Ab,bA->bA" %u, %w : tensor<2x3xi32>, tensor<3x2xi32> to tensor<3x2xi32>
+  %9 = msir.einsum "->" %s : tensor<f64> to tensor<f64>
+  %10 = msir.einsum ",i->i" %s, %sv : tensor<f64>, tensor<4xf64> to tensor<4xf64>
+  func.return
+}
+
+// CHECK-LABEL: func.func @einsum(%v: tensor<3xf32>, %m: tensor<2x3xf32>, %n: tensor<3x4xf32>, %bm: tensor<5x2x3xf32>, %bn: tensor<5x3x4xf32>, %sq: tensor<3x3xf64>, %d: tensor<3x3x4xi64>, %x: tensor<4x2xi64>, %u: tensor<2x3xi32>, %w: tensor<3x2xi32>, %s: tensor<f64>, %sv: tensor<4xf64>) {
+// CHECK-NEXT:   %0 = msir.einsum "ij,jk->ik" %m, %n : tensor<2x3xf32>, tensor<3x4xf32> to tensor<2x4xf32>
+// CHECK-NEXT:   %1 = msir.einsum "bij,bjk->bik" %bm, %bn : tensor<5x2x3xf32>, tensor<5x3x4xf32> to tensor<5x2x4xf32>
+// CHECK-NEXT:   %2 = msir.einsum "ij,kj->ki" %m, %m : tensor<2x3xf32>, tensor<2x3xf32> to tensor<2x2xf32>
+// CHECK-NEXT:   %3 = msir.einsum "i,j->ij" %v, %v : tensor<3xf32>, tensor<3xf32> to tensor<3x3xf32>
+// CHECK-NEXT:   %4 = msir.einsum "i,i->" %v, %v : tensor<3xf32>, tensor<3xf32> to tensor<f32>
+// CHECK-NEXT:   %5 = msir.einsum "ij->ji" %m : tensor<2x3xf32> to tensor<3x2xf32>
+// CHECK-NEXT:   %6 = msir.einsum "ii->i" %sq : tensor<3x3xf64> to tensor<3xf64>
+// CHECK-NEXT:   %7 = msir.einsum "iij,jk->" %d, %x : tensor<3x3x4xi64>, tensor<4x2xi64> to tensor<i64>
+// CHECK-NEXT:   %8 = msir.einsum "Ab,bA->bA" %u, %w : tensor<2x3xi32>, tensor<3x2xi32> to tensor<3x2xi32>
+// CHECK-NEXT:   %9 = msir.einsum "->" %s : tensor<f64> to tensor<f64>
+// CHECK-NEXT:   %10 = msir.einsum ",i->i" %s, %sv : tensor<f64>, tensor<4xf64> to tensor<4xf64>
+// CHECK-NEXT:   func.return
+// CHECK-NEXT: }
+
 func.func @tuples(%a: tensor<f32>, %b: tensor<4xi64>) -> tuple<> {
   %0 = msir.make_tuple : ()
   %1 = msir.make_tuple %a : tensor<f32>
