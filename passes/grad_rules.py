@@ -25,6 +25,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
+from msir.dialects import primitives
+
 V = Any  # a builder value: an SSA value (IRBuilder) or an ndarray (NumpyBuilder)
 
 
@@ -64,8 +66,8 @@ JvpRule = Callable[[Builder, dict, list, V, list], V]
 VJP: dict[str, VjpRule] = {}
 JVP: dict[str, JvpRule] = {}
 NON_DIFFERENTIABLE: set[str] = {
-    "compare", "argmax", "argmin", "iota", "constant", "and", "or", "xor", "not", "sign",
-    "floor", "ceil", "floordiv", "tape_alloc", "tape_zeros",
+    "compare", "argmax", "argmin", "iota", "constant", "tape_alloc", "tape_zeros",
+    *(p.name for p in primitives.ELEMENTWISE if not p.differentiable),
 }
 """Ops whose derivative is zero everywhere it exists (or that have integer results)."""
 
@@ -440,8 +442,8 @@ def _lin(B: Builder, p: dict, xs: list, y: V, ts: list, name: str) -> V:
 
 
 for _name in (
-    "add", "sub", "neg", "broadcast_to", "reshape", "transpose", "slice", "scatter_slice",
-    "concatenate", "stack", "reduce_sum", "reduce_mean",
+    *(p.name for p in primitives.ELEMENTWISE if p.linear), "broadcast_to", "reshape", "transpose", "slice",
+    "scatter_slice", "concatenate", "stack", "reduce_sum", "reduce_mean",
 ):
     JVP[_name] = (lambda n: lambda B, p, xs, y, ts: _lin(B, p, xs, y, ts, n))(_name)
 
@@ -501,10 +503,7 @@ def _jvp_from_vjp_elementwise(name: str) -> JvpRule:
     return rule
 
 
-for _name in (
-    "mul", "div", "pow", "maximum", "minimum", "rem", "exp", "expm1", "log", "log1p", "sin",
-    "cos", "tanh", "sqrt", "abs", "select",
-):
+for _name in (*(p.name for p in primitives.ELEMENTWISE if p.differentiable and not p.linear), "select"):
     JVP[_name] = _jvp_from_vjp_elementwise(_name)
 
 
