@@ -57,6 +57,8 @@ from xdsl.irdl import (
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.traits import ConstantLike, HasParent, IsTerminator, Pure, SingleBlockImplicitTerminator
+
+from msir.dialects import primitives as P
 from xdsl.utils.exceptions import VerifyException
 
 # ---------------------------------------------------------------------------
@@ -430,9 +432,9 @@ def _i64_array(values: Sequence[int]) -> DenseArrayBase:
     return DenseArrayBase.from_list(i64, list(values))
 
 
-FLOATS = ("float32", "float64")
-NUMERIC = ("int32", "int64", "float32", "float64")
-INTEGRAL = ("bool", "int32", "int64")
+FLOATS = P.FLOATS
+NUMERIC = P.NUMERIC
+INTEGRAL = P.INTEGRAL
 ALL = DTYPES
 
 _TensorT = AnyTensorTypeConstr
@@ -534,73 +536,22 @@ class ElementwiseUnaryOp(IRDLOperation):
         _expect_dtype(self, "operand", self.operand.type, self.ALLOWED)
 
 
-def _binary(op_name: str, doc: str, dtypes: Sequence[str] = NUMERIC) -> type[ElementwiseBinaryOp]:
+def _elementwise_op(row: P.Elementwise) -> type[IRDLOperation]:
+    """The op class of a row of the primitive table (`msir.dialects.primitives`)."""
+    base = ElementwiseBinaryOp if row.arity == 2 else ElementwiseUnaryOp
     cls = type(
-        op_name.split(".")[1].title().replace("_", "") + "Op",
-        (ElementwiseBinaryOp,),
-        {"name": op_name, "__doc__": doc, "ALLOWED": dtypes, "__annotations__": {"ALLOWED": "ClassVar[Sequence[str]]"}},
+        row.class_name,
+        (base,),
+        {"name": f"msir.{row.name}", "__doc__": row.doc, "ALLOWED": row.dtypes,
+         "__annotations__": {"ALLOWED": "ClassVar[Sequence[str]]"}, "__module__": __name__},
     )
     return irdl_op_definition(cls)
 
 
-def _unary(op_name: str, doc: str, dtypes: Sequence[str] = FLOATS) -> type[ElementwiseUnaryOp]:
-    cls = type(
-        op_name.split(".")[1].title().replace("_", "") + "Op",
-        (ElementwiseUnaryOp,),
-        {"name": op_name, "__doc__": doc, "ALLOWED": dtypes, "__annotations__": {"ALLOWED": "ClassVar[Sequence[str]]"}},
-    )
-    return irdl_op_definition(cls)
-
-
-AddOp = _binary("msir.add", "Elementwise sum.\n\n    %r = msir.add %a, %b : tensor<4xf32>")
-SubOp = _binary("msir.sub", "Elementwise difference.\n\n    %r = msir.sub %a, %b : tensor<4xf32>")
-MulOp = _binary("msir.mul", "Elementwise product.\n\n    %r = msir.mul %a, %b : tensor<4xf32>")
-DivOp = _binary(
-    "msir.div", "Elementwise true division (floats only).\n\n    %r = msir.div %a, %b : tensor<4xf32>", FLOATS
-)
-FloorDivOp = _binary(
-    "msir.floordiv",
-    "Elementwise floor division, rounding toward -inf like NumPy's `//`.\n\n"
-    "    %r = msir.floordiv %a, %b : tensor<4xi64>",
-)
-RemOp = _binary(
-    "msir.rem",
-    "Elementwise remainder with the sign of the divisor, like NumPy's `%`.\n\n"
-    "    %r = msir.rem %a, %b : tensor<4xi64>",
-)
-PowOp = _binary("msir.pow", "Elementwise power `a ** b`.\n\n    %r = msir.pow %a, %b : tensor<4xf64>")
-MaximumOp = _binary(
-    "msir.maximum",
-    "Elementwise maximum; NaN propagates (`np.maximum`).\n\n    %r = msir.maximum %a, %b : tensor<4xf32>",
-)
-MinimumOp = _binary(
-    "msir.minimum",
-    "Elementwise minimum; NaN propagates (`np.minimum`).\n\n    %r = msir.minimum %a, %b : tensor<4xf32>",
-)
-AndOp = _binary(
-    "msir.and", "Elementwise logical/bitwise and.\n\n    %r = msir.and %a, %b : tensor<4xi1>", INTEGRAL
-)
-OrOp = _binary("msir.or", "Elementwise logical/bitwise or.\n\n    %r = msir.or %a, %b : tensor<4xi1>", INTEGRAL)
-XorOp = _binary(
-    "msir.xor", "Elementwise logical/bitwise xor.\n\n    %r = msir.xor %a, %b : tensor<4xi1>", INTEGRAL
-)
-
-NegOp = _unary("msir.neg", "Elementwise negation.\n\n    %r = msir.neg %a : tensor<4xf32>", NUMERIC)
-AbsOp = _unary("msir.abs", "Elementwise absolute value.\n\n    %r = msir.abs %a : tensor<4xf32>", NUMERIC)
-SignOp = _unary(
-    "msir.sign", "Elementwise sign (-1, 0 or 1; NaN stays NaN).\n\n    %r = msir.sign %a : tensor<4xf32>", NUMERIC
-)
-NotOp = _unary("msir.not", "Elementwise logical not.\n\n    %r = msir.not %a : tensor<4xi1>", ("bool",))
-ExpOp = _unary("msir.exp", "Elementwise e**x.\n\n    %r = msir.exp %a : tensor<4xf32>")
-LogOp = _unary("msir.log", "Elementwise natural logarithm.\n\n    %r = msir.log %a : tensor<4xf32>")
-Log1pOp = _unary("msir.log1p", "Elementwise log(1 + x).\n\n    %r = msir.log1p %a : tensor<4xf32>")
-Expm1Op = _unary("msir.expm1", "Elementwise exp(x) - 1.\n\n    %r = msir.expm1 %a : tensor<4xf32>")
-SinOp = _unary("msir.sin", "Elementwise sine.\n\n    %r = msir.sin %a : tensor<4xf32>")
-CosOp = _unary("msir.cos", "Elementwise cosine.\n\n    %r = msir.cos %a : tensor<4xf32>")
-TanhOp = _unary("msir.tanh", "Elementwise hyperbolic tangent.\n\n    %r = msir.tanh %a : tensor<4xf32>")
-SqrtOp = _unary("msir.sqrt", "Elementwise square root.\n\n    %r = msir.sqrt %a : tensor<4xf32>")
-FloorOp = _unary("msir.floor", "Elementwise floor.\n\n    %r = msir.floor %a : tensor<4xf32>")
-CeilOp = _unary("msir.ceil", "Elementwise ceiling.\n\n    %r = msir.ceil %a : tensor<4xf32>")
+ELEMENTWISE_OPS: dict[str, type[IRDLOperation]] = {row.name: _elementwise_op(row) for row in P.ELEMENTWISE}
+"""The elementwise op class of each primitive, by its name (`"exp"`: `ExpOp`)."""
+# Each class under its own name (`msir.dialects.msir.ExpOp`), as the hand-written ops are.
+globals().update({cls.__name__: cls for cls in ELEMENTWISE_OPS.values()})
 
 COMPARE_PREDICATES = ("lt", "le", "gt", "ge", "eq", "ne")
 
@@ -2249,32 +2200,7 @@ Msir = Dialect(
     [
         ConstantOp,
         IotaOp,
-        AddOp,
-        SubOp,
-        MulOp,
-        DivOp,
-        FloorDivOp,
-        RemOp,
-        PowOp,
-        MaximumOp,
-        MinimumOp,
-        AndOp,
-        OrOp,
-        XorOp,
-        NegOp,
-        AbsOp,
-        SignOp,
-        NotOp,
-        ExpOp,
-        LogOp,
-        Log1pOp,
-        Expm1Op,
-        SinOp,
-        CosOp,
-        TanhOp,
-        SqrtOp,
-        FloorOp,
-        CeilOp,
+        *ELEMENTWISE_OPS.values(),
         CompareOp,
         SelectOp,
         CastOp,

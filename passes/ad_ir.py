@@ -22,6 +22,7 @@ from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, FileLineColLoc, Tens
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from msir.dialects import msir as M
+from msir.dialects import primitives as P
 from msir.errors import SourceLoc
 
 
@@ -93,17 +94,8 @@ class IRBuilder:
         attr = DenseIntOrFPElementsAttr.from_list(M.tensor_type(shape, dtype), [v])
         return self.emit(M.ConstantOp(attr))
 
-    _UNARY = {
-        "neg": M.NegOp, "exp": M.ExpOp, "log": M.LogOp, "sin": M.SinOp, "cos": M.CosOp,
-        "tanh": M.TanhOp, "sqrt": M.SqrtOp, "sign": M.SignOp, "abs": M.AbsOp, "log1p": M.Log1pOp,
-        "expm1": M.Expm1Op, "not": M.NotOp, "floor": M.FloorOp, "ceil": M.CeilOp,
-        "stop_gradient": M.StopGradientOp,
-    }
-    _BINARY = {
-        "add": M.AddOp, "sub": M.SubOp, "mul": M.MulOp, "div": M.DivOp, "pow": M.PowOp,
-        "maximum": M.MaximumOp, "minimum": M.MinimumOp, "and": M.AndOp, "or": M.OrOp, "xor": M.XorOp,
-        "rem": M.RemOp, "floordiv": M.FloorDivOp,
-    }
+    _UNARY = {**{p.name: M.ELEMENTWISE_OPS[p.name] for p in P.UNARY}, "stop_gradient": M.StopGradientOp}
+    _BINARY = {p.name: M.ELEMENTWISE_OPS[p.name] for p in P.BINARY}
     _REDUCE = {
         "sum": M.ReduceSumOp, "max": M.ReduceMaxOp, "min": M.ReduceMinOp, "prod": M.ReduceProdOp,
         "mean": M.ReduceMeanOp,

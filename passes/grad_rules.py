@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
+from msir.dialects import primitives
 from msir.passes.einsum_algebra import distinct, einsum_spec, einsum_terms, scatter_diagonals
 
 V = Any  # a builder value: an SSA value (IRBuilder) or an ndarray (NumpyBuilder)
@@ -36,8 +37,8 @@ class Builder(Protocol):
     def shape(self, x: V) -> tuple[int, ...]: ...
     def dtype(self, x: V) -> str: ...
     def constant(self, value: float, dtype: str, shape: Sequence[int] = ()) -> V: ...
-    def unary(self, name: str, x: V) -> V: ...  # neg exp log sin cos tanh sqrt sign abs log1p expm1 not
-    def binary(self, name: str, a: V, b: V) -> V: ...  # add sub mul div pow maximum minimum and or
+    def unary(self, name: str, x: V) -> V: ...  # a unary primitive (msir.dialects.primitives) or stop_gradient
+    def binary(self, name: str, a: V, b: V) -> V: ...  # a binary primitive (msir.dialects.primitives)
     def compare(self, pred: str, a: V, b: V) -> V: ...
     def select(self, c: V, a: V, b: V) -> V: ...
     def cast(self, x: V, dtype: str) -> V: ...
@@ -67,8 +68,8 @@ JvpRule = Callable[[Builder, dict, list, V, list], V]
 VJP: dict[str, VjpRule] = {}
 JVP: dict[str, JvpRule] = {}
 NON_DIFFERENTIABLE: set[str] = {
-    "compare", "argmax", "argmin", "iota", "constant", "and", "or", "xor", "not", "sign",
-    "floor", "ceil", "floordiv", "tape_alloc", "tape_zeros",
+    "compare", "argmax", "argmin", "iota", "constant", "tape_alloc", "tape_zeros",
+    *(p.name for p in primitives.ELEMENTWISE if not p.differentiable),
 }
 """Ops whose derivative is zero everywhere it exists (or that have integer results)."""
 
@@ -468,8 +469,8 @@ def _lin(B: Builder, p: dict, xs: list, y: V, ts: list, name: str) -> V:
 
 
 for _name in (
-    "add", "sub", "neg", "broadcast_to", "reshape", "transpose", "slice", "scatter_slice",
-    "concatenate", "stack", "reduce_sum", "reduce_mean",
+    *(p.name for p in primitives.ELEMENTWISE if p.linear), "broadcast_to", "reshape", "transpose", "slice",
+    "scatter_slice", "concatenate", "stack", "reduce_sum", "reduce_mean",
 ):
     JVP[_name] = (lambda n: lambda B, p, xs, y, ts: _lin(B, p, xs, y, ts, n))(_name)
 
@@ -541,10 +542,7 @@ def _jvp_from_vjp_elementwise(name: str) -> JvpRule:
     return rule
 
 
-for _name in (
-    "mul", "div", "pow", "maximum", "minimum", "rem", "exp", "expm1", "log", "log1p", "sin",
-    "cos", "tanh", "sqrt", "abs", "select",
-):
+for _name in (*(p.name for p in primitives.ELEMENTWISE if p.differentiable and not p.linear), "select"):
     JVP[_name] = _jvp_from_vjp_elementwise(_name)
 
 

@@ -14,6 +14,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from msir.dialects import primitives
+
 
 def _arr(x) -> np.ndarray:
     """Ufuncs return NumPy scalars for 0-d inputs; the builder's values are arrays."""
@@ -63,17 +65,8 @@ class NumpyBuilder:
     def constant(self, value: float, dtype: str, shape: Sequence[int] = ()) -> np.ndarray:
         return np.full(tuple(shape), value, dtype=dtype)
 
-    _UNARY = {
-        "neg": np.negative, "exp": np.exp, "log": np.log, "sin": np.sin, "cos": np.cos,
-        "tanh": np.tanh, "sqrt": np.sqrt, "sign": np.sign, "abs": np.abs, "log1p": np.log1p,
-        "expm1": np.expm1, "not": np.logical_not, "floor": np.floor, "ceil": np.ceil,
-        "stop_gradient": np.copy,
-    }
-    _BINARY = {
-        "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide, "pow": _pow,
-        "maximum": np.maximum, "minimum": np.minimum, "and": np.bitwise_and, "or": np.bitwise_or,
-        "xor": np.bitwise_xor, "rem": np.remainder, "floordiv": np.floor_divide,
-    }
+    _UNARY = {**{p.name: p.numpy for p in primitives.UNARY}, "stop_gradient": np.copy}
+    _BINARY = {**{p.name: p.numpy for p in primitives.BINARY if p.numpy is not None}, "pow": _pow}
     _COMPARE = {
         "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
         "eq": np.equal, "ne": np.not_equal,

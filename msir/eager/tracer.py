@@ -33,7 +33,9 @@ from typing import Any
 
 import numpy as np
 
+from msir.dialects import primitives
 from msir.eager.numpy_builder import NumpyBuilder
+from msir.frontend.elementwise import binary_typing, unary_typing
 from msir.frontend.values import kind, promote, weak_dtype_of
 from msir.errors import DTypeError, MsirError, MsirIndexError, NotDifferentiableError, ShapeError, UnsupportedSyntaxError
 from msir.passes.grad_rules import JVP, NON_DIFFERENTIABLE, VJP
@@ -195,8 +197,8 @@ class Tracer:
     def __rsub__(self, o): return binary("sub", o, self)
     def __mul__(self, o): return binary("mul", self, o)
     def __rmul__(self, o): return binary("mul", o, self)
-    def __truediv__(self, o): return binary("truediv", self, o)
-    def __rtruediv__(self, o): return binary("truediv", o, self)
+    def __truediv__(self, o): return binary("div", self, o)
+    def __rtruediv__(self, o): return binary("div", o, self)
     def __floordiv__(self, o): return binary("floordiv", self, o)
     def __rfloordiv__(self, o): return binary("floordiv", o, self)
     def __mod__(self, o): return binary("rem", self, o)
@@ -253,7 +255,7 @@ class Tracer:
         if self.size != 1:
             raise EagerValueError("can only convert an array of size 1 to a Python scalar")
         t = _reshape_to(_T.of(self), ())
-        k = _KIND[t.dtype]
+        k = kind(t.dtype)
         return _out(_cast(t, "float64" if k == 2 else ("bool" if k == 0 else "int64"), True))
 
     def copy(self):
@@ -609,43 +611,16 @@ def _reshape_to(t: _T, shape: Sequence[int]) -> _T:
 
 # -- arithmetic ------------------------------------------------------------------
 
-_BIN_PRIM = {
-    "add": "add", "sub": "sub", "mul": "mul", "truediv": "div", "floordiv": "floordiv", "rem": "rem",
-    "pow": "pow", "maximum": "maximum", "minimum": "minimum", "and": "and", "or": "or", "xor": "xor",
-}
-_BOOL_EQUIVALENT = {"add": "or", "mul": "and", "maximum": "or", "minimum": "and"}
-_NAME_SYMBOL = {"and": "&", "or": "|", "xor": "^"}
-_UNARY_FLOAT = ("exp", "log", "log1p", "expm1", "sin", "cos", "tanh", "sqrt")
-
-
 def binary(name: str, a: Any, b: Any) -> Any:
     return _out(elementwise(name, _T.of(a), _T.of(b)))
 
 
 def elementwise(name: str, a: _T, b: _T) -> _T:
-    dtype, weak = promote(a.dtype, a.weak, b.dtype, b.weak)
-    if name == "truediv" and kind(dtype) < 2:
-        dtype = "float64"
-    if dtype == "bool" and weak and name in ("add", "sub", "mul", "floordiv", "rem", "pow"):
-        dtype = "int64"
-    if dtype == "bool" and name in _BOOL_EQUIVALENT:
-        return _apply_binary(_BOOL_EQUIVALENT[name], a, b, "bool", weak)
-    if dtype == "bool" and name == "sub":
-        raise DTypeError(
-            "numpy boolean subtract, the `-` operator, is not supported, use the bitwise_xor, the `^` "
-            "operator, or the logical_xor function instead"
-        )
-    if dtype == "bool" and name in ("floordiv", "rem", "pow"):
-        dtype = "int64"
-    if name in ("and", "or", "xor") and kind(dtype) == 2:
-        raise DTypeError(
-            f"the operator {_NAME_SYMBOL[name]} is not supported for {a.dtype} and {b.dtype} "
-            "(bitwise operations need bool or integer arrays)"
-        )
-    if name == "pow" and b.weak and type(b.v) is not Tracer and b.ndim == 0 and float(b.v) == 2:
+    prim, dtype, weak = binary_typing(name, a.dtype, a.weak, b.dtype, b.weak)
+    if prim == "pow" and b.weak and type(b.v) is not Tracer and b.ndim == 0 and float(b.v) == 2:
         a2 = _cast(a, dtype, weak)
         return elementwise("mul", a2, a2)
-    return _apply_binary(_BIN_PRIM[name], a, b, dtype, weak)
+    return _apply_binary(prim, a, b, dtype, weak)
 
 
 def _apply_binary(prim: str, a: _T, b: _T, dtype: str, weak: bool) -> _T:
@@ -660,26 +635,9 @@ def unary(name: str, x: Any) -> Any:
 
 
 def _unary(name: str, t: _T) -> _T:
-    if name in _UNARY_FLOAT or name in ("floor", "ceil"):
-        if kind(t.dtype) < 2:
-            if name in ("floor", "ceil"):
-                return _cast(t, "float64", False) if t.dtype == "bool" else t
-            t = _cast(t, "float64", False)
-        return _emit(name, {}, [t], False)
-    if name == "neg":
-        if t.dtype == "bool":
-            raise DTypeError(
-                "the numpy boolean negative, the `-` operator, is not supported, use the `~` operator or "
-                "the logical_not function instead"
-            )
-        return _emit("neg", {}, [t], t.weak)
-    if name == "abs":
-        return t if t.dtype == "bool" else _emit("abs", {}, [t], t.weak)
-    if name == "sign":
-        if t.dtype == "bool":
-            raise DTypeError("np.sign is not supported for bool arrays")
-        return _emit("sign", {}, [t], t.weak)
-    raise AssertionError(name)
+    prim, dtype, weak = unary_typing(name, t.dtype, t.weak)
+    t = _cast(t, dtype, weak) if dtype != t.dtype else t
+    return t if prim is None else _emit(prim, {}, [t], weak)
 
 
 def invert(x: Any) -> Any:
@@ -890,7 +848,7 @@ def logical(name: str, *xs: Any) -> Any:
 def _log_base(base: float):
     def fn(x):
         lx = _unary("log", _T.of(x))
-        return _out(elementwise("truediv", lx, _T(np.asarray(math.log(base), lx.dtype), lx.dtype, (), False)))
+        return _out(elementwise("div", lx, _T(np.asarray(math.log(base), lx.dtype), lx.dtype, (), False)))
 
     return fn
 
@@ -1047,23 +1005,11 @@ def _clip_fn(*args, **kwargs):
 
 
 _UFUNCS: dict[str, Any] = {
-    **{n: (lambda n: lambda x: unary(n, x))(n) for n in (*_UNARY_FLOAT, "floor", "ceil", "sign")},
-    "absolute": lambda x: unary("abs", x),
-    "negative": lambda x: unary("neg", x),
+    # the elementwise primitives NumPy spells as ufuncs (`not` is np.logical_not, below)
+    **{p.numpy.__name__: (lambda n: lambda x: unary(n, x))(p.name) for p in primitives.UNARY if p.name != "not"},
+    **{p.numpy.__name__: (lambda n: lambda a, b: binary(n, a, b))(p.name) for p in primitives.BINARY if p.numpy},
     "positive": lambda x: _out(_T.of(x)),
-    "add": lambda a, b: binary("add", a, b),
-    "subtract": lambda a, b: binary("sub", a, b),
-    "multiply": lambda a, b: binary("mul", a, b),
-    "divide": lambda a, b: binary("truediv", a, b),
-    "true_divide": lambda a, b: binary("truediv", a, b),
-    "floor_divide": lambda a, b: binary("floordiv", a, b),
-    "remainder": lambda a, b: binary("rem", a, b),
     "power": lambda a, b: binary("pow", a, b),
-    "maximum": lambda a, b: binary("maximum", a, b),
-    "minimum": lambda a, b: binary("minimum", a, b),
-    "bitwise_and": lambda a, b: binary("and", a, b),
-    "bitwise_or": lambda a, b: binary("or", a, b),
-    "bitwise_xor": lambda a, b: binary("xor", a, b),
     "invert": invert,
     "matmul": matmul,
     "square": _square,

@@ -1,0 +1,73 @@
+"""NumPy's typing of elementwise calls, shared by the compiled frontend and the eager tracer.
+
+`binary_typing` and `unary_typing` say, for a call of an elementwise primitive
+(`msir.dialects.primitives`) on operands of given dtypes and weakness (NEP 50),
+which primitive computes it, in which dtype, and whether the result is weak —
+or raise a `DTypeError` whose message names the operation and the dtypes (the
+frontend adds the user's source location). Both frontends then cast, broadcast
+and emit; so `x / 2`, `True + True` and `np.exp(int_array)` type the same in
+compiled and eager code.
+"""
+
+from __future__ import annotations
+
+from msir.dialects.primitives import BY_NAME
+from msir.errors import DTypeError
+from msir.frontend.values import kind, promote
+
+_BOOL_EQUIVALENT = {"add": "or", "mul": "and", "maximum": "or", "minimum": "and"}
+"""NumPy computes these on booleans as logical operations."""
+_BOOL_AS_INT = ("floordiv", "rem", "pow")
+"""NumPy computes these on booleans in int8, which msir does not have: int64."""
+_PYTHON_BOOL_ARITHMETIC = ("add", "sub", "mul", "floordiv", "rem", "pow")
+"""Python bools do arithmetic as ints (`True + True == 2`)."""
+_SYMBOL = {"and": "&", "or": "|", "xor": "^"}
+
+
+def binary_typing(name: str, a_dtype: str, a_weak: bool, b_dtype: str, b_weak: bool) -> tuple[str, str, bool]:
+    """(primitive, dtype both operands are cast to, result weak) of NumPy's `name(a, b)`."""
+    row = BY_NAME[name]
+    dtype, weak = promote(a_dtype, a_weak, b_dtype, b_weak)
+    if row.float_only and kind(dtype) < 2:
+        dtype = "float64"
+    if dtype == "bool" and weak and name in _PYTHON_BOOL_ARITHMETIC:
+        dtype = "int64"
+    if dtype == "bool" and name in _BOOL_EQUIVALENT:
+        return _BOOL_EQUIVALENT[name], "bool", weak
+    if dtype == "bool" and name == "sub":
+        raise DTypeError(
+            "numpy boolean subtract, the `-` operator, is not supported, use the bitwise_xor, the `^` "
+            "operator, or the logical_xor function instead"
+        )
+    if dtype == "bool" and name in _BOOL_AS_INT:
+        dtype = "int64"
+    if dtype not in row.dtypes:
+        if name in _SYMBOL:
+            raise DTypeError(
+                f"the operator {_SYMBOL[name]} is not supported for {a_dtype} and {b_dtype} "
+                "(bitwise operations need bool or integer arrays)"
+            )
+        raise DTypeError(f"np.{name} is not supported for {a_dtype} and {b_dtype}")
+    return name, dtype, weak
+
+
+def unary_typing(name: str, dtype: str, weak: bool) -> tuple[str | None, str, bool]:
+    """(primitive, dtype the operand is cast to, result weak) of NumPy's `name(x)`;
+    primitive None: the result is the cast operand itself."""
+    row = BY_NAME[name]
+    if row.float_only:
+        if kind(dtype) < 2 and row.integer_identity:
+            return (None, "float64", False) if dtype == "bool" else (None, dtype, weak)
+        return name, dtype if kind(dtype) == 2 else "float64", False
+    if dtype == "bool" and "bool" not in row.dtypes:
+        if name == "abs":
+            return None, dtype, weak
+        if name == "neg":
+            raise DTypeError(
+                "the numpy boolean negative, the `-` operator, is not supported, use the `~` operator or "
+                "the logical_not function instead"
+            )
+        raise DTypeError(f"np.{name} is not supported for bool arrays")
+    if dtype not in row.dtypes:
+        raise DTypeError(f"np.{name} is not supported for {dtype} arrays")
+    return name, dtype, weak
