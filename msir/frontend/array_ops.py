@@ -1,0 +1,144 @@
+"""Array operations the NumPy functions and methods build: reductions and shapes.
+
+Reductions (`sum`, `prod`, `mean`, `max`, `min`, `argmax`, `argmin`) with
+NumPy's accumulation dtypes, and shape operations (reshape, transpose,
+filled arrays, `arange`, concatenate/stack), their static arguments (axes,
+shapes, bounds) checked as NumPy checks them.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+from typing import Any
+
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr
+
+from msir.dialects import msir as M
+from msir.errors import ShapeError, UnsupportedSyntaxError
+from msir.frontend.base import ValueError_, ZeroDivisionError_, dtype_name
+from msir.frontend.values import KnownInt, Tensor, kind, promote
+
+
+class ArrayOpsMixin:
+    """Reductions and shape operations on tensors."""
+
+    def reduce(self, name: str, x: Any, axis: Any, keepdims: Any, node: ast.AST, dtype: Any = None) -> Tensor:
+        t = self.as_tensor(x, node)
+        axes = self.axes(axis, t.ndim, node)
+        keep = bool(keepdims)
+        if dtype is not None:
+            t = self.cast(t, dtype_name(dtype, self.loc))
+        elif name in ("sum", "prod") and kind(t.dtype) < 2:
+            t = self.cast(t, "int64")
+        elif name == "mean" and kind(t.dtype) < 2:
+            t = self.cast(t, "float64")
+        if name in ("max", "min") and any(t.shape[a] == 0 for a in axes):
+            raise self.error(
+                ValueError_,
+                f"zero-size array to reduction operation {'maximum' if name == 'max' else 'minimum'} "
+                "which has no identity",
+                node,
+            )
+        op = {
+            "sum": M.ReduceSumOp,
+            "prod": M.ReduceProdOp,
+            "max": M.ReduceMaxOp,
+            "min": M.ReduceMinOp,
+            "mean": M.ReduceMeanOp,
+        }[name]
+        return self.tensor(op(t.ssa, axes, keep), False)
+
+    def arg_reduce(self, name: str, x: Any, axis: Any, keepdims: Any, node: ast.AST) -> Tensor:
+        t = self.as_tensor(x, node)
+        ax = None if axis is None else M.normalize_axis(self.static_int(axis, "axis", node), t.ndim)
+        op = M.ArgmaxOp if name == "argmax" else M.ArgminOp
+        return self.tensor(op(t.ssa, ax, bool(keepdims)), False)
+
+    # -- shapes -------------------------------------------------------------
+
+    def reshape(self, t: Tensor, shape: Any, node: ast.AST) -> Tensor:
+        dims = list(self.static_ints(shape, "a reshape dimension", node))
+        if dims.count(-1) > 1:
+            raise self.error(ShapeError, "can only specify one unknown dimension", node)
+        if -1 in dims:
+            known = math.prod(d for d in dims if d != -1)
+            size = math.prod(t.shape)
+            if known == 0 or size % known:
+                raise self.error(
+                    ShapeError,
+                    f"cannot reshape array of size {size} into shape {tuple(dims)}",
+                    node,
+                )
+            dims[dims.index(-1)] = size // known
+        M.check_reshape(t.shape, dims)
+        if tuple(dims) == t.shape:
+            return t
+        return self.tensor(M.ReshapeOp(t.ssa, dims), t.weak)
+
+    def transpose(self, t: Tensor, axes: Any, node: ast.AST) -> Tensor:
+        perm = tuple(reversed(range(t.ndim))) if axes is None else tuple(
+            M.normalize_axis(a, t.ndim) for a in self.static_ints(axes, "an axis", node)
+        )
+        if perm == tuple(range(t.ndim)):
+            return t
+        return self.tensor(M.TransposeOp(t.ssa, perm), t.weak)
+
+    def full(self, shape: Any, value: Any, dtype: Any, node: ast.AST) -> Tensor:
+        dims = self.static_ints(shape, "a shape", node)
+        if any(d < 0 for d in dims):
+            raise self.error(ValueError_, "negative dimensions are not allowed", node)
+        v = self.as_tensor(value, node)
+        dt = dtype_name(dtype, self.loc) if dtype is not None else (
+            "float64" if v.weak and kind(v.dtype) == 2 else ("int64" if v.weak and kind(v.dtype) == 1 else v.dtype)
+        )
+        if v.ndim != 0:
+            return self.broadcast(self.cast(v, dt, False), tuple(dims))
+        if isinstance(value, (bool, int, float)) and 0 not in dims:
+            attr = DenseIntOrFPElementsAttr.from_list(
+                M.tensor_type(dims, dt), [float(value) if M.is_float(dt) else int(value)]
+            )
+            return self.tensor(M.ConstantOp(attr), False)
+        return self.broadcast(self.cast(v, dt, False), tuple(dims))
+
+    def arange(self, args: list[Any], dtype: Any, node: ast.AST) -> Tensor:
+        if not 1 <= len(args) <= 3:
+            raise self.error(UnsupportedSyntaxError, "np.arange takes 1 to 3 positional arguments", node)
+        if any(isinstance(a, Tensor) for a in args):
+            raise self.error(
+                UnsupportedSyntaxError,
+                "np.arange bounds must be known at compile time (the length is a shape)",
+                node,
+            )
+        vals = [a.value if isinstance(a, KnownInt) else a for a in args]
+        for a in args:
+            if isinstance(a, KnownInt):
+                self.static_int(a, "an arange bound", node)
+        start, stop, step = (0, vals[0], 1) if len(vals) == 1 else (vals[0], vals[1], vals[2] if len(vals) == 3 else 1)
+        if step == 0:
+            raise self.error(ZeroDivisionError_, "np.arange step cannot be zero", node)
+        n = max(0, math.ceil((stop - start) / step))
+        is_float = any(isinstance(v, float) for v in (start, stop, step))
+        dt = dtype_name(dtype, self.loc) if dtype is not None else ("float64" if is_float else "int64")
+        idx = self.tensor(M.IotaOp(0, M.tensor_type((n,), "int64" if not M.is_float(dt) else dt)))
+        idx = self.cast(idx, dt)
+        if step != 1:
+            idx = self.elementwise("mul", idx, self.constant(step, dt), node)
+        if start != 0:
+            idx = self.elementwise("add", idx, self.constant(start, dt), node)
+        return self.cast(idx, dt, False)
+
+    def concatenate(self, arrays: Any, axis: Any, node: ast.AST, stack: bool = False) -> Tensor:
+        if not isinstance(arrays, (tuple, list)):
+            raise self.error(UnsupportedSyntaxError, "expected a tuple or list of arrays", node)
+        ts = [self.as_tensor(a, node) for a in arrays]
+        if not ts:
+            raise self.error(ValueError_, "need at least one array to concatenate", node)
+        dtype, weak = ts[0].dtype, ts[0].weak
+        for t in ts[1:]:
+            dtype, weak = promote(dtype, weak, t.dtype, t.weak)
+        ts = [self.cast(t, dtype, False) for t in ts]
+        ndim = ts[0].ndim + (1 if stack else 0)
+        ax = M.normalize_axis(self.static_int(axis, "axis", node), ndim)
+        op = M.StackOp if stack else M.ConcatenateOp
+        return self.tensor(op([t.ssa for t in ts], ax), False)

@@ -1,0 +1,52 @@
+"""Attributes: `value.attr` on frontend values.
+
+Array attributes (`.shape`, `.ndim`, `.size`, `.dtype`, `.T`) are known while
+tracing; array methods (`x.sum`, `x.reshape`...) become bound methods that
+the NumPy handler table calls. A module attribute is a value of an enclosing
+scope (`external`), reported to the trace cache's recorder.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import types
+from typing import Any
+
+import numpy as np
+
+from msir.errors import UnsupportedSyntaxError
+from msir.frontend.numpy_handlers import _ARRAY_METHODS, _BoundMethod
+from msir.frontend.values import KnownInt, Tensor
+
+
+class AttributesMixin:
+    """`value.attr` of arrays, modules and dtypes."""
+
+    def attribute(self, value: Any, attr: str, node: ast.AST) -> Any:
+        if isinstance(value, KnownInt):
+            value = value.tensor
+        if isinstance(value, Tensor):
+            match attr:
+                case "shape":
+                    return tuple(value.shape)
+                case "ndim":
+                    return value.ndim
+                case "size":
+                    return math.prod(value.shape)
+                case "dtype":
+                    return np.dtype(value.dtype)
+                case "T":
+                    return self.transpose(value, None, node)
+            if attr in _ARRAY_METHODS:
+                return _BoundMethod(value, attr)
+            raise self.error(UnsupportedSyntaxError, f"array attribute '.{attr}' is not supported in compiled functions", node)
+        if isinstance(value, types.ModuleType):
+            if not hasattr(value, attr):
+                raise self.error(UnsupportedSyntaxError, f"module '{value.__name__}' has no attribute '{attr}'", node)
+            if self.tc.recorder is not None:
+                self.tc.recorder.module_attribute(value, attr)
+            return self.external(getattr(value, attr), f"{value.__name__}.{attr}", node)
+        if isinstance(value, np.dtype) and attr in ("name", "type"):
+            return getattr(value, attr)
+        raise self.error(UnsupportedSyntaxError, f"attribute '.{attr}' of {self.describe(value)} is not supported", node)

@@ -1,0 +1,102 @@
+"""Names: reading variables, and values of enclosing scopes.
+
+A name resolves in the function's own scope, then its closure cells, its
+globals, the builtins. What an enclosing scope holds is compile-time, except
+arrays: they become hidden runtime arguments of the entry function
+(`Capture`, read again at every call), threaded into outlined functions as
+extra parameters (`localize`). Every name resolved outside the traced code is
+reported to the trace cache's recorder (its dependency manifest).
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import types
+from typing import Any
+
+import numpy as np
+from xdsl.ir import BlockArgument
+
+from msir.dialects import msir as M
+from msir.errors import UnsupportedSyntaxError
+from msir.frontend.base import dtype_name
+from msir.frontend.state import Capture, _Undefined
+from msir.frontend.values import Closure, KnownInt, Tensor
+
+
+class NamesMixin:
+    """Name lookup, enclosing-scope values and captured arrays."""
+
+    def lookup(self, name: str, node: ast.AST) -> Any:
+        if name in self.scope:
+            v = self.scope[name]
+            if isinstance(v, _Undefined):
+                raise self.error(UnsupportedSyntaxError, f"variable '{name}' {v.why}", node)
+            return self.localize(v)
+        if self.tc.recorder is not None:
+            self.tc.recorder.resolved(self.closure, self.globals, name)
+        if name in self.closure:
+            return self.localize(self.external(self.closure[name], name, node))
+        if name in self.globals:
+            return self.localize(self.external(self.globals[name], name, node, lambda: self.globals[name]))
+        if hasattr(builtins, name):
+            return getattr(builtins, name)
+        raise self.error(UnsupportedSyntaxError, f"name '{name}' is not defined", node)
+
+    def localize(self, value: Any) -> Any:
+        """A value of an enclosing function, made a parameter of this outlined one."""
+        if isinstance(value, Tensor):
+            owner = value.ssa.block if isinstance(value.ssa, BlockArgument) else value.ssa.owner.parent_block()
+            owner = self.tc.block_fn.get(owner, owner)
+            if owner is self.fn_block or self.fn_block not in self.tc.fn_captures:
+                return value
+            mapping, order = self.tc.fn_captures[self.fn_block]
+            if value.ssa not in mapping:
+                arg = self.fn_block.insert_arg(value.ssa.type, len(self.fn_block.args))
+                arg.name_hint = value.ssa.name_hint
+                mapping[value.ssa] = Tensor(arg, value.dtype, value.shape, value.weak)
+                order.append(value)
+            return mapping[value.ssa]
+        if isinstance(value, KnownInt):
+            return KnownInt(value.value, value.deps, self.localize(value.tensor))
+        if isinstance(value, tuple):
+            return tuple(self.localize(v) for v in value)
+        if isinstance(value, list):
+            return [self.localize(v) for v in value]
+        return value
+
+    def external(self, value: Any, name: str, node: ast.AST, getter=None) -> Any:
+        """A value from an enclosing scope: arrays become hidden runtime arguments."""
+        if isinstance(value, Closure):
+            return value
+        if isinstance(value, types.CellType):
+            cell = value
+            value = cell.cell_contents
+            getter = lambda: cell.cell_contents  # noqa: E731
+        if isinstance(value, np.ndarray):
+            return self.capture(value, name, getter or (lambda: value), node)
+        if isinstance(value, (tuple, list)) and any(isinstance(v, (np.ndarray, tuple, list)) for v in value):
+            outer = getter or (lambda: value)
+            items = [
+                self.external(v, f"{name}_{i}", node, (lambda i=i: outer()[i]))
+                for i, v in enumerate(value)
+            ]
+            return tuple(items) if isinstance(value, tuple) else items
+        if isinstance(value, np.generic):
+            return self.constant(value.item(), dtype_name(value.dtype), weak=False)
+        return value
+
+    def capture(self, value: np.ndarray, name: str, getter, node) -> Tensor:
+        key = (name, id(value))
+        for i, c in enumerate(self.tc.captures):
+            if (c.name, id(c.get())) == key:
+                return self.tc.capture_values[i]
+        dtype = dtype_name(value.dtype, self.source.loc(node))
+        assert self.tc.entry_block is not None
+        arg = self.tc.entry_block.insert_arg(M.tensor_type(value.shape, dtype), len(self.tc.entry_block.args))
+        arg.name_hint = name
+        t = Tensor(arg, dtype, tuple(value.shape))
+        self.tc.capture_values[len(self.tc.captures)] = t
+        self.tc.captures.append(Capture(getter, name, dtype, tuple(value.shape)))
+        return t
