@@ -20,6 +20,7 @@ from xdsl.ir import Operation
 from msir.dialects import msir as M
 from msir.errors import DTypeError, MsirIndexError, ShapeError, UnsupportedSyntaxError
 from msir.frontend.base import ValueError_, ZeroDivisionError_, _constant_scalar
+from msir.frontend.elementwise import binary_typing, unary_typing
 from msir.frontend.state import _MAX_UNROLL, RangeValue
 from msir.frontend.values import Closure, KnownInt, Tensor, kind, promote
 
@@ -27,7 +28,7 @@ _BINOPS: dict[type, str] = {
     ast.Add: "add",
     ast.Sub: "sub",
     ast.Mult: "mul",
-    ast.Div: "truediv",
+    ast.Div: "div",
     ast.FloorDiv: "floordiv",
     ast.Mod: "rem",
     ast.Pow: "pow",
@@ -40,7 +41,7 @@ _PY_BINOPS = {
     "add": operator.add,
     "sub": operator.sub,
     "mul": operator.mul,
-    "truediv": operator.truediv,
+    "div": operator.truediv,
     "floordiv": operator.floordiv,
     "rem": operator.mod,
     "pow": operator.pow,
@@ -56,36 +57,6 @@ _PY_CMP = {
     "ge": operator.ge,
     "eq": operator.eq,
     "ne": operator.ne,
-}
-_ELEMENTWISE_OPS: dict[str, type[Operation]] = {
-    "add": M.AddOp,
-    "sub": M.SubOp,
-    "mul": M.MulOp,
-    "truediv": M.DivOp,
-    "floordiv": M.FloorDivOp,
-    "rem": M.RemOp,
-    "pow": M.PowOp,
-    "maximum": M.MaximumOp,
-    "minimum": M.MinimumOp,
-    "and": M.AndOp,
-    "or": M.OrOp,
-    "xor": M.XorOp,
-}
-_BOOL_EQUIVALENT: dict[str, type[Operation]] = {
-    "add": M.OrOp,
-    "mul": M.AndOp,
-    "maximum": M.OrOp,
-    "minimum": M.AndOp,
-}
-_UNARY_FLOAT_OPS: dict[str, type[Operation]] = {
-    "exp": M.ExpOp,
-    "log": M.LogOp,
-    "log1p": M.Log1pOp,
-    "expm1": M.Expm1Op,
-    "sin": M.SinOp,
-    "cos": M.CosOp,
-    "tanh": M.TanhOp,
-    "sqrt": M.SqrtOp,
 }
 _UNSUPPORTED_EXPRS = {
     ast.Yield: "yield (generators)",
@@ -192,35 +163,17 @@ class ExpressionsMixin:
         return None
 
     def elementwise(self, name: str, a: Tensor, b: Tensor, node: ast.AST) -> Tensor:
-        dtype, weak = promote(a.dtype, a.weak, b.dtype, b.weak)
-        if name == "truediv" and kind(dtype) < 2:
-            dtype = "float64"
-        if dtype == "bool" and weak and name in ("add", "sub", "mul", "floordiv", "rem", "pow"):
-            dtype = "int64"  # Python bools do arithmetic as ints (True + True == 2)
-        if dtype == "bool" and name in _BOOL_EQUIVALENT:
-            return self._apply_binary(_BOOL_EQUIVALENT[name], a, b, "bool", weak)
-        if dtype == "bool" and name == "sub":
-            raise self.error(
-                DTypeError,
-                "numpy boolean subtract, the `-` operator, is not supported, use the "
-                "bitwise_xor, the `^` operator, or the logical_xor function instead",
-                node,
-            )
-        if dtype == "bool" and name in ("floordiv", "rem", "pow"):
-            dtype = "int64"  # NumPy computes these in int8, which msir does not have
-        if name in ("and", "or", "xor") and kind(dtype) == 2:
-            raise self.error(
-                DTypeError,
-                f"the operator {_NAME_SYMBOL[name]} is not supported for {a.dtype} and {b.dtype} "
-                "(bitwise operations need bool or integer arrays)",
-                node,
-            )
-        if name == "pow" and isinstance(b.ssa.owner, M.ConstantOp) and b.ndim == 0:
+        """NumPy's `name(a, b)` for a binary primitive `name` (`msir.dialects.primitives`)."""
+        try:
+            prim, dtype, weak = binary_typing(name, a.dtype, a.weak, b.dtype, b.weak)
+        except DTypeError as e:
+            raise self.error(DTypeError, e.message, node) from None
+        if prim == "pow" and isinstance(b.ssa.owner, M.ConstantOp) and b.ndim == 0:
             value = _constant_scalar(b)
             if value == 2:
                 a2 = self.cast(a, dtype, weak)
                 return self.elementwise("mul", a2, a2, node)
-        return self._apply_binary(_ELEMENTWISE_OPS[name], a, b, dtype, weak)
+        return self._apply_binary(M.ELEMENTWISE_OPS[prim], a, b, dtype, weak)
 
     def _apply_binary(self, op: type[Operation], a: Tensor, b: Tensor, dtype: str, weak: bool) -> Tensor:
         shape = M.infer_broadcast(a.shape, b.shape)
@@ -256,29 +209,13 @@ class ExpressionsMixin:
         raise self.error(DTypeError, f"the operator ~ is not supported for {t.dtype}", node)
 
     def unary(self, name: str, t: Tensor, node: ast.AST) -> Tensor:
-        if name in _UNARY_FLOAT_OPS or name in ("floor", "ceil"):
-            if kind(t.dtype) < 2:
-                if name in ("floor", "ceil"):
-                    return self.cast(t, "float64", False) if t.dtype == "bool" else t
-                t = self.cast(t, "float64", False)
-            op = _UNARY_FLOAT_OPS.get(name) or {"floor": M.FloorOp, "ceil": M.CeilOp}[name]
-            return self.tensor(op(t.ssa), False)
-        if name == "neg":
-            if t.dtype == "bool":
-                raise self.error(
-                    DTypeError,
-                    "the numpy boolean negative, the `-` operator, is not supported, use the "
-                    "`~` operator or the logical_not function instead",
-                    node,
-                )
-            return self.tensor(M.NegOp(t.ssa), t.weak)
-        if name == "abs":
-            return t if t.dtype == "bool" else self.tensor(M.AbsOp(t.ssa), t.weak)
-        if name == "sign":
-            if t.dtype == "bool":
-                raise self.error(DTypeError, "np.sign is not supported for bool arrays", node)
-            return self.tensor(M.SignOp(t.ssa), t.weak)
-        raise AssertionError(name)
+        """NumPy's `name(t)` for a unary primitive `name` (`msir.dialects.primitives`)."""
+        try:
+            prim, dtype, weak = unary_typing(name, t.dtype, t.weak)
+        except DTypeError as e:
+            raise self.error(DTypeError, e.message, node) from None
+        t = self.cast(t, dtype, weak) if dtype != t.dtype else t
+        return t if prim is None else self.tensor(M.ELEMENTWISE_OPS[prim](t.ssa), weak)
 
     def compare(self, pred: str, a: Any, b: Any, node: ast.AST) -> Any:
         pa = isinstance(a, (bool, int, float, str, type(None))) and not isinstance(a, Tensor)
@@ -422,6 +359,3 @@ def _op_symbol(op: ast.operator) -> str:
         ast.Pow: "**", ast.MatMult: "@", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^",
         ast.LShift: "<<", ast.RShift: ">>",
     }.get(type(op), type(op).__name__)
-
-
-_NAME_SYMBOL = {"and": "&", "or": "|", "xor": "^"}

@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 
 from msir.dialects import msir as M
+from msir.dialects import primitives
 from msir.errors import UnsupportedSyntaxError
 from msir.frontend.base import TypeError_, ValueError_, dtype_name
-from msir.frontend.expressions import _UNARY_FLOAT_OPS
 from msir.frontend.state import RangeValue
 from msir.frontend.values import KnownInt, Tensor, kind, promote
 
@@ -47,19 +47,17 @@ def _params(tr, args, kwargs, names: Sequence[str], defaults: dict[str, Any], no
     return [out.get(n, defaults.get(n)) for n in names]
 
 
-def _unary_np(name: str):
+def _unary_np(name: str, np_name: str):
     def handler(tr, args, kwargs, node):
-        (x,) = _params(tr, args, kwargs, ["x"], {}, node, f"np.{name}")
-        if isinstance(x, (int, float)) and not isinstance(x, bool) and name in _UNARY_FLOAT_OPS:
-            x = tr.as_tensor(x, node)
+        (x,) = _params(tr, args, kwargs, ["x"], {}, node, f"np.{np_name}")
         return tr.unary(name, tr.as_tensor(x, node), node)
 
     return handler
 
 
-def _binary_np(name: str):
+def _binary_np(name: str, np_name: str):
     def handler(tr, args, kwargs, node):
-        a, b = _params(tr, args, kwargs, ["x1", "x2"], {}, node, f"np.{name}")
+        a, b = _params(tr, args, kwargs, ["x1", "x2"], {}, node, f"np.{np_name}")
         ta, tb = tr.as_tensor(a, node), tr.as_tensor(b, node)
         return tr.elementwise(name, ta, tb, node)
 
@@ -273,7 +271,7 @@ def _log_base(base: float):
     def handler(tr, args, kwargs, node):
         (x,) = _params(tr, args, kwargs, ["x"], {}, node, "np.log")
         lx = tr.unary("log", tr.as_tensor(x, node), node)
-        return tr.elementwise("truediv", lx, tr.constant(math.log(base), lx.dtype), node)
+        return tr.elementwise("div", lx, tr.constant(math.log(base), lx.dtype), node)
 
     return handler
 
@@ -366,20 +364,12 @@ def _py_range(tr, args, kwargs, node):
 
 
 _NUMPY_HANDLERS: dict[Any, Callable] = {
-    **{getattr(np, n): _unary_np(n) for n in ("exp", "log", "log1p", "expm1", "sin", "cos", "tanh", "sqrt", "sign", "floor", "ceil")},
-    np.abs: _unary_np("abs"),
-    np.negative: _unary_np("neg"),
+    # the elementwise primitives NumPy spells as ufuncs (`not` is np.logical_not, below)
+    **{p.numpy: _unary_np(p.name, p.numpy.__name__) for p in primitives.UNARY if p.name != "not"},
+    **{p.numpy: _binary_np(p.name, p.numpy.__name__) for p in primitives.BINARY if p.numpy is not None},
+    np.power: _binary_np("pow", "power"),
     np.log2: _log_base(2.0),
     np.log10: _log_base(10.0),
-    np.add: _binary_np("add"),
-    np.subtract: _binary_np("sub"),
-    np.multiply: _binary_np("mul"),
-    np.divide: _binary_np("truediv"),
-    np.floor_divide: _binary_np("floordiv"),
-    np.mod: _binary_np("rem"),
-    np.power: _binary_np("pow"),
-    np.maximum: _binary_np("maximum"),
-    np.minimum: _binary_np("minimum"),
     np.sum: _reduction("sum"),
     np.prod: _reduction("prod"),
     np.mean: _reduction("mean"),
@@ -430,16 +420,8 @@ _NUMPY_HANDLERS: dict[Any, Callable] = {
     int: _py_convert("int"),
     bool: _py_convert("bool"),
     range: _py_range,
-    math.exp: _unary_np("exp"),
-    math.log: _unary_np("log"),
-    math.sqrt: _unary_np("sqrt"),
-    math.tanh: _unary_np("tanh"),
-    math.sin: _unary_np("sin"),
-    math.cos: _unary_np("cos"),
+    **{getattr(math, n): _unary_np(n, n) for n in ("exp", "log", "sqrt", "tanh", "sin", "cos")},
 }
-_NUMPY_HANDLERS[np.absolute] = _NUMPY_HANDLERS[np.abs]
-_NUMPY_HANDLERS[np.true_divide] = _NUMPY_HANDLERS[np.divide]
-_NUMPY_HANDLERS[np.remainder] = _NUMPY_HANDLERS[np.mod]
 
 
 def _handler_for(fn: Any) -> Callable | None:
