@@ -1,6 +1,7 @@
 """`msir-opt`: the msir pass driver, in the manner of `mlir-opt`/`xdsl-opt`.
 
-It is xDSL's opt driver with the msir dialect and passes registered, plus a
+It is xDSL's opt driver with the msir dialect and msir's passes registered
+(`msir.pipeline.PASSES`, the registry the compile driver uses), plus a
 Python frontend: `msir-opt model.py --entry loss --args 'tensor<32x64xf32>,f64'`
 prints the `msir` IR of function `loss` specialised to those argument types.
 
@@ -11,34 +12,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
 from typing import IO
 
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import ModulePass
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-
-def _lazy(module: str, cls: str) -> Callable[[], type[ModulePass]]:
-    def factory() -> type[ModulePass]:
-        import importlib
-
-        return getattr(importlib.import_module(module), cls)
-
-    return factory
-
-
-MSIR_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
-    "msir-fuse": _lazy("msir.passes.fuse", "MsirFuse"),
-    "msir-forward-arguments": _lazy("msir.passes.forward_arguments", "MsirForwardArguments"),
-    "msir-grad": _lazy("msir.passes.grad", "MsirGrad"),
-    "msir-inline": _lazy("msir.passes.inline", "MsirInline"),
-    "msir-jvp": _lazy("msir.passes.jvp", "MsirJvp"),
-    "msir-specialize": _lazy("msir.passes.specialize", "MsirSpecialize"),
-    "convert-msir-to-loops": _lazy("msir.lowering.to_loops", "ConvertMsirToLoops"),
-    "msir-lower-to-llvm": _lazy("msir.lowering.to_llvm", "MsirLowerToLlvm"),
-}
-"""Every msir pass by its command-line name (imported only when used)."""
+from msir import pipeline
 
 
 class MsirOptMain(xDSLOptMain):
@@ -49,9 +28,10 @@ class MsirOptMain(xDSLOptMain):
         self.ctx.register_dialect("msir", lambda: Msir)
 
     def register_all_passes(self):
+        # msir's first: `-p`'s list in --help starts with them
+        for name in pipeline.PASSES:
+            self.register_pass(name, lambda name=name: pipeline.pass_class(name))
         super().register_all_passes()
-        for name, factory in MSIR_PASSES.items():
-            self.register_pass(name, factory)
 
     def register_all_frontends(self):
         super().register_all_frontends()
