@@ -217,7 +217,7 @@ class JitFunction:
                 hit = probe.hit
                 return self._add_entry(args, key0, hit.static_positions, hit.native, hit.traced)
 
-            from msir.compiler import _mangled, compile_module
+            from msir.compiler import compile_module
             from msir.frontend.driver import spec_of, trace
 
             traced = trace(self.__wrapped__, [spec_of(a) for a in args], record=probe is not None)
@@ -226,7 +226,7 @@ class JitFunction:
                 traced.module, traced.entry, known_miss=probe.failed_ir_key if probe is not None else None
             )
             if probe is not None:
-                probe.store(traced, _mangled(traced.entry), compiled.cache_key, compiled.locations)
+                probe.store(traced, compiled.symbol, compiled.cache_key, compiled.locations)
             return self._add_entry(args, key0, traced.static_positions, compiled.native, traced)
 
     def _mark_donated(self, traced: Any) -> None:
