@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from msir import trace_cache
+from msir import targets, trace_cache
 from msir.errors import DonationWarning, MsirError
 
 GRAPH_MODE = 0
@@ -31,15 +31,25 @@ GRAPH_MODE = 0
 PYNATIVE_MODE = 1
 """Run functions eagerly, op by op (`jit` still compiles)."""
 
-_context: dict[str, Any] = {"mode": GRAPH_MODE}
+_context: dict[str, Any] = {"mode": GRAPH_MODE, "device_target": targets.device_target(targets.DEFAULT)}
 
 
-def set_context(mode: int | None = None) -> None:
-    """Set the execution mode: `msir.set_context(mode=msir.PYNATIVE_MODE)`."""
+def set_context(mode: int | None = None, device_target: str | None = None) -> None:
+    """Set the execution mode, `msir.set_context(mode=msir.PYNATIVE_MODE)`, and
+    the target functions are compiled for, `msir.set_context(device_target="CPU")`.
+
+    `device_target` takes MindSpore's spellings ("CPU", "GPU", "Ascend"),
+    matched case-insensitively to msir's targets (`msir.targets`); one that
+    names no target raises `msir.errors.UnknownTargetError` listing the known
+    ones. A jitted function called after the switch is compiled for the new
+    target (`msir.jit(f, target=...)` keeps its own)."""
+    spelling = None if device_target is None else targets.device_target(device_target)
     if mode is not None:
         if mode not in (GRAPH_MODE, PYNATIVE_MODE):
             raise ValueError(f"mode must be msir.GRAPH_MODE or msir.PYNATIVE_MODE, got {mode!r}")
         _context["mode"] = mode
+    if spelling is not None:
+        _context["device_target"] = spelling
 
 
 def set_num_threads(n: int) -> None:
@@ -157,18 +167,35 @@ class JitFunction:
 
     __msir_jit__ = True
 
-    def __init__(self, fn, donate_argnums: int | Sequence[int] = ()):
+    def __init__(self, fn, donate_argnums: int | Sequence[int] = (), target: str | None = None):
+        if isinstance(fn, JitFunction):
+            target = fn._target if target is None else target
         fn = getattr(fn, "__wrapped__", fn) if isinstance(fn, JitFunction) else fn
         if not (inspect.isfunction(fn) or isinstance(fn, (Transformed, _JvpEntry))):
             raise TypeError(f"msir.jit expects a Python function, got {type(fn).__name__}")
         functools.update_wrapper(self, fn)
         self.__wrapped__ = fn
         self._static: dict[Any, frozenset[int]] = {}
-        self._entries: dict[Any, _Entry] = {}
+        self._target = None if target is None else targets.device_target(target)
+        """jit's `target` in MindSpore's spelling; None: the context's `device_target`."""
+        self._entries_by_target: dict[str, dict[Any, _Entry]] = {}
         self._lock = threading.Lock()
         self._signature = inspect.signature(fn)
         self._n_params = len(self._signature.parameters)
         self._donate = _donated_positions(donate_argnums, self._n_params, fn)
+
+    def _current_target(self) -> str:
+        return self._target or _context["device_target"]
+
+    @property
+    def _entries(self) -> dict[Any, _Entry]:
+        """The versions compiled for the target a call now compiles for, so
+        that switching `device_target` never reuses another target's code."""
+        target = self._current_target()
+        entries = self._entries_by_target.get(target)
+        if entries is None:
+            entries = self._entries_by_target.setdefault(target, {})
+        return entries
 
     def __call__(self, *args, **kwargs):
         if kwargs or len(args) != self._n_params:
@@ -200,6 +227,7 @@ class JitFunction:
 
     def _compile(self, args: tuple, key0: Any) -> _Entry:
         with self._lock:
+            target = self._current_target()
             if len(args) < len(self._signature.parameters):
                 bound = self._signature.bind(*args)
                 bound.apply_defaults()
@@ -212,7 +240,7 @@ class JitFunction:
                 )
             # The persistent trace cache first: on a hit neither the frontend nor xDSL runs.
             variant = ["donate", sorted(self._donate)] if self._donate else None
-            probe = trace_cache.probe(self.__wrapped__, args, variant)
+            probe = trace_cache.probe(self.__wrapped__, args, variant, target)
             if probe is not None and probe.hit is not None:
                 hit = probe.hit
                 return self._add_entry(args, key0, hit.static_positions, hit.native, hit.traced)
@@ -223,7 +251,8 @@ class JitFunction:
             traced = trace(self.__wrapped__, [spec_of(a) for a in args], record=probe is not None)
             self._mark_donated(traced)
             compiled = compile_module(
-                traced.module, traced.entry, known_miss=probe.failed_ir_key if probe is not None else None
+                traced.module, traced.entry, known_miss=probe.failed_ir_key if probe is not None else None,
+                target=target,
             )
             if probe is not None:
                 probe.store(traced, compiled.symbol, compiled.cache_key, compiled.locations)
@@ -507,7 +536,7 @@ def _donated_positions(donate_argnums: int | Sequence[int], n_params: int, fn: A
     return frozenset(p % n_params for p in positions)
 
 
-def jit(fn=None, *, donate_argnums: int | Sequence[int] = ()):
+def jit(fn=None, *, donate_argnums: int | Sequence[int] = (), target: str | None = None):
     """Compile a NumPy-style Python function to native code (usable as a decorator,
     with or without arguments).
 
@@ -521,10 +550,16 @@ def jit(fn=None, *, donate_argnums: int | Sequence[int] = ()):
     reported with a `msir.DonationWarning` naming the reason, never silently.
     After the call a donated array's contents are unspecified unless it is
     the array returned.
+
+    `target`: the target to compile for (`"cpu"`, any case; see
+    `msir.targets`) instead of the context's `device_target`; one that names
+    no target raises `msir.errors.UnknownTargetError` listing the known ones.
     """
     if fn is None:
-        return functools.partial(jit, donate_argnums=donate_argnums)
-    return JitFunction(fn, donate_argnums)
+        if target is not None:
+            targets.canonical(target)  # an unknown target fails at the decorator, not at the call
+        return functools.partial(jit, donate_argnums=donate_argnums, target=target)
+    return JitFunction(fn, donate_argnums, target)
 
 
 __all__ = [
