@@ -37,8 +37,8 @@ import importlib
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from xdsl.context import Context
@@ -99,13 +99,18 @@ def _option_text(value: Any) -> str:
     return str(value)
 
 
-@dataclass(frozen=True)
-class Pass:
-    """A registered pass with options (its dataclass fields); `verify`: the
-    module verifies after it (checked under `MSIR_VERIFY`)."""
+# The stage types are NamedTuples, not frozen dataclasses: creating a frozen
+# dataclass class costs ~5x more, and every process that compiles or looks
+# its trace cache up imports this module.
+
+
+class Pass(NamedTuple):
+    """A registered pass and its options (fields of the pass class, as
+    `name{key=value}` sets them); `verify`: the module verifies after it
+    (checked under `MSIR_VERIFY`)."""
 
     name: str
-    options: Mapping[str, Any] = field(default_factory=dict)
+    options: Mapping[str, Any] = MappingProxyType({})
     verify: bool = True
 
     @property
@@ -124,8 +129,7 @@ class Pass:
         self.instance().apply(ctx, module)
 
 
-@dataclass(frozen=True)
-class Step:
+class Step(NamedTuple):
     """A target's glue that is not a pass, by name: inside a `Pipeline`,
     `run(module)` rewrites the module in place; a target's `native` step is
     `run(module, object_sink)` (see `msir.targets.Target`). Steps are not
@@ -146,8 +150,7 @@ class Step:
 Stage = Pass | Step
 
 
-@dataclass(frozen=True)
-class Pipeline:
+class Pipeline(NamedTuple):
     """The stages a target runs, in order (see the module docstring)."""
 
     stages: tuple[Stage, ...]

@@ -55,15 +55,19 @@ with its passes registered in `msir.pipeline.PASSES`, and here
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from msir.errors import UnknownTargetError
-from msir.pipeline import Pipeline, Step, load
+
+if TYPE_CHECKING:
+    from msir.pipeline import Pipeline, Step
 
 
-@dataclass(frozen=True)
-class Target:
+# NamedTuples rather than frozen dataclasses: msir.api imports this module,
+# and creating a frozen dataclass class costs ~5x more.
+
+
+class Target(NamedTuple):
     """A backend msir compiles for (see the module docstring)."""
 
     name: str
@@ -74,8 +78,7 @@ class Target:
     object_code: bool
 
 
-@dataclass(frozen=True)
-class Registered:
+class Registered(NamedTuple):
     """A target's entry in `TARGETS`: MindSpore's spelling of its name and
     where its `Target` is defined."""
 
@@ -109,6 +112,8 @@ def device_target(name: str) -> str:
 
 def get(name: str) -> Target:
     """The target `name` matches, its package imported."""
+    from msir.pipeline import load  # (msir.api imports this module, and needs no pipeline)
+
     key = canonical(name)
     target = load(TARGETS[key].location)
     assert target.name == key, f"{TARGETS[key].location} defines target '{target.name}', registered as '{key}'"
