@@ -23,7 +23,8 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from msir.errors import SourceLoc
 from msir.pipeline import Pass, Pipeline, Step

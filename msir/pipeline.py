@@ -21,7 +21,7 @@ the module). Everything else is derived from that one declaration:
   (`msir-fuse,convert-msir-to-loops,msir-lower-to-llvm{math_impl="libm"}`),
   also the pipeline's part of the persistent cache keys;
 * `Pipeline.labels()`: one label per stage, for `MSIR_DUMP`, `MSIR_VERIFY`
-  (`Stage.verify`) and timing rows;
+  (`Pass.verify`) and timing rows;
 * `run`: applies the stages in order and reports each one's duration to a
   callback (the driver dumps, verifies and times there);
 * `timing_report`: the table `MSIR_TIME_PASSES=1` and `msir-opt
