@@ -3,9 +3,10 @@
 
     msir-run f.mlir --entry f --input '[1, 2, 3]:f32' --input '2.5:f64'
 
-`--target` chooses the compile target (`msir.targets`; default cpu). Each `--input` is a Python literal (nested lists for arrays) and an element type
+Each `--input` is a Python literal (nested lists for arrays) and an element type
 (f32, f64, i1, i32, i64), or `@file.npy`. Every result is printed on one line as
-`result N: <type> = <values>`.
+`result N: <type> = <values>`. `--target` chooses the compile target by name
+(`msir.targets`; default cpu).
 """
 
 from __future__ import annotations
