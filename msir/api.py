@@ -28,9 +28,9 @@ from typing import Any
 
 import numpy as np
 
-from msir import trace_cache
+from msir import targets, trace_cache
 from msir.calling import STALE, EagerArgument, Entry, signature_key
-from msir.context import GRAPH_MODE, PYNATIVE_MODE, get_context, pynative, set_context
+from msir.context import GRAPH_MODE, PYNATIVE_MODE, device_target, get_context, pynative, set_context
 from msir.errors import DonationWarning, MsirError, UnsupportedSyntaxError
 from msir.transforms import CustomVjp, Jitted, JvpEntry, Transform, checkpoint, compile_time
 from msir.tree import count_leaves, leaves
@@ -62,18 +62,35 @@ def get_num_threads() -> int:
 class JitFunction(Jitted):
     """A function compiled on first call for each new argument signature."""
 
-    def __init__(self, fn, donate_argnums: int | Sequence[int] = ()):
+    def __init__(self, fn, donate_argnums: int | Sequence[int] = (), target: str | None = None):
+        if isinstance(fn, JitFunction):
+            target = fn._target if target is None else target
         fn = getattr(fn, "__wrapped__", fn) if isinstance(fn, JitFunction) else fn
         if not (inspect.isfunction(fn) or isinstance(fn, (Transform, JvpEntry))):
             raise TypeError(f"msir.jit expects a Python function, got {type(fn).__name__}")
         functools.update_wrapper(self, fn)
         self.__wrapped__ = fn
         self._static: dict[Any, frozenset[int]] = {}
-        self._entries: dict[Any, Entry] = {}
+        self._target = None if target is None else targets.device_target(target)
+        """jit's `target` in MindSpore's spelling; None: the context's `device_target`."""
+        self._entries_by_target: dict[str, dict[Any, Entry]] = {}
         self._lock = threading.Lock()
         self._signature = inspect.signature(fn)
         self._n_params = len(self._signature.parameters)
         self._donate = _donated_positions(donate_argnums, self._n_params, fn)
+
+    def _current_target(self) -> str:
+        return self._target or device_target()
+
+    @property
+    def _entries(self) -> dict[Any, Entry]:
+        """The versions compiled for the target a call now compiles for, so
+        that switching `device_target` never reuses another target's code."""
+        target = self._current_target()
+        entries = self._entries_by_target.get(target)
+        if entries is None:
+            entries = self._entries_by_target.setdefault(target, {})
+        return entries
 
     def __call__(self, *args, **kwargs):
         if kwargs or len(args) != self._n_params:
@@ -105,6 +122,7 @@ class JitFunction(Jitted):
 
     def _compile(self, args: tuple, key0: Any) -> Entry:
         with self._lock:
+            target = self._current_target()
             if len(args) < len(self._signature.parameters):
                 bound = self._signature.bind(*args)
                 bound.apply_defaults()
@@ -117,21 +135,22 @@ class JitFunction(Jitted):
                 )
             # The persistent trace cache first: on a hit neither the frontend nor xDSL runs.
             variant = ["donate", sorted(self._donate)] if self._donate else None
-            probe = trace_cache.probe(self.__wrapped__, args, variant)
+            probe = trace_cache.probe(self.__wrapped__, args, variant, target)
             if probe is not None and probe.hit is not None:
                 hit = probe.hit
                 return self._add_entry(args, key0, hit.static_positions, hit.native, hit.traced)
 
-            from msir.compiler import _mangled, compile_module
+            from msir.compiler import compile_module
             from msir.frontend.driver import spec_of, trace
 
             traced = trace(self.__wrapped__, [spec_of(a) for a in args], record=probe is not None)
             self._mark_donated(traced)
             compiled = compile_module(
-                traced.module, traced.entry, known_miss=probe.failed_ir_key if probe is not None else None
+                traced.module, traced.entry, known_miss=probe.failed_ir_key if probe is not None else None,
+                target=target,
             )
             if probe is not None:
-                probe.store(traced, _mangled(traced.entry), compiled.cache_key, compiled.locations)
+                probe.store(traced, compiled.symbol, compiled.cache_key, compiled.locations)
             return self._add_entry(args, key0, traced.static_positions, compiled.native, traced)
 
     def _mark_donated(self, traced: Any) -> None:
@@ -334,7 +353,7 @@ def _donated_positions(donate_argnums: int | Sequence[int], n_params: int, fn: A
     return frozenset(p % n_params for p in positions)
 
 
-def jit(fn=None, *, donate_argnums: int | Sequence[int] = ()):
+def jit(fn=None, *, donate_argnums: int | Sequence[int] = (), target: str | None = None):
     """Compile a NumPy-style Python function to native code (usable as a decorator,
     with or without arguments).
 
@@ -348,7 +367,13 @@ def jit(fn=None, *, donate_argnums: int | Sequence[int] = ()):
     reported with a `msir.DonationWarning` naming the reason, never silently.
     After the call a donated array's contents are unspecified unless it is
     the array returned.
+
+    `target`: the target to compile for (`"cpu"`, any case; see
+    `msir.targets`) instead of the context's `device_target`; one that names
+    no target raises `msir.errors.UnknownTargetError` listing the known ones.
     """
     if fn is None:
-        return functools.partial(jit, donate_argnums=donate_argnums)
-    return JitFunction(fn, donate_argnums)
+        if target is not None:
+            targets.canonical(target)  # an unknown target fails at the decorator, not at the call
+        return functools.partial(jit, donate_argnums=donate_argnums, target=target)
+    return JitFunction(fn, donate_argnums, target)

@@ -20,7 +20,8 @@ A BLAKE2b hash of
   indices into the module's table of locations and mapped back to the caller's
   current locations on a hit (errors point at the right lines);
 * the entry point and the other public functions requested, and the pipeline
-  options (`msir.compiler.pipeline_options`);
+  options (`msir.compiler.pipeline_options`: the target compiled for, its
+  pipeline text and its own options);
 * a hash of msir's own source (path, size and mtime of every `.py` under the
   package directories of `msir`, `msir.dialects`, `msir.passes`,
   `msir.lowering`, `msir.tools`, like CPython's .pyc check; once per process);

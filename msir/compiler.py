@@ -1,19 +1,22 @@
-"""The compilation pipeline from a traced `msir` module to a native function.
+"""The compile driver: a traced `msir` module to native functions, for a target.
 
-    msir (value semantics)
-      -- msir-grad, msir-jvp, msir-specialize   differentiation ops into ordinary functions
-      -- msir-forward-arguments    callers reuse their arguments a callee returns
-      -- msir-inline               private straight-line functions called once
-      -- dce
-      -- msir-fuse                 elementwise chains into one loop nest each
-      -- convert-msir-to-loops      memref buffers, scf loops, arith, math
-      -- msir-lower-to-llvm         the llvm dialect, with an entry wrapper per function
-      -- llvmlite                   O3 for the host CPU, MCJIT
+`compile_module` runs the declared pipeline of the target it is asked for
+(`msir.targets`; `cpu` by default, whose stages `msir.lowering.cpu` lists),
+then the target's native step, and wraps the entry functions. From the
+declared stages (`msir.pipeline`), not from code of their own, come:
 
-`MSIR_DUMP=1` prints the IR after each stage on stderr (and bypasses the
-persistent cache's lookup, so that the stages run). `MSIR_VERIFY=1` verifies
-the module after each stage down to the loops level (the test suite sets it),
-so that a pass producing invalid IR fails at once, naming the stage.
+* `MSIR_DUMP=1`: the IR after the frontend and after each stage, on stderr,
+  each preceded by `// ----- IR after <stage> -----` (the persistent cache's
+  lookup is bypassed, so that the stages run);
+* `MSIR_VERIFY=1`: the module verified after each stage that declares it
+  (`Pass.verify`; on cpu, after each group of passes down to the loops
+  level; the test suite sets it), so that a pass producing invalid IR fails
+  at once, naming the stage;
+* `MSIR_TIME_PASSES=1`: a table of each stage's time, the native step's
+  included, on stderr after each compilation (a cache hit runs none; the
+  first compilation in a process includes importing each pass);
+* `pipeline_options`: the target's name, its pipeline text and its own
+  options, in both persistent cache keys.
 
 Before the stages, `compile_module` looks the traced module up in the
 persistent compile cache (`msir.cache`): on a hit it loads the cached object
@@ -26,17 +29,16 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from msir.errors import CompileError, SourceLoc
+from msir import pipeline, targets
+from msir.errors import CompileError
 
 if TYPE_CHECKING:
     from xdsl.context import Context
     from xdsl.dialects.builtin import ModuleOp
-
-_lock = threading.Lock()
 
 
 def make_context() -> Context:
@@ -52,36 +54,12 @@ def make_context() -> Context:
     return ctx
 
 
-def _dump(stage: str, module: ModuleOp) -> None:
-    if os.environ.get("MSIR_DUMP"):
-        print(f"// ----- IR after {stage} -----\n{module}\n", file=sys.stderr)
-    if os.environ.get("MSIR_VERIFY") and stage not in ("the frontend", "msir-lower-to-llvm"):
-        try:
-            module.verify()
-        except Exception as e:
-            raise CompileError(f"internal error: the module does not verify after {stage}: {e}") from e
-
-
-def _sites(module: ModuleOp) -> list[SourceLoc | None]:
-    from xdsl.dialects.builtin import ArrayAttr, StringAttr
-
-    attr = module.attributes.get("msir.sites")
-    out: list[SourceLoc | None] = []
-    if isinstance(attr, ArrayAttr):
-        for s in attr.data:
-            text = s.data if isinstance(s, StringAttr) else ""
-            parts = text.rsplit(":", 2)
-            if len(parts) == 3 and parts[1].isdigit() and parts[2].isdigit():
-                out.append(SourceLoc(parts[0], int(parts[1]), int(parts[2])))
-            else:
-                out.append(None)
-    return out
-
-
 @dataclass
 class Compiled:
-    native: object  # the NativeFunction of msir.lowering.jit
+    native: object  # what the target's native module returns for the entry (a NativeFunction on cpu)
     native_module: object
+    symbol: str
+    """The entry's symbol in the native module (what the trace cache records)."""
     functions: dict = field(default_factory=dict)
     cache_key: str | None = None
     """The key of the object code in `msir.cache` (None: not cached)."""
@@ -89,79 +67,97 @@ class Compiled:
     """The module's table of source locations (`msir.cache.module_key`)."""
 
 
-PIPELINE = "msir-grad,msir-jvp,msir-specialize,msir-forward-arguments,msir-inline,dce,msir-fuse,convert-msir-to-loops,msir-lower-to-llvm,llvm-O3"
+def pipeline_options(target: str = targets.DEFAULT) -> dict:
+    """What, besides the module and msir's source, decides the code generated
+    for `target` (part of both persistent cache keys)."""
+    t = targets.get(target)
+    return {
+        "target": t.name,
+        "pipeline": t.pipeline.text(),
+        "steps": [s.name for s in (*t.pipeline.steps(), t.native)],
+        **t.key_options(),
+    }
 
 
-def pipeline_options() -> dict:
-    """What, besides the module and msir's source, decides the generated code
-    (part of the persistent cache key)."""
-    options: dict = {"pipeline": PIPELINE}
-    blas = sys.modules.get("msir.lowering.blas")
-    if blas is not None:
-        options["blas"] = bool(getattr(blas, "enabled", False))
-    else:  # what msir.lowering.blas will read at import (importing it costs ms)
-        options["blas"] = os.environ.get("MSIR_BLAS", "1").strip().lower() not in ("0", "false", "no", "off")
-    return options
-
-
-def preload() -> None:
-    """Import every module a first `msir.jit` call may need (the API, xDSL,
-    the passes, the lowerings, LLVM export), so that a later first call pays no import time
-    (the benchmark harness calls it; a call that hits the persistent trace
-    cache needs none of them)."""
+def preload(target: str = targets.DEFAULT) -> None:
+    """Import every module a first `msir.jit` call for `target` may need (the
+    API, the frontend, xDSL, every pass of the pipeline, the differentiation
+    passes, the JIT), so that a later first call pays no import time (the
+    benchmark harness calls it; a call that hits the persistent trace cache
+    needs none of them)."""
     import importlib
 
-    for name in (
-        "msir.api",
-        "xdsl.backend.llvm.convert",
-        "xdsl.transforms.dead_code_elimination",
-        "msir.frontend.driver",
-        "msir.passes.jvp",
-        "msir.passes.specialize",
-        "msir.passes.forward_arguments",
-        "msir.passes.inline",
-        "msir.passes.fuse",
-        "msir.lowering.to_loops",
-        "msir.lowering.to_llvm",
-        "msir.lowering.jit",
-    ):
+    for name in ("msir.api", "msir.frontend.driver", "msir.passes.jvp", "msir.lowering.jit",
+                 "xdsl.backend.llvm.convert"):
         importlib.import_module(name)
+    for stage in targets.get(target).pipeline.passes():
+        pipeline.pass_class(stage.name)
     make_context()
 
 
-def _mangled(name: str) -> str:
-    """The native symbol of msir function `name`: prefixed, so that a user's
-    function called `expf` or `log` never clashes with the C library's."""
-    return f"msir.{name}"
+class _Observer:
+    """What `MSIR_DUMP`, `MSIR_VERIFY` and `MSIR_TIME_PASSES` ask of each stage
+    of one compilation (read once per compilation)."""
+
+    def __init__(self):
+        self.dump = bool(os.environ.get("MSIR_DUMP"))
+        self.verify = bool(os.environ.get("MSIR_VERIFY"))
+        self.timings: list[tuple[str, float]] | None = [] if os.environ.get("MSIR_TIME_PASSES") else None
+
+    def frontend(self, module: ModuleOp) -> None:
+        if self.dump:
+            _dump("the frontend", module)
+
+    def __call__(self, stage: pipeline.Stage, module: ModuleOp, seconds: float) -> None:
+        if self.timings is not None:
+            self.timings.append((stage.label, seconds))
+        if self.dump:
+            _dump(stage.label, module)
+        if self.verify and stage.verify:
+            try:
+                module.verify()
+            except Exception as e:
+                raise CompileError(f"internal error: the module does not verify after {stage.label}: {e}") from e
+
+    def native(self, step: pipeline.Step, seconds: float) -> None:
+        if self.timings is not None:
+            self.timings.append((step.label, seconds))
+
+    def report(self, entry: str, target: targets.Target) -> None:
+        if self.timings is not None:
+            title = f"msir.jit timing report: @{entry} for {target.name}"
+            print(pipeline.timing_report(self.timings, title), file=sys.stderr)
 
 
-def _mangle_functions(module: ModuleOp) -> None:
-    from xdsl.dialects import func
-    from xdsl.dialects.builtin import StringAttr, SymbolRefAttr
+def _dump(label: str, module: ModuleOp) -> None:
+    from xdsl.printer import Printer
 
-    renamed = {}
-    for op in module.ops:
-        if isinstance(op, func.FuncOp) and op.body.blocks:
-            renamed[op.sym_name.data] = _mangled(op.sym_name.data)
-            op.sym_name = StringAttr(renamed[op.sym_name.data])
-    for op in module.walk():
-        if isinstance(op, func.CallOp) and op.callee.string_value() in renamed:
-            op.callee = SymbolRefAttr(renamed[op.callee.string_value()])
+    # as msir-opt prints it, so that each stage can be fed back to msir-opt
+    print(f"// ----- IR after {label} -----", file=sys.stderr)
+    Printer(stream=sys.stderr).print_op(module)
+    print("\n", file=sys.stderr)
 
 
-def compile_module(module: ModuleOp, entry: str, also: tuple[str, ...] = (), known_miss: str | None = None) -> Compiled:
-    """Lower a verified msir module and JIT-compile function `entry` (and the
-    public functions `also`, in `Compiled.functions`).
+def compile_module(
+    module: ModuleOp,
+    entry: str,
+    also: tuple[str, ...] = (),
+    known_miss: str | None = None,
+    target: str = targets.DEFAULT,
+) -> Compiled:
+    """Lower a verified msir module for `target` and compile function `entry`
+    (and the public functions `also`, in `Compiled.functions`) to native code.
 
     The persistent cache (`msir.cache`) is consulted first, unless the key is
     `known_miss` (the trace cache just failed to load it); on a miss the
     module goes through the stages and the object code is stored."""
     from msir import cache
 
+    t = targets.get(target)
     key = locs = None
-    if cache.enabled():
+    if t.object_code and cache.enabled():
         try:
-            key, locs = cache.module_key(module, entry, tuple(also), pipeline_options())
+            key, locs = cache.module_key(module, entry, tuple(also), pipeline_options(t.name))
         except Exception as e:  # never fail a compile because of the cache
             cache._log(f"no key: {type(e).__name__}: {e}")
             key = None
@@ -170,54 +166,26 @@ def compile_module(module: ModuleOp, entry: str, also: tuple[str, ...] = (), kno
             if hit is not None:
                 native_module, sites = hit
                 try:
-                    native = native_module.function(_mangled(entry), sites=sites)
-                    functions = {name: native_module.function(_mangled(name), sites=sites) for name in also}
-                    return Compiled(native, native_module, functions, key, locs)
+                    native = native_module.function(t.symbol(entry), sites=sites)
+                    functions = {name: native_module.function(t.symbol(name), sites=sites) for name in also}
+                    return Compiled(native, native_module, t.symbol(entry), functions, key, locs)
                 except CompileError as e:  # an entry without the function: compile
                     cache._log(f"unusable entry {key[:12]}: {e}")
 
-    from xdsl.transforms.dead_code_elimination import DeadCodeElimination
-
-    from msir.dialects import msir as M
-    from msir.lowering.jit import compile_llvm_module
-    from msir.lowering.to_llvm import MsirLowerToLlvm
-    from msir.lowering.to_loops import ConvertMsirToLoops
-    from msir.passes.forward_arguments import forward_arguments
-    from msir.passes.inline import inline_functions
-    from msir.passes.fuse import MsirFuse
-    from msir.passes.specialize import remove_unreachable_functions
-
-    ctx = make_context()
-    _dump("the frontend", module)
+    observe = _Observer()
+    observe.frontend(module)
     try:
         module.verify()
     except Exception as e:  # a frontend bug: the frontend types what it builds
         raise CompileError(f"internal error: the traced module does not verify: {e}") from e
-    if any(isinstance(op, M._TransformOp) for op in module.walk()):
-        # (the AD passes are imported only when there is something to differentiate)
-        from msir.passes.jvp import differentiate_all
-
-        differentiate_all(module)
-    remove_unreachable_functions(module)
-    forward_arguments(module)
-    inline_functions(module)
-    _dump("msir-grad", module)
-    DeadCodeElimination().apply(ctx, module)
-    MsirFuse().apply(ctx, module)
-    _dump("msir-fuse", module)
-    ConvertMsirToLoops().apply(ctx, module)
-    _mangle_functions(module)
-    _dump("convert-msir-to-loops", module)
-    sites = _sites(module)
-    MsirLowerToLlvm().apply(ctx, module)
-    _dump("msir-lower-to-llvm", module)
+    pipeline.run(t.pipeline, make_context(), module, observe)
     objects: list[bytes] = []
-    with _lock:
-        native_module = compile_llvm_module(
-            module, object_sink=objects.append if key is not None else None
-        )
-    native = native_module.function(_mangled(entry), sites=sites)
-    functions = {name: native_module.function(_mangled(name), sites=sites) for name in also}
+    start = time.perf_counter()
+    native_module, sites = t.native.run(module, objects.append if key is not None else None)
+    observe.native(t.native, time.perf_counter() - start)
+    observe.report(entry, t)
+    native = native_module.function(t.symbol(entry), sites=sites)
+    functions = {name: native_module.function(t.symbol(name), sites=sites) for name in also}
     stored = False
     if key is not None:
         if len(objects) == 1:
@@ -227,4 +195,4 @@ def compile_module(module: ModuleOp, entry: str, also: tuple[str, ...] = (), kno
                 cache._log(f"not caching {key[:12]}: {type(e).__name__}: {e}")
         else:
             cache._log(f"not caching {key[:12]}: MCJIT produced {len(objects)} objects")
-    return Compiled(native, native_module, functions, key if stored else None, locs or [])
+    return Compiled(native, native_module, t.symbol(entry), functions, key if stored else None, locs or [])

@@ -103,6 +103,11 @@ class CompileError(MsirError):
     """A failure below the frontend: verification, lowering or code generation."""
 
 
+class UnknownTargetError(MsirError, ValueError):
+    """A compile target (`msir.jit(target=...)`, `device_target`) that names no
+    registered target (`msir.targets`); the message lists the known ones."""
+
+
 class DonationWarning(UserWarning):
     """A donated argument's buffer (`msir.jit(..., donate_argnums=...)`) was not
     reused: the output it was meant for got a new buffer. The message says why."""

@@ -11,7 +11,8 @@ code. This cache is keyed by what decides the trace *before* tracing:
   on (`Traced.static_positions`: an index entry under the first key names the
   positions, the entry itself lives under a key that adds their values);
 * `msir.cache.environment()` (msir's source hash, host CPU and features, LLVM,
-  llvmlite, xDSL and NumPy versions) and `msir.compiler.pipeline_options()`.
+  llvmlite, xDSL and NumPy versions) and `msir.compiler.pipeline_options()`
+  of the target compiled for (its name, pipeline text and options).
 
 Dependency manifest
 ===================
@@ -72,7 +73,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from msir import cache
+from msir import cache, targets
 from msir.transforms import CustomVjp, Jitted, JvpEntry, Transform, checkpoint
 
 FORMAT_VERSION = 1
@@ -441,10 +442,10 @@ def _digest(*parts: Any) -> str:
     return h.hexdigest()
 
 
-def _pipeline_options() -> dict:
+def _pipeline_options(target: str) -> dict:
     from msir.compiler import pipeline_options
 
-    return pipeline_options()
+    return pipeline_options(target)
 
 
 def _path(key: str) -> Path:
@@ -559,10 +560,10 @@ class Probe:
     """One lookup of a function and its arguments; `hit` if found, else
     `store` records the entry after the frontend and compiler ran."""
 
-    def __init__(self, fn: Any, args: tuple, ident: Any, desc: Any):
+    def __init__(self, fn: Any, args: tuple, ident: Any, desc: Any, target: str):
         self.fn = fn
         self.args = args
-        self.base = _digest("msir-trace", FORMAT_VERSION, cache.environment(), _pipeline_options(), ident, desc)
+        self.base = _digest("msir-trace", FORMAT_VERSION, cache.environment(), _pipeline_options(target), ident, desc)
         self.hit: Hit | None = None
         self.failed_ir_key: str | None = None
         """An IR key whose object code could not be loaded (a known miss)."""
@@ -683,11 +684,12 @@ class Probe:
         return True
 
 
-def probe(fn: Any, args: tuple, variant: Any = None) -> Probe | None:
-    """Look `fn` called on `args` up; None when the trace cache does not apply
-    (disabled, MSIR_DUMP set, or a function or arguments it cannot key).
+def probe(fn: Any, args: tuple, variant: Any = None, target: str = targets.DEFAULT) -> Probe | None:
+    """Look `fn` called on `args` and compiled for `target` up; None when the
+    trace cache does not apply (disabled, MSIR_DUMP set, a target whose code
+    the caches cannot keep, or a function or arguments it cannot key).
     `variant` (JSON-able) keys options of the compilation, e.g. donation."""
-    if not enabled() or os.environ.get("MSIR_DUMP"):
+    if not enabled() or os.environ.get("MSIR_DUMP") or not targets.get(target).object_code:
         return None
     ident = identity(fn)
     desc = describe(list(args))
@@ -696,7 +698,7 @@ def probe(fn: Any, args: tuple, variant: Any = None) -> Probe | None:
     if ident is None or desc is None:
         return None
     try:
-        p = Probe(fn, args, ident, desc)
+        p = Probe(fn, args, ident, desc, target)
     except Exception as e:  # never fail a call because of the cache
         cache._log(f"no trace key: {type(e).__name__}: {e}")
         return None

@@ -1,45 +1,55 @@
 """`msir-opt`: the msir pass driver, in the manner of `mlir-opt`/`xdsl-opt`.
 
-It is xDSL's opt driver with the msir dialect and passes registered, plus a
-Python frontend: `msir-opt model.py --entry loss --args 'tensor<32x64xf32>,f64'`
-prints the `msir` IR of function `loss` specialised to those argument types.
+It is xDSL's opt driver with the msir dialect and msir's passes registered
+(`msir.pipeline.PASSES`, the registry the compile driver uses; `--help`
+lists them with a summary each, before xDSL's), plus a Python frontend:
+`msir-opt model.py --entry loss --args 'tensor<32x64xf32>,f64'` prints the
+`msir` IR of function `loss` specialised to those argument types.
 
     msir-opt f.mlir -p convert-msir-to-loops,msir-lower-to-llvm -t llvm
+
+A target's pipeline text (`msir.targets.get("cpu").pipeline.text()`) given to
+`-p` lowers a module as `msir.jit` does, but for the target's steps (the CPU
+JIT's symbol mangling). `--time-passes` prints a table of the passes' times
+on stderr.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
+import textwrap
+import time
 from typing import IO
 
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import ModulePass
+from xdsl.passes import ModulePass, PassPipeline
+from xdsl.printer import Printer
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-
-def _lazy(module: str, cls: str) -> Callable[[], type[ModulePass]]:
-    def factory() -> type[ModulePass]:
-        import importlib
-
-        return getattr(importlib.import_module(module), cls)
-
-    return factory
+from msir import pipeline
 
 
-MSIR_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
-    "msir-fuse": _lazy("msir.passes.fuse", "MsirFuse"),
-    "msir-forward-arguments": _lazy("msir.passes.forward_arguments", "MsirForwardArguments"),
-    "msir-grad": _lazy("msir.passes.grad", "MsirGrad"),
-    "msir-inline": _lazy("msir.passes.inline", "MsirInline"),
-    "msir-jvp": _lazy("msir.passes.jvp", "MsirJvp"),
-    "msir-lower-einsum": _lazy("msir.passes.lower_einsum", "MsirLowerEinsum"),
-    "msir-specialize": _lazy("msir.passes.specialize", "MsirSpecialize"),
-    "convert-msir-to-loops": _lazy("msir.lowering.to_loops", "ConvertMsirToLoops"),
-    "msir-lower-to-llvm": _lazy("msir.lowering.to_llvm", "MsirLowerToLlvm"),
-}
-"""Every msir pass by its command-line name (imported only when used)."""
+class _PassListing:
+    """The end of `--help`: msir's passes with a summary each, then xDSL's.
+    Built only when help is printed: the summaries import every msir pass."""
+
+    def __init__(self, xdsl_names: list[str]):
+        self.xdsl_names = xdsl_names
+
+    def __str__(self) -> str:
+        width = max(len(name) for name in pipeline.PASSES) + 2
+        lines = ["msir passes:"]
+        lines += [f"  {name:<{width}}{pipeline.summary(name)}" for name in pipeline.PASSES]
+        lines += ["", "xDSL passes:"]
+        lines += textwrap.wrap(", ".join(sorted(self.xdsl_names)), 78, initial_indent="  ", subsequent_indent="  ",
+                               break_on_hyphens=False)
+        return "\n".join(lines)
+
+
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    def add_text(self, text):
+        super().add_text(str(text) if isinstance(text, _PassListing) else text)
 
 
 class MsirOptMain(xDSLOptMain):
@@ -50,9 +60,33 @@ class MsirOptMain(xDSLOptMain):
         self.ctx.register_dialect("msir", lambda: Msir)
 
     def register_all_passes(self):
+        # msir's first: `-p`'s list in --help starts with them
+        for name in pipeline.PASSES:
+            self.register_pass(name, lambda name=name: pipeline.pass_class(name))
         super().register_all_passes()
-        for name, factory in MSIR_PASSES.items():
-            self.register_pass(name, factory)
+
+    def setup_pipeline(self):
+        """xDSL's pipeline, verifying and printing between passes as xDSL does;
+        `--time-passes` reports on stderr, so that stdout stays the IR."""
+        timings: list[tuple[str, float]] = []
+        start = time.perf_counter()
+
+        def callback(previous: ModulePass | None, module: ModuleOp, following: ModulePass | None) -> None:
+            nonlocal start
+            if previous is not None:
+                timings.append((str(previous.pipeline_pass_spec()), time.perf_counter() - start))
+            if not self.args.disable_verify:
+                module.verify()
+            if previous is not None and following is not None and self.args.print_between_passes:
+                print(f"IR after {previous.name}:")
+                Printer(stream=sys.stdout).print_op(module)
+                print("\n\n\n")
+            if following is None and self.args.time_passes and timings:
+                print(pipeline.timing_report(timings), file=sys.stderr)
+                timings.clear()
+            start = time.perf_counter()
+
+        self.pipeline = PassPipeline.parse_spec(self.available_passes, self.args.passes, callback)
 
     def register_all_frontends(self):
         super().register_all_frontends()
@@ -60,6 +94,8 @@ class MsirOptMain(xDSLOptMain):
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser):
         super().register_all_arguments(arg_parser)
+        arg_parser.formatter_class = _HelpFormatter
+        arg_parser.epilog = _PassListing([n for n in self.available_passes if n not in pipeline.PASSES])
         arg_parser.add_argument(
             "--entry", type=str, default=None, help="Python input: the function to compile"
         )

@@ -5,7 +5,8 @@
 
 Each `--input` is a Python literal (nested lists for arrays) and an element type
 (f32, f64, i1, i32, i64), or `@file.npy`. Every result is printed on one line as
-`result N: <type> = <values>`.
+`result N: <type> = <values>`. `--target` chooses the compile target by name
+(`msir.targets`; default cpu).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ def format_result(i: int, a: np.ndarray) -> str:
 def main(argv: list[str] | None = None) -> None:
     from xdsl.parser import Parser
 
+    from msir import targets
     from msir.compiler import compile_module, make_context
     from msir.errors import MsirError
 
@@ -46,12 +48,13 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("input_file")
     p.add_argument("--entry", required=True, help="the function to run")
     p.add_argument("--input", action="append", default=[], help="an argument: literal:dtype or @file.npy")
+    p.add_argument("--target", default=targets.DEFAULT, help=f"the compile target ({', '.join(targets.TARGETS)})")
     args = p.parse_args(argv)
     with open(args.input_file) as f:
         text = f.read()
     try:
         module = Parser(make_context(), text, args.input_file).parse_module()
-        compiled = compile_module(module, args.entry)
+        compiled = compile_module(module, args.entry, target=args.target)
         results = compiled.native(*[parse_input(t) for t in args.input])
     except MsirError as e:
         print(str(e), file=sys.stderr)
