@@ -116,12 +116,18 @@ class _Entry:
     native: Any
     traced: Any
     n_leaves: int
+    checked: bool = False
 
     def __post_init__(self):
         # Arguments without tuples, lists or constants are passed as they are.
         self.flat = all(spec[0] in ("array", "float", "int", "bool") for spec in self.traced.arg_specs)
 
     def call(self, args: tuple) -> Any:
+        # Guards (msir.trace_cache.Guard) are known to hold at the first call: the entry was
+        # just traced, or its manifest checked; a value that changes at every read then runs once.
+        if self.checked and not all(g.holds() for g in self.traced.guards):
+            return _STALE
+        self.checked = True
         if self.flat:
             inputs = list(args)
         else:
