@@ -4,7 +4,8 @@
 (dtype and shape of an array, the Python type of a scalar, the structure of a
 tuple or list); `Entry` is one compiled version: it flattens the arguments to
 the native function's leaves, appends the captured arrays (checking that they
-still have the traced type: `STALE` otherwise) and rebuilds the results'
+still have the traced type, and that the values read through plain objects
+still hold their guards: `STALE` otherwise) and rebuilds the results'
 structure. Shared by `msir.api.JitFunction` and the compiled `msir.vjp`.
 """
 
@@ -54,12 +55,18 @@ class Entry:
     native: Any
     traced: Any
     n_leaves: int
+    checked: bool = False
 
     def __post_init__(self):
         # Arguments without tuples, lists or constants are passed as they are.
         self.flat = all(spec[0] in ("array", "float", "int", "bool") for spec in self.traced.arg_specs)
 
     def call(self, args: tuple) -> Any:
+        # Guards (msir.trace_cache.Guard) are known to hold at the first call: the entry was
+        # just traced, or its manifest checked; a value that changes at every read then runs once.
+        if self.checked and not all(g.holds() for g in self.traced.guards):
+            return STALE
+        self.checked = True
         if self.flat:
             inputs = list(args)
         else:

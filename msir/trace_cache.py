@@ -26,7 +26,12 @@ traced code (`Recorder.resolved`: a global, a closure cell or a builtin, in
     ["c", fn_ref, name]      the closure cell `name` of fn
     ["a", ref, attr]         getattr(value, attr): module attributes, the
                              function a jit/grad/custom_vjp wraps
-    ["i", ref, k]            value[k] of a tuple or list
+    ["i", ref, k]            value[k] of a tuple, list or dict
+    ["t", ref, attr]         getattr(type(value), attr): the `__call__` a call
+                             of an object runs
+    ["class", ref]           the module and qualname of value's class
+    ["len", ref]             the type name and length of a tuple or list
+    ["bool", ref]            the truth value of value
 
 with a *fingerprint* of the value: user functions by module, qualname, file,
 first line, a hash of their code object, a hash of their source file and their
@@ -34,9 +39,13 @@ defaults (so the functions they call are recorded in turn, when the frontend
 translates them); NumPy and msir functions, builtins and modules by identity
 (NumPy's version is in the key); Python and NumPy scalars, dtypes and
 tuples/lists of them by value; arrays by dtype and shape (they are hidden
-runtime arguments, read at every call). A value of any other kind makes the
-trace uncacheable (it is compiled through the frontend every process, the IR
-level cache still applies).
+runtime arguments, read at every call). Values without a fingerprint of
+their own are recorded through their parts (`Recorder._note`): an instance of
+a user class or a dict by its class (["class", ref]; what the frontend reads
+of it, `Recorder.read`, is recorded in turn), a method by its function, a
+tuple or list holding them by its length and its items. A value of any other
+kind makes the trace uncacheable (it is compiled through the frontend every
+process, the IR level cache still applies).
 
 On a lookup every reference is resolved again and fingerprinted; one
 difference (a helper's source edited and re-imported, a global constant
@@ -46,14 +55,27 @@ Source files are checked like CPython's .pyc files: by size and mtime, read
 and hashed again only when they changed (any edit of a function's file, even
 elsewhere in it, then traces again: the frontend reads the file from disk).
 
+Guards
+======
+What a trace reads through an object (an attribute, a dict or list item) can
+change between two calls of the same compiled function, so the in-memory
+entries check it too: every such read is a `Guard` (a getter and what the
+trace depended on: the value of a constant, the class of an object, the
+length of a list, the function of a method...), checked by
+`msir.api._Entry.call` before each native call; one that fails makes the
+entry stale and the function is traced again. An entry lists its guards as
+references, rebuilt on a hit (after the manifest check, which covers what
+they read: `Recorder.guard`). A trace that compares objects by identity
+(`is`) is not cached: identities do not carry over to another process.
+
 Entries
 =======
 `<key>.msirt` in the cache directory: JSON with the manifest, the IR key of
 the object code in `msir.cache` (`<ir key>.msirc`, shared with the IR level),
 the entry point, source locations of runtime errors, the argument specs, the
-captured arrays (as references) and the output structure. A hit loads the
-object code with `msir.cache.load` without importing xDSL or running the
-frontend. Written by atomic rename, bounded and evicted with the `.msirc`
+captured arrays and the guards (as references) and the output structure. A
+hit loads the object code with `msir.cache.load` without importing xDSL or
+running the frontend. Written by atomic rename, bounded and evicted with the `.msirc`
 entries, removed when corrupt (a miss). `MSIR_CACHE=0` disables both levels,
 `MSIR_TRACE_CACHE=0` this one only; `MSIR_DUMP` bypasses it (the stages run).
 `msir.cache.stats` counts trace_hits, trace_misses (no entry), trace_stale
@@ -168,6 +190,52 @@ def _is_library(module: str | None) -> bool:
     return m in ("numpy", "msir", "builtins", "math") or m.startswith(("numpy.", "msir.", "_operator"))
 
 
+def is_plain_object(v: Any) -> bool:
+    """Is `v` an instance of a user-defined class (not a function, class or
+    module, not a tuple, list or dict, nothing of NumPy's, msir's or the
+    builtins', no `functools.partial`: those are callables compiled code
+    refuses by name)? The frontend reads such objects' attributes at compile
+    time."""
+    if isinstance(v, (type, types.ModuleType, types.FunctionType, types.MethodType, tuple, list, dict)):
+        return False
+    return not _is_library(type(v).__module__) and type(v).__module__ != "functools"
+
+
+_GUARD_OBSERVE: dict[str, Callable[[Any], Any]] = {
+    "value": lambda v: (type(v), repr(v)),
+    "truth": bool,
+    "len": lambda v: (type(v), len(v)),
+    "type": type,
+    "method": lambda v: v.__func__,
+    "identity": lambda v: v,
+}
+"""What of a value read through an object a trace depends on, per guard mode."""
+_BY_IDENTITY = frozenset({"type", "method", "identity"})
+
+
+@dataclass
+class Guard:
+    """A read through an object that a compiled function depends on: it stands
+    while `get()` gives a value whose `mode` observation (`_GUARD_OBSERVE`) is
+    `expected` (by identity for classes, functions and other compile-time
+    objects, by equality for the rest)."""
+
+    get: Callable[[], Any]
+    mode: str
+    expected: Any
+
+    @classmethod
+    def of(cls, mode: str, get: Callable[[], Any], value: Any) -> "Guard":
+        return cls(get, mode, _GUARD_OBSERVE[mode](value))
+
+    def holds(self) -> bool:
+        try:
+            now = _GUARD_OBSERVE[self.mode](self.get())
+        except Exception:  # the object changed so that the read fails: trace again, and report it there
+            return False
+        return now is self.expected if self.mode in _BY_IDENTITY else now == self.expected
+
+
 class Fingerprinter:
     """Fingerprints values. `files` maps the source file of every user function
     met to [size, mtime_ns, hash of its bytes]: filled while recording; when
@@ -254,6 +322,7 @@ class Recorder:
         self._cells: dict[int, list] = {}  # id of a closure cell -> its ref
         self._modules: dict[int, list] = {}
         self.arrays: dict[int, list] = {}  # id of a captured array -> a ref
+        self.guards: list[list] = []  # [ref, mode] of every `Guard` of the trace
         self._keep: list[Any] = []  # keeps the ids above valid
         try:
             self._note(["root"], root)
@@ -282,6 +351,20 @@ class Recorder:
                     self._register(["a", ref, attr], inner)
 
     def _note(self, ref: list, value: Any) -> None:
+        """Record a dependency on `value` at `ref`: its fingerprint, or for what
+        has none (objects, dicts, methods, sequences holding them), what the
+        trace can depend on: the class of an object or dict (what it reads of
+        them is recorded in turn), a method's function, a sequence's length and
+        its items."""
+        if isinstance(value, dict) or is_plain_object(value):
+            return self._note(["class", ref], _class_name(value))
+        if _is_method(value):
+            return self._note(["a", ref, "__func__"], value.__func__)
+        if type(value) in (tuple, list) and any(_has_no_fingerprint(x) for x in value):
+            self._note(["len", ref], _length(value))
+            for i, x in enumerate(value):
+                self._note(["i", ref, i], x)
+            return
         k = json.dumps(ref)
         if k in self.deps:
             return
@@ -289,20 +372,22 @@ class Recorder:
         self._register(ref, value)
 
     def _fail(self, why: str) -> None:
+        """Mark the trace uncacheable (the first reason is kept)."""
         if self.failed is None:
             self.failed = why
 
-    def resolved(self, closure: dict, globals_: dict, name: str) -> None:
+    def resolved(self, closure: dict, globals_: dict, name: str) -> list | None:
         """`name` looked up in a function's closure, then its globals (absent
         from both: a builtin, which a later global would shadow). Closure
-        entries that are not cells are values of the traced code itself."""
+        entries that are not cells are values of the traced code itself.
+        Returns the reference noted (None if none was)."""
         if self.failed is not None:
-            return
+            return None
         try:
             if name in closure:
                 cell = closure[name]
                 if not isinstance(cell, types.CellType):
-                    return  # a value of the traced code's own scope (a nested def's environment)
+                    return None  # a value of the traced code's own scope (a nested def's environment)
                 ref = self._cells.get(id(cell))
                 if ref is None:
                     return self._fail(f"closure variable '{name}' of an untracked function")
@@ -310,24 +395,97 @@ class Recorder:
                     value = cell.cell_contents
                 except ValueError:
                     return self._fail(f"closure variable '{name}' is empty")
-                return self._note(ref, value)
+                self._note(ref, value)
+                return ref
             owner = self._owners.get(id(globals_))
             if owner is None:
                 return self._fail(f"global '{name}' of an untracked function")
-            self._note(["g", owner, name], globals_.get(name, ABSENT))
+            ref = ["g", owner, name]
+            self._note(ref, globals_.get(name, ABSENT))
+            return ref
         except Uncacheable as e:
-            self._fail(f"'{name}' is {e}")
+            return self._fail(f"'{name}' is {e}")
 
-    def module_attribute(self, module: types.ModuleType, attr: str) -> None:
+    def module_attribute(self, module: types.ModuleType, attr: str) -> list | None:
+        """`module.attr` read; returns its reference (None if none was noted)."""
         if self.failed is not None:
-            return
+            return None
         ref = self._modules.get(id(module))
         if ref is None:
             return self._fail(f"module {module.__name__} reached without a name")
         try:
             self._note(["a", ref, attr], getattr(module, attr))
         except Uncacheable as e:
-            self._fail(f"'{module.__name__}.{attr}' is {e}")
+            return self._fail(f"'{module.__name__}.{attr}' is {e}")
+        return ["a", ref, attr]
+
+    def read(self, parent: list | None, kind: str, key: Any, value: Any) -> list | None:
+        """Attribute (`kind` "a"), item ("i") or class attribute ("t") `key` of
+        the value at reference `parent`, read while tracing: noted like a name.
+        Returns its reference (None if none was noted: then the trace is not
+        cached)."""
+        if self.failed is not None:
+            return None
+        if parent is None:
+            return self._fail(f"'{key}' read from an object reached without a reference")
+        if kind == "i" and type(key) not in (int, bool, str):
+            return self._fail(f"item {key!r}: only str and int keys have references")
+        ref = [kind, parent, key]
+        try:
+            self._note(ref, value)
+        except Uncacheable as e:
+            return self._fail(f"'{key}' is {e}")
+        return ref
+
+    def guard(self, ref: list | None, mode: str, value: Any) -> None:
+        """A `Guard` of mode `mode` on `value`, at `ref` (rebuilt on a hit from
+        the values the checked manifest vouches for: so what the guard
+        observes is a dependency too). The identity of an object or dict has
+        no fingerprint another process could check: a trace that depends on
+        it is not cached."""
+        if ref is None:
+            return self._fail(f"a {mode} guard on an object reached without a reference")
+        if mode == "identity" and (isinstance(value, dict) or is_plain_object(value)):
+            return self._fail(f"the identity of a {type(value).__qualname__} object ('is')")
+        if self.failed is not None:
+            return None
+        try:
+            if mode in _GUARD_DEPENDENCIES:
+                kind, observe = _GUARD_DEPENDENCIES[mode]
+                self._note([kind, ref], observe(value))
+            else:
+                self._note(ref, value)
+        except Uncacheable as e:
+            return self._fail(f"a {mode} guard on {e}")
+        self.guards.append([ref, mode])
+
+
+def _class_name(v: Any) -> list[str]:
+    return [type(v).__module__, type(v).__qualname__]
+
+
+def _length(v: Any) -> list:
+    return [type(v).__name__, len(v)]
+
+
+def _is_method(v: Any) -> bool:
+    return type(v) is types.MethodType and type(v.__func__) is types.FunctionType
+
+
+_GUARD_DEPENDENCIES: dict[str, tuple[str, Callable[[Any], Any]]] = {
+    "type": ("class", _class_name),
+    "truth": ("bool", bool),
+    "len": ("len", _length),
+}
+"""The reference kind that records what a guard of each mode observes (the
+other modes observe the value itself, or its function)."""
+
+
+def _has_no_fingerprint(v: Any) -> bool:
+    """Is `v` recorded through its parts (`Recorder._note`)?"""
+    if type(v) in (tuple, list):
+        return any(_has_no_fingerprint(x) for x in v)
+    return isinstance(v, dict) or is_plain_object(v) or _is_method(v)
 
 
 # ---------------------------------------------------------------------------
@@ -353,11 +511,27 @@ def resolve(ref: list, root: Any, memo: dict[str, Any] | None = None) -> Any:
         value = getattr(resolve(ref[1], root, memo), ref[2], ABSENT)
     elif kind == "i":
         value = resolve(ref[1], root, memo)[ref[2]]
+    elif kind == "t":
+        value = getattr(type(resolve(ref[1], root, memo)), ref[2], ABSENT)
+    elif kind == "class":
+        value = _class_name(resolve(ref[1], root, memo))
+    elif kind == "len":
+        value = _length(resolve(ref[1], root, memo))
+    elif kind == "bool":
+        value = bool(resolve(ref[1], root, memo))
     else:
         raise ValueError(f"unknown reference {ref!r}")
     if memo is not None:
         memo[k] = value
     return value
+
+
+def item_or_absent(container: Any, key: Any) -> Any:
+    """`container[key]`, or ABSENT when there is no such item (any more)."""
+    try:
+        return container[key]
+    except (LookupError, TypeError):
+        return ABSENT
 
 
 def getter(ref: list, root: Any) -> Callable[[], Any]:
@@ -376,7 +550,9 @@ def getter(ref: list, root: Any) -> Callable[[], Any]:
     if kind == "a":
         return lambda: getattr(inner(), key, ABSENT)
     if kind == "i":
-        return lambda: inner()[key]
+        return lambda: item_or_absent(inner(), key)
+    if kind == "t":
+        return lambda: getattr(type(inner()), key, ABSENT)
     raise ValueError(f"unknown reference {ref!r}")
 
 
@@ -511,6 +687,7 @@ class CachedTrace:
     captures: list[CachedCapture]
     out_structure: Any
     out_weak: list[bool]
+    guards: list[Guard]
 
 
 @dataclass
@@ -623,7 +800,9 @@ class Probe:
         captures = [
             CachedCapture(getter(ref, self.fn), name, dtype, tuple(shape)) for ref, name, dtype, shape in entry["captures"]
         ]
-        traced = CachedTrace(entry["specs"], captures, _decode_structure(entry["out"]), list(entry["weak"]))
+        # The manifest was checked just now: what the guards read is what the trace read.
+        guards = [Guard.of(mode, getter(ref, self.fn), resolve(ref, self.fn)) for ref, mode in entry["guards"]]
+        traced = CachedTrace(entry["specs"], captures, _decode_structure(entry["out"]), list(entry["weak"]), guards)
         return Hit(native, traced, frozenset(entry["static"]))
 
     def store(self, traced: Any, symbol: str, ir_key: str | None, locs: list) -> bool:
@@ -663,6 +842,7 @@ class Probe:
                 "specs": traced.arg_specs,
                 "static": static,
                 "captures": captures,
+                "guards": recorder.guards,
                 "out": _encode_structure(traced.out_structure),
                 "weak": [bool(w) for w in traced.out_weak],
                 "manifest": manifest,

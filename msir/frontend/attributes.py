@@ -3,7 +3,8 @@
 Array attributes (`.shape`, `.ndim`, `.size`, `.dtype`, `.T`) are known while
 tracing; array methods (`x.sum`, `x.reshape`...) become bound methods that
 the NumPy handler table calls. A module attribute is a value of an enclosing
-scope (`external`), reported to the trace cache's recorder.
+scope (`external`), reported to the trace cache's recorder. Attributes of
+plain objects are read by `msir.frontend.objects`.
 """
 
 from __future__ import annotations
@@ -17,13 +18,16 @@ import numpy as np
 
 from msir.errors import UnsupportedSyntaxError
 from msir.frontend.numpy_handlers import _ARRAY_METHODS, _BoundMethod
+from msir.frontend.state import ObjectValue
 from msir.frontend.values import KnownInt, Tensor
 
 
 class AttributesMixin:
-    """`value.attr` of arrays, modules and dtypes."""
+    """`value.attr` of arrays, modules, dtypes and objects."""
 
     def attribute(self, value: Any, attr: str, node: ast.AST) -> Any:
+        if isinstance(value, ObjectValue):
+            return self.object_attribute(value, attr, node)
         if isinstance(value, KnownInt):
             value = value.tensor
         if isinstance(value, Tensor):
@@ -44,9 +48,12 @@ class AttributesMixin:
         if isinstance(value, types.ModuleType):
             if not hasattr(value, attr):
                 raise self.error(UnsupportedSyntaxError, f"module '{value.__name__}' has no attribute '{attr}'", node)
-            if self.tc.recorder is not None:
-                self.tc.recorder.module_attribute(value, attr)
-            return self.external(getattr(value, attr), f"{value.__name__}.{attr}", node)
+            ref = self.tc.recorder.module_attribute(value, attr) if self.tc.recorder is not None else None
+            module = value
+            value = self.external(
+                getattr(module, attr), f"{module.__name__}.{attr}", node, lambda: getattr(module, attr), ref
+            )
+            return self.localize(value)
         if isinstance(value, np.dtype) and attr in ("name", "type"):
             return getattr(value, attr)
         raise self.error(UnsupportedSyntaxError, f"attribute '.{attr}' of {self.describe(value)} is not supported", node)

@@ -29,7 +29,7 @@ from xdsl.ir import Block, Operation, Region
 from msir.dialects import msir as M
 from msir.errors import DTypeError, MsirError, SourceLoc, UnsupportedSyntaxError
 from msir.frontend.source import FunctionSource
-from msir.frontend.state import TraceContext
+from msir.frontend.state import MethodValue, ObjectValue, TraceContext
 from msir.frontend.structure import _leaves
 from msir.frontend.values import KnownInt, Tensor, promote, weak_dtype_of
 
@@ -72,6 +72,14 @@ class OverflowError_(MsirError, OverflowError):
     pass
 
 
+class AttributeError_(MsirError, AttributeError):
+    pass
+
+
+class KeyError_(MsirError, KeyError):
+    pass
+
+
 class TranslatorBase:
     """Translates one Python function body into ops appended to `block`."""
 
@@ -111,6 +119,10 @@ class TranslatorBase:
             return f"an array of shape {M.fmt_shape(value.shape)} and dtype {value.dtype}"
         if isinstance(value, KnownInt):
             return "an int"
+        if isinstance(value, ObjectValue):
+            return "a dict" if isinstance(value.obj, dict) else f"an object of class {type(value.obj).__qualname__}"
+        if isinstance(value, MethodValue):
+            return f"the method {type(value.self_value.obj).__qualname__}.{value.name}"
         return f"a value of type {type(value).__name__}"
 
     # -- conversions --------------------------------------------------------
@@ -191,6 +203,10 @@ class TranslatorBase:
                 "use np.where for elementwise choice",
                 node,
             )
+        if isinstance(value, ObjectValue):
+            truth = bool(value.obj)
+            self.guard("truth", value.path, value.obj)
+            return truth
         return bool(value)
 
     def static_ints(self, value: Any, what: str, node: ast.AST | None = None) -> tuple[int, ...]:

@@ -4,10 +4,13 @@ Calls to other user functions whose arguments are all arrays become `func.call`
 of a separate function (one per callee and argument types); other calls (with
 Python values, functions or tuples as arguments, or callees that capture arrays)
 are inlined. Nested `def`s and lambdas are compile-time closures, inlined where
-called. A NumPy function is looked up in the handler table
-(`msir.frontend.numpy_handlers`); `msir.grad` and the other transforms are
-translated by `msir.frontend.differentiation`; a call reaching a function
-being built is a recursion (`msir.frontend.recursion`).
+called; so are methods of plain objects (`obj.method(x)`, `obj(x)`, with
+`self` bound to the object: see `msir.frontend.objects`). A `*args`
+parameter binds the tuple of the extra positional arguments. A NumPy function
+is looked up in the handler table (`msir.frontend.numpy_handlers`);
+`msir.grad` and the other transforms are translated by
+`msir.frontend.differentiation`; a call reaching a function being built is a
+recursion (`msir.frontend.recursion`).
 """
 
 from __future__ import annotations
@@ -24,12 +27,14 @@ from msir.dialects import msir as M
 from msir.errors import UnsupportedSyntaxError
 from msir.frontend.base import TypeError_
 from msir.frontend.numpy_handlers import _BoundMethod, _call_method, _handler_for
+from msir.frontend.objects import is_method_of_object
 from msir.frontend.source import get_source
 from msir.frontend.recursion import _MAX_SPECIALISED_RECURSION
-from msir.frontend.state import FunctionValue, _Callee
+from msir.frontend.state import FunctionValue, MethodValue, ObjectValue, _Callee
 from msir.frontend.structure import _rebuild
-from msir.transforms import CustomVjp, Jitted, Transform, checkpoint, compile_time_kind
 from msir.frontend.values import Closure, KnownInt, Tensor
+from msir.trace_cache import is_plain_object
+from msir.transforms import CustomVjp, Jitted, Transform, checkpoint, compile_time_kind
 
 
 class CallsMixin:
@@ -41,6 +46,8 @@ class CallsMixin:
         for a in node.args:
             if isinstance(a, ast.Starred):
                 v = self.expr(a.value)
+                if isinstance(v, Tensor) and v.ndim > 0:
+                    v = self.unpack(v, None, a)  # its rows, as Python iterates an array
                 if not isinstance(v, (tuple, list)):
                     raise self.unsupported("*args of a runtime value", a)
                 args.extend(v)
@@ -65,7 +72,7 @@ class CallsMixin:
             return self.call_checkpoint(fn, args, kwargs, node)
         api_kind = compile_time_kind(fn)
         if api_kind == "transform":
-            return fn(*args, **kwargs)
+            return fn(*[self.python_value(a) for a in args], **kwargs)
         if api_kind == "stop_gradient":
             (x,) = args
             t = self.as_tensor(x, node)
@@ -78,6 +85,12 @@ class CallsMixin:
             return _call_method(self, fn, args, kwargs, node)
         if isinstance(fn, Closure):
             return self.call_closure(fn, args, kwargs, node)
+        if is_method_of_object(fn) or is_plain_object(fn):
+            fn = self.from_python(fn)
+        if isinstance(fn, MethodValue):
+            return self.call_user(fn.fn, [fn.self_value, *args], kwargs, node)
+        if isinstance(fn, ObjectValue):
+            return self.call_object(fn, args, kwargs, node)
         handler = _handler_for(fn)
         if handler is not None:
             return handler(self, args, kwargs, node)
@@ -105,10 +118,10 @@ class CallsMixin:
 
     def bind(self, node: ast.FunctionDef | ast.Lambda, defaults: list[Any], args, kwargs, call_node) -> dict[str, Any]:
         a = node.args
-        if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs:
-            raise self.unsupported("*args, **kwargs and keyword-only parameters", node)
+        if a.kwarg or a.kwonlyargs or a.posonlyargs:
+            raise self.unsupported("**kwargs, keyword-only and positional-only parameters", node)
         names = [p.arg for p in a.args]
-        if len(args) > len(names):
+        if len(args) > len(names) and a.vararg is None:
             raise self.error(
                 TypeError_, f"the function takes {len(names)} arguments but {len(args)} were given", call_node
             )
@@ -122,6 +135,8 @@ class CallsMixin:
         missing = [n for n in names if n not in bound]
         if missing:
             raise self.error(TypeError_, f"missing argument '{missing[0]}'", call_node)
+        if a.vararg is not None:
+            bound[a.vararg.arg] = tuple(args[len(names) :])
         return bound
 
     def call_closure(self, c: Closure, args, kwargs, node) -> Any:

@@ -9,7 +9,9 @@ Argument semantics (they decide the cache key):
   specialised on their value, recorded in `Traced.static_positions`;
 * tuples and lists are flattened into their leaves;
 * arrays captured from enclosing scopes are hidden runtime arguments appended
-  after the user's (`Traced.captures`), read again at every call.
+  after the user's (`Traced.captures`), read again at every call;
+* what the function read through plain objects (attributes, dict items:
+  `msir.frontend.objects`) is checked before every call (`Traced.guards`).
 
 `trace(..., record=True)` also records the names the frontend resolved outside
 the function (`Traced.recorder`, a `msir.trace_cache.Recorder`): the
@@ -22,8 +24,9 @@ import ast
 import importlib.util
 import re
 import sys
-from dataclasses import dataclass
-from typing import Any
+import types
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp, TensorType
@@ -35,6 +38,9 @@ from msir.frontend.source import get_source
 from msir.frontend.translate import Capture, TraceContext, _closure_env, build_function
 from msir.frontend.values import KnownInt, Tensor
 from msir.transforms import JvpEntry, Transform
+
+if TYPE_CHECKING:
+    from msir.trace_cache import Guard
 
 # An abstract argument: ("array", dtype, shape) | ("float",) | ("int", value) |
 # ("bool", value) | ("tuple"|"list", [specs]) | ("const", value)
@@ -54,6 +60,7 @@ class Traced:
     out_weak: list[bool]
     out_types: list[TensorType]
     recorder: Any = None
+    guards: list[Guard] = field(default_factory=list)
 
 
 def spec_of(value: Any) -> Spec:
@@ -174,6 +181,7 @@ def trace(fn, specs: list[Spec], kwargs_specs: dict[str, Spec] | None = None, re
         weak,
         list(ftype.outputs.data),
         recorder,
+        tc.guards,
     )
 
 
@@ -251,7 +259,7 @@ def _trace_transformed(t, specs: list[Spec], recorder=None) -> Traced:
     from msir.frontend.translate import Translator, flatten_result
 
     jvp_entry = not isinstance(t, Transform)
-    base = t.t.source_function if jvp_entry else t.source_function
+    base = _python_function(t.t.source_function if jvp_entry else t.source_function)
     src = get_source(base)
     tc = TraceContext(recorder=recorder)
     block = Block()
@@ -277,5 +285,16 @@ def _trace_transformed(t, specs: list[Spec], recorder=None) -> Traced:
     module = ModuleOp([entry, *tc.module_ops])
     return Traced(
         module, name, specs, frozenset(tc.static_positions), tc.captures, structure,
-        [leaf.weak for leaf in leaves], list(ftype.outputs.data), recorder,
+        [leaf.weak for leaf in leaves], list(ftype.outputs.data), recorder, tc.guards,
     )
+
+
+def _python_function(fn: Any) -> Any:
+    """The Python function a transformed callable runs, for its source and
+    scopes: a method's function, or a callable object's class's `__call__`."""
+    if isinstance(fn, types.MethodType):
+        return fn.__func__
+    call = getattr(type(fn), "__call__", None)
+    if not isinstance(fn, types.FunctionType) and isinstance(call, types.FunctionType):
+        return call
+    return fn

@@ -21,7 +21,7 @@ from msir.dialects import msir as M
 from msir.errors import DTypeError, MsirIndexError, ShapeError, UnsupportedSyntaxError
 from msir.frontend.base import ValueError_, ZeroDivisionError_, _constant_scalar
 from msir.frontend.elementwise import binary_typing, unary_typing
-from msir.frontend.state import _MAX_UNROLL, RangeValue
+from msir.frontend.state import _MAX_UNROLL, ObjectValue, RangeValue
 from msir.frontend.values import Closure, KnownInt, Tensor, kind, promote
 
 _BINOPS: dict[type, str] = {
@@ -97,9 +97,9 @@ class ExpressionsMixin:
             case ast.Name(id=name):
                 return self.lookup(name, node)
             case ast.Tuple(elts=elts):
-                return tuple(self.expr(e) for e in elts)
+                return tuple(self.display_items(elts))
             case ast.List(elts=elts):
-                return [self.expr(e) for e in elts]
+                return self.display_items(elts)
             case ast.BinOp(left=left, op=op, right=right):
                 if type(op) not in _BINOPS:
                     raise self.unsupported(f"the operator {_op_symbol(op)}", node)
@@ -130,6 +130,17 @@ class ExpressionsMixin:
                     *(None if p is None else self.expr(p) for p in (node.lower, node.upper, node.step))
                 )
         raise self.unsupported(f"the expression '{type(node).__name__}'", node)
+
+    def display_items(self, elts: list[ast.expr]) -> list[Any]:
+        """The items of a tuple or list display: `*xs` unpacks a tuple, a list
+        or the rows of an array."""
+        items: list[Any] = []
+        for e in elts:
+            if isinstance(e, ast.Starred):
+                items.extend(self.unpack(self.expr(e.value), None, e))
+            else:
+                items.append(self.expr(e))
+        return items
 
     # -- arithmetic ---------------------------------------------------------
 
@@ -246,7 +257,9 @@ class ExpressionsMixin:
         result = None
         for op, comp in zip(ops, comps):
             rhs = self.expr(comp)
-            if isinstance(op, (ast.Is, ast.IsNot)):
+            if isinstance(op, (ast.Is, ast.IsNot)) and (isinstance(lhs, ObjectValue) or isinstance(rhs, ObjectValue)):
+                r = (self.identity(lhs) is self.identity(rhs)) == isinstance(op, ast.Is)
+            elif isinstance(op, (ast.Is, ast.IsNot)):
                 if not (rhs is None or lhs is None or isinstance(rhs, type) or callable(rhs)):
                     raise self.unsupported("'is' on runtime values", node)
                 r = (lhs is rhs) == isinstance(op, ast.Is)

@@ -5,7 +5,9 @@ globals, the builtins. What an enclosing scope holds is compile-time, except
 arrays: they become hidden runtime arguments of the entry function
 (`Capture`, read again at every call), threaded into outlined functions as
 extra parameters (`localize`). Every name resolved outside the traced code is
-reported to the trace cache's recorder (its dependency manifest).
+reported to the trace cache's recorder (its dependency manifest). Objects
+and dicts become `ObjectValue`s, read through the path they were reached by
+(`msir.frontend.objects`).
 """
 
 from __future__ import annotations
@@ -21,8 +23,10 @@ from xdsl.ir import BlockArgument
 from msir.dialects import msir as M
 from msir.errors import UnsupportedSyntaxError
 from msir.frontend.base import dtype_name
-from msir.frontend.state import Capture, _Undefined
+from msir.frontend.objects import is_method_of_object
+from msir.frontend.state import Capture, MethodValue, Path, _Undefined
 from msir.frontend.values import Closure, KnownInt, Tensor
+from msir.trace_cache import is_plain_object
 
 
 class NamesMixin:
@@ -34,12 +38,13 @@ class NamesMixin:
             if isinstance(v, _Undefined):
                 raise self.error(UnsupportedSyntaxError, f"variable '{name}' {v.why}", node)
             return self.localize(v)
+        ref = None
         if self.tc.recorder is not None:
-            self.tc.recorder.resolved(self.closure, self.globals, name)
+            ref = self.tc.recorder.resolved(self.closure, self.globals, name)
         if name in self.closure:
-            return self.localize(self.external(self.closure[name], name, node))
+            return self.localize(self.external(self.closure[name], name, node, ref=ref))
         if name in self.globals:
-            return self.localize(self.external(self.globals[name], name, node, lambda: self.globals[name]))
+            return self.localize(self.external(self.globals[name], name, node, lambda: self.globals[name], ref))
         if hasattr(builtins, name):
             return getattr(builtins, name)
         raise self.error(UnsupportedSyntaxError, f"name '{name}' is not defined", node)
@@ -66,8 +71,10 @@ class NamesMixin:
             return [self.localize(v) for v in value]
         return value
 
-    def external(self, value: Any, name: str, node: ast.AST, getter=None) -> Any:
-        """A value from an enclosing scope: arrays become hidden runtime arguments."""
+    def external(self, value: Any, name: str, node: ast.AST, getter=None, ref: list | None = None) -> Any:
+        """A value from an enclosing scope: arrays become hidden runtime arguments,
+        objects and dicts values read through `getter` (`ref`: the trace cache
+        recorder's reference to the value)."""
         if isinstance(value, Closure):
             return value
         if isinstance(value, types.CellType):
@@ -76,15 +83,21 @@ class NamesMixin:
             getter = lambda: cell.cell_contents  # noqa: E731
         if isinstance(value, np.ndarray):
             return self.capture(value, name, getter or (lambda: value), node)
-        if isinstance(value, (tuple, list)) and any(isinstance(v, (np.ndarray, tuple, list)) for v in value):
+        if isinstance(value, (tuple, list)) and any(_holds_values_to_read(v) for v in value):
             outer = getter or (lambda: value)
             items = [
-                self.external(v, f"{name}_{i}", node, (lambda i=i: outer()[i]))
+                self.external(v, f"{name}_{i}", node, (lambda i=i: outer()[i]), None if ref is None else ["i", ref, i])
                 for i, v in enumerate(value)
             ]
             return tuple(items) if isinstance(value, tuple) else items
         if isinstance(value, np.generic):
             return self.constant(value.item(), dtype_name(value.dtype), weak=False)
+        if isinstance(value, dict) or is_plain_object(value):
+            return self.object_value(value, Path(getter or (lambda: value), name, ref))
+        if is_method_of_object(value):
+            outer = getter or (lambda: value)
+            owner = Path(lambda: outer().__self__, f"{name}.__self__", None if ref is None else ["a", ref, "__self__"])
+            return MethodValue(self.object_value(value.__self__, owner), value.__func__, value.__name__)
         return value
 
     def capture(self, value: np.ndarray, name: str, getter, node) -> Tensor:
@@ -100,3 +113,8 @@ class NamesMixin:
         self.tc.capture_values[len(self.tc.captures)] = t
         self.tc.captures.append(Capture(getter, name, dtype, tuple(value.shape)))
         return t
+
+
+def _holds_values_to_read(v: Any) -> bool:
+    """Is `v` an item that makes a tuple or list be read item by item?"""
+    return isinstance(v, (np.ndarray, tuple, list, dict)) or is_plain_object(v) or is_method_of_object(v)

@@ -5,13 +5,15 @@ function, the functions it outlines, the bodies it inlines): the functions
 built so far, the arrays captured as hidden arguments, the recursion being
 built. The dataclasses below it are frontend values that exist only while
 tracing: closures (nested `def`s and lambdas), `range` objects, variables not
-defined on every path, and function values of the IR (outlined callables, the
-pullback of `msir.vjp`).
+defined on every path, function values of the IR (outlined callables, the
+pullback of `msir.vjp`), and plain Python objects with the path they were
+reached by (`ObjectValue`, `MethodValue`: see `msir.frontend.objects`).
 """
 
 from __future__ import annotations
 
 import ast
+import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -23,6 +25,8 @@ from msir.frontend.values import Tensor
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import FunctionType
     from xdsl.ir import Attribute, Block, Operation, SSAValue
+
+    from msir.trace_cache import Guard
 
 
 @dataclass
@@ -63,6 +67,12 @@ class TraceContext:
     """The code objects of the user functions being inlined, innermost last."""
     static_arguments: list[Any] = field(default_factory=list)
     """Compile-time arguments of outlined functions (kept alive: keys hold their ids)."""
+    guards: list[Guard] = field(default_factory=list)
+    """What the trace read through objects, checked before every call of its code."""
+    python_values: dict[int, tuple[Any, Any]] = field(default_factory=dict)
+    """Objects given to Python code while tracing (`msir.grad(self.loss)`), by
+    id: (the Python object, the frontend value it was), so that a call of it
+    (the transform calling it back) reads it through the same path."""
 
     def unique_name(self, base: str) -> str:
         name, i = base, 0
@@ -138,6 +148,36 @@ class RangeValue:
         if all(isinstance(v, int) and not isinstance(v, bool) for v in vals):
             return vals  # type: ignore[return-value]
         return None
+
+
+@dataclass
+class Path:
+    """How a value read while tracing is reached from the traced function's
+    scopes: `get()` reads it again (hidden arguments and guards do, at every
+    call), `name` names it (hidden arguments), `ref` is the trace cache
+    recorder's reference to it (None when not recording)."""
+
+    get: Callable[[], Any]
+    name: str
+    ref: list | None = None
+
+
+@dataclass(eq=False)
+class ObjectValue:
+    """A plain Python object (an instance of a user class) or a dict, known at
+    compile time; what the trace reads of it is read through `path`."""
+
+    obj: Any
+    path: Path
+
+
+@dataclass(eq=False)
+class MethodValue:
+    """A method of an object bound to it: a call inlines `fn` with `self` bound."""
+
+    self_value: ObjectValue
+    fn: types.FunctionType
+    name: str
 
 
 @dataclass

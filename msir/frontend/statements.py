@@ -5,7 +5,9 @@
 `return`, are handed to the control-flow translation (`msir.frontend.control_flow`).
 Assignments bind names (tuples unpack, one starred target allowed); writes
 into arrays and in-place updates of arrays another name sees are refused,
-since arrays are values.
+since arrays are values, and so are changes of objects (assigning to an
+attribute or a dict item, `self.items.append(x)`), which compiled code only
+reads.
 """
 
 from __future__ import annotations
@@ -17,8 +19,11 @@ from typing import Any
 from msir.errors import ShapeError, UnsupportedSyntaxError
 from msir.frontend.expressions import _BINOPS, _op_symbol
 from msir.frontend.rewrites import _may_return
-from msir.frontend.state import _RETURN
+from msir.frontend.state import _RETURN, ObjectValue
 from msir.frontend.values import Closure, Tensor
+
+_MUTATING_METHODS = {"append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault", "popitem", "sort", "reverse"}
+"""List and dict methods that change their object: refused on attributes."""
 
 _UNSUPPORTED_STMTS = {
     ast.Try: "try/except",
@@ -83,6 +88,13 @@ class StatementsMixin:
                 pass  # docstrings
             case ast.Expr(value=ast.Call(func=ast.Attribute(value=ast.Name(id=lname), attr="append"), args=[arg])) if isinstance(self.scope.get(lname), list):
                 self.scope[lname].append(self.expr(arg))
+            case ast.Expr(value=ast.Call(func=ast.Attribute(value=ast.Attribute() as owner, attr=method))) if method in _MUTATING_METHODS:
+                raise self.error(
+                    UnsupportedSyntaxError,
+                    f"changing the attribute '{ast.unparse(owner)}' (.{method}()) is not supported in compiled "
+                    "functions: compiled code reads objects and does not change them",
+                    node.value,
+                )
             case ast.Expr(value=ast.Yield() | ast.YieldFrom() | ast.Await() as value):
                 self.expr(value)
             case ast.Expr(value=value):
@@ -135,6 +147,15 @@ class StatementsMixin:
                     items = self.unpack(value, len(elts), target)
                 for t, v in zip(elts, items):
                     self.assign(t, v)
+            case ast.Subscript(value=ast.Name() | ast.Attribute() as container) if isinstance(
+                self.expr(container), ObjectValue
+            ):
+                raise self.error(
+                    UnsupportedSyntaxError,
+                    f"assigning to an item of '{ast.unparse(container)}' is not supported in compiled functions: "
+                    "compiled code reads dicts and does not change them; return the new value instead",
+                    target,
+                )
             case ast.Subscript():
                 raise self.error(
                     UnsupportedSyntaxError,
@@ -143,7 +164,12 @@ class StatementsMixin:
                     target,
                 )
             case ast.Attribute():
-                raise self.unsupported("assigning to an attribute", target)
+                raise self.error(
+                    UnsupportedSyntaxError,
+                    f"assigning to the attribute '{ast.unparse(target)}' is not supported in compiled functions: "
+                    "compiled code reads objects and does not change them; return the new value instead",
+                    target,
+                )
             case _:
                 raise self.unsupported(f"assigning to '{type(target).__name__}'", target)
 
@@ -162,7 +188,7 @@ class StatementsMixin:
 
     def aug_assign(self, node: ast.AugAssign, target: ast.expr, op: ast.operator, value: ast.expr) -> None:
         if not isinstance(target, ast.Name):
-            if isinstance(target, ast.Subscript):
+            if isinstance(target, (ast.Subscript, ast.Attribute)):
                 self.assign(target, None)
             raise self.unsupported("augmented assignment to this target", target)
         old = self.lookup(target.id, target)

@@ -1,6 +1,7 @@
-"""Subscripts: `value[index]` of tuples, lists and arrays.
+"""Subscripts: `value[index]` of tuples, lists, dicts and arrays.
 
-Tuple and list subscripts are compile-time (static ints and slices). An array
+Tuple and list subscripts are compile-time (static ints and slices), so are
+dict subscripts (constant keys, read by `msir.frontend.objects`). An array
 subscript is NumPy's basic and integer-array indexing: ints, slices,
 `None`, `...` and one integer array, lowered to `msir.slice` (a strided
 window), `msir.take` (an integer array) and `msir.reshape` (dropped and new
@@ -17,11 +18,12 @@ import numpy as np
 from msir.dialects import msir as M
 from msir.errors import MsirIndexError, UnsupportedSyntaxError
 from msir.frontend.base import ValueError_
+from msir.frontend.state import ObjectValue
 from msir.frontend.values import Tensor, kind
 
 
 class SubscriptsMixin:
-    """Subscripts of tuples, lists and arrays."""
+    """Subscripts of tuples, lists, dicts and arrays."""
 
     def index(self, t: Tensor, i: int, node: ast.AST) -> Tensor:
         return self.subscript_value(t, i, node)
@@ -38,6 +40,8 @@ class SubscriptsMixin:
             return value[i]
         if isinstance(value, Tensor):
             return self.subscript_value(value, idx, node)
+        if isinstance(value, ObjectValue):
+            return self.object_item(value, idx, node)
         raise self.error(UnsupportedSyntaxError, f"cannot index {self.describe(value)}", node)
 
     def subscript_value(self, t: Tensor, idx: Any, node: ast.AST) -> Tensor:

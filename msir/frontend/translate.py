@@ -15,7 +15,8 @@ over the shared core (`msir.frontend.base.TranslatorBase`):
 | `expressions` | operators, comparisons, boolean logic, comprehensions |
 | `names` | variables, values of enclosing scopes, captured arrays |
 | `attributes` | `value.attr` of arrays, modules, dtypes |
-| `subscripts` | `value[index]` of tuples, lists, arrays |
+| `objects` | plain Python objects and dicts: attributes, items, methods |
+| `subscripts` | `value[index]` of tuples, lists, dicts, arrays |
 | `array_ops` | reductions and shape operations |
 | `calls` | calls: inlined, outlined as `func.call`, library functions |
 | `recursion` | native recursive calls and their result types |
@@ -39,6 +40,7 @@ from msir.frontend.control_flow import ControlFlowMixin
 from msir.frontend.differentiation import DifferentiationMixin
 from msir.frontend.expressions import ExpressionsMixin
 from msir.frontend.names import NamesMixin
+from msir.frontend.objects import ObjectsMixin
 from msir.frontend.recursion import RecursionMixin
 from msir.frontend.state import Capture, TraceContext
 from msir.frontend.statements import StatementsMixin
@@ -52,6 +54,7 @@ class Translator(
     ExpressionsMixin,
     NamesMixin,
     AttributesMixin,
+    ObjectsMixin,
     SubscriptsMixin,
     ArrayOpsMixin,
     CallsMixin,

@@ -1,0 +1,194 @@
+"""Plain Python objects: attributes, dict items and methods read at compile time.
+
+An instance of a user class (a model, a layer, a config) or a dict that the
+traced code reaches (a global, a closure variable, an attribute or item of
+another one, a method's `self`) is an `ObjectValue`: the object and the
+`Path` it was reached by. Reading through it:
+
+* `obj.attr` and `d["key"]` (constant keys) read the Python value now. A
+  NumPy array becomes a hidden runtime argument (a `Capture`, like an array
+  global); Python numbers, strings, None and NumPy scalars are compile-time
+  constants; tuples and lists are read item by item; objects and dicts are
+  `ObjectValue`s again; functions, classes and modules are compile-time
+  values.
+* `obj.method(...)`, `obj(...)` (its class's `__call__`) inline the method
+  with `self` bound to the object, so methods calling methods, a list of
+  layers called in a loop (unrolled), or a `Cell`'s `__call__` running its
+  `construct` are all ordinary inlined calls.
+
+Every read is part of the compiled code's key: the trace records a
+`msir.trace_cache.Guard` for it (the constant's value, the object's class,
+the list's length, the method's function, the identity of a compile-time
+function), checked before every call of the compiled code, and the trace
+cache's recorder notes it in the manifest. Changing what a compiled method
+read (`obj.scale = 3.0`, `obj.w` rebound to an array of another shape, a
+layer appended) therefore compiles again; arrays are read anew at every call
+anyway. Compiled code does not change objects: assigning to an attribute or
+item is refused (`msir.frontend.statements`).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import types
+from typing import Any
+
+import numpy as np
+
+from msir.errors import UnsupportedSyntaxError
+from msir.frontend.base import AttributeError_, KeyError_, TypeError_
+from msir.frontend.state import MethodValue, ObjectValue, Path
+from msir.frontend.values import KnownInt, Tensor
+from msir.trace_cache import ABSENT, Guard, is_plain_object, item_or_absent
+
+_CONSTANT_TYPES = (bool, int, float, complex, str, type(None))
+
+
+class ObjectsMixin:
+    """Reading plain objects and dicts, calling their methods."""
+
+    def object_value(self, obj: Any, path: Path) -> ObjectValue:
+        """`obj` reached by `path`: an object whose class the code depends on."""
+        self.guard("type", path, obj)
+        return ObjectValue(obj, path)
+
+    def guard(self, mode: str, path: Path, value: Any) -> None:
+        """The compiled code depends on `value` read at `path` (see `Guard`)."""
+        self.tc.guards.append(Guard.of(mode, path.get, value))
+        if self.tc.recorder is not None:
+            self.tc.recorder.guard(path.ref, mode, value)
+
+    def identity(self, value: Any) -> Any:
+        """The Python object `value` is, for an `is` comparison: the code then
+        depends on which object an `ObjectValue` is."""
+        if isinstance(value, ObjectValue):
+            self.guard("identity", value.path, value.obj)
+            return value.obj
+        return value
+
+    # Paths read what is there now, ABSENT where the object changed so that
+    # nothing is: a guard or captured array then sees another value.
+
+    def attribute_path(self, parent: Path, attr: str, value: Any) -> Path:
+        get = parent.get
+        ref = self.tc.recorder.read(parent.ref, "a", attr, value) if self.tc.recorder is not None else None
+        return Path(lambda: getattr(get(), attr, ABSENT), f"{parent.name}.{attr}", ref)
+
+    def item_path(self, parent: Path, key: Any, value: Any) -> Path:
+        get = parent.get
+        ref = self.tc.recorder.read(parent.ref, "i", key, value) if self.tc.recorder is not None else None
+        return Path(lambda: item_or_absent(get(), key), parent.name + "_" + re.sub(r"\W", "_", str(key)), ref)
+
+    def object_attribute(self, value: ObjectValue, attr: str, node: ast.AST) -> Any:
+        obj = value.obj
+        if isinstance(obj, dict):
+            raise self.error(
+                UnsupportedSyntaxError,
+                f"attribute '.{attr}' of a dict is not supported in compiled functions; "
+                f"read its items with constant keys ({_source_of(node, 'value', value.path.name)}['key'])",
+                node,
+            )
+        try:
+            v = getattr(obj, attr)
+        except AttributeError:
+            raise self.error(AttributeError_, f"'{type(obj).__name__}' object has no attribute '{attr}'", node) from None
+        path = self.attribute_path(value.path, attr, v)
+        if is_method_of_object(v) and v.__self__ is obj:
+            self.guard("method", path, v)
+            return MethodValue(value, v.__func__, attr)
+        return self.localize(self.read_through(v, path, node))
+
+    def object_item(self, value: ObjectValue, key: Any, node: ast.AST) -> Any:
+        obj = value.obj
+        if not isinstance(obj, dict):
+            raise self.error(TypeError_, f"'{type(obj).__name__}' object is not subscriptable", node)
+        if isinstance(key, KnownInt):
+            key = self.static_int(key, "a dict key", node)
+        if isinstance(key, (Tensor, slice)) or not _is_constant_key(key):
+            raise self.error(
+                UnsupportedSyntaxError,
+                f"a dict key must be a constant known at compile time (a str, number or tuple of them), "
+                f"got {self.describe(key)}",
+                node,
+            )
+        if key not in obj:
+            raise self.error(KeyError_, f"the dict '{_source_of(node, 'value', value.path.name)}' has no key {key!r}", node)
+        v = obj[key]
+        return self.localize(self.read_through(v, self.item_path(value.path, key, v), node))
+
+    def read_through(self, v: Any, path: Path, node: ast.AST) -> Any:
+        """The frontend value of `v`, read through an object at `path`, guarded."""
+        if isinstance(v, np.ndarray):
+            return self.capture(v, path.name, path.get, node)
+        if isinstance(v, (tuple, list)):
+            self.guard("len", path, v)
+            items = [self.read_through(x, self.item_path(path, i, x), node) for i, x in enumerate(v)]
+            return tuple(items) if isinstance(v, tuple) else items
+        if isinstance(v, dict) or is_plain_object(v):
+            return self.object_value(v, path)
+        if is_method_of_object(v):
+            self.guard("method", path, v)
+            return self.external(v, path.name, node, path.get, path.ref)
+        if isinstance(v, (*_CONSTANT_TYPES, np.generic)):
+            self.guard("value", path, v)
+        else:  # a function, class, module...: the code specialises on which one
+            self.guard("identity", path, v)
+        return self.external(v, path.name, node)
+
+    def call_object(self, value: ObjectValue, args: list[Any], kwargs: dict[str, Any], node: ast.AST) -> Any:
+        """`obj(...)`: its class's `__call__` (as Python calls it, whatever the
+        instance's own attributes), inlined with `self` bound."""
+        call = getattr(type(value.obj), "__call__", None)
+        if isinstance(value.obj, dict) or not isinstance(call, types.FunctionType):
+            raise self.error(
+                TypeError_,
+                f"'{type(value.obj).__name__}' object is not callable in compiled functions "
+                "(it has no __call__ defined in Python)",
+                node,
+            )
+        get = value.path.get
+        ref = self.tc.recorder.read(value.path.ref, "t", "__call__", call) if self.tc.recorder is not None else None
+        self.guard("identity", Path(lambda: getattr(type(get()), "__call__", ABSENT), f"{value.path.name}.__call__", ref), call)
+        return self.call_user(call, [value, *args], kwargs, node)
+
+    def python_value(self, v: Any) -> Any:
+        """A frontend value given to Python code while tracing (the function
+        `msir.grad` receives): the object itself, remembered so that calling
+        it again from the trace reads it through the same path."""
+        if isinstance(v, ObjectValue):
+            raw = v.obj
+        elif isinstance(v, MethodValue):
+            raw = types.MethodType(v.fn, v.self_value.obj)
+        else:
+            return v
+        self.tc.python_values[id(raw)] = (raw, v)
+        return raw
+
+    def from_python(self, fn: Any) -> ObjectValue | MethodValue:
+        """A plain object or bound method met as a Python value (the function a
+        transform calls): the frontend value it was, or one reached by itself."""
+        known = self.tc.python_values.get(id(fn))
+        if known is not None and known[0] is fn:
+            return known[1]
+        if isinstance(fn, types.MethodType):
+            owner = fn.__self__
+            return MethodValue(self.from_python(owner), fn.__func__, fn.__name__)
+        return self.object_value(fn, Path(lambda: fn, type(fn).__name__))
+
+
+def _source_of(node: ast.AST, field: str, default: str) -> str:
+    """The source text of `node.field` (the object an error is about), else `default`."""
+    part = getattr(node, field, None)
+    return ast.unparse(part) if isinstance(part, ast.AST) else default
+
+
+def _is_constant_key(key: Any) -> bool:
+    if isinstance(key, tuple):
+        return all(_is_constant_key(k) for k in key)
+    return isinstance(key, _CONSTANT_TYPES)
+
+
+def is_method_of_object(v: Any) -> bool:
+    """Is `v` a Python method bound to a plain object?"""
+    return isinstance(v, types.MethodType) and is_plain_object(v.__self__) and isinstance(v.__func__, types.FunctionType)
