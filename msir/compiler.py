@@ -4,6 +4,7 @@
       -- msir-grad, msir-jvp, msir-specialize   differentiation ops into ordinary functions
       -- msir-forward-arguments    callers reuse their arguments a callee returns
       -- msir-inline               private straight-line functions called once
+      -- msir-lower-einsum         einsums into transposes, reshapes and (batched) matmuls
       -- dce
       -- msir-fuse                 elementwise chains into one loop nest each
       -- convert-msir-to-loops      memref buffers, scf loops, arith, math
@@ -89,7 +90,7 @@ class Compiled:
     """The module's table of source locations (`msir.cache.module_key`)."""
 
 
-PIPELINE = "msir-grad,msir-jvp,msir-specialize,msir-forward-arguments,msir-inline,dce,msir-fuse,convert-msir-to-loops,msir-lower-to-llvm,llvm-O3"
+PIPELINE = "msir-grad,msir-jvp,msir-specialize,msir-forward-arguments,msir-inline,msir-lower-einsum,dce,msir-fuse,convert-msir-to-loops,msir-lower-to-llvm,llvm-O3"
 
 
 def pipeline_options() -> dict:
@@ -120,6 +121,7 @@ def preload() -> None:
         "msir.passes.specialize",
         "msir.passes.forward_arguments",
         "msir.passes.inline",
+        "msir.passes.lower_einsum",
         "msir.passes.fuse",
         "msir.lowering.to_loops",
         "msir.lowering.to_llvm",
@@ -184,6 +186,7 @@ def compile_module(module: ModuleOp, entry: str, also: tuple[str, ...] = (), kno
     from msir.lowering.to_loops import ConvertMsirToLoops
     from msir.passes.forward_arguments import forward_arguments
     from msir.passes.inline import inline_functions
+    from msir.passes.lower_einsum import lower_all_einsums
     from msir.passes.fuse import MsirFuse
     from msir.passes.specialize import remove_unreachable_functions
 
@@ -201,6 +204,7 @@ def compile_module(module: ModuleOp, entry: str, also: tuple[str, ...] = (), kno
     remove_unreachable_functions(module)
     forward_arguments(module)
     inline_functions(module)
+    lower_all_einsums(module)
     _dump("msir-grad", module)
     DeadCodeElimination().apply(ctx, module)
     MsirFuse().apply(ctx, module)
