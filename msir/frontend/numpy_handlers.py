@@ -21,6 +21,7 @@ import numpy as np
 from msir.dialects import msir as M
 from msir.errors import UnsupportedSyntaxError
 from msir.frontend.base import TypeError_, ValueError_, dtype_name
+from msir.frontend.einsum import build_einsum
 from msir.frontend.expressions import _UNARY_FLOAT_OPS
 from msir.frontend.state import RangeValue
 from msir.frontend.values import KnownInt, Tensor, kind, promote
@@ -118,6 +119,16 @@ def _np_dot(tr, args, kwargs, node):
 def _np_matmul(tr, args, kwargs, node):
     a, b = _params(tr, args, kwargs, ["x1", "x2"], {}, node, "np.matmul")
     return tr.matmul(a, b, node)
+
+
+def _np_einsum(tr, args, kwargs, node):
+    # `optimize` only chooses NumPy's contraction order; msir contracts pairwise, left to right.
+    kwargs = {k: v for k, v in kwargs.items() if k != "optimize"}
+    if kwargs:
+        raise tr.error(UnsupportedSyntaxError, f"np.einsum: the keyword argument '{next(iter(kwargs))}' is not supported", node)
+    if not args:
+        raise tr.error(TypeError_, "np.einsum is missing the argument 'subscripts'", node)
+    return build_einsum(tr, args[0], args[1:], node)
 
 
 def _np_transpose(tr, args, kwargs, node):
@@ -392,6 +403,7 @@ _NUMPY_HANDLERS: dict[Any, Callable] = {
     np.where: _np_where,
     np.dot: _np_dot,
     np.matmul: _np_matmul,
+    np.einsum: _np_einsum,
     np.transpose: _np_transpose,
     np.reshape: _np_reshape,
     np.concatenate: _np_concatenate,
