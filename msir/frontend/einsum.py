@@ -32,7 +32,7 @@ def build_einsum(tr, subscripts: Any, operands: Sequence[Any], node: ast.AST, fn
         raise tr.error(ShapeError, f"{fname} needs at least one operand", node)
     ts = [tr.as_tensor(x, node) for x in operands]
     try:
-        plan = plan_einsum(subscripts, [t.shape for t in ts], [t.dtype for t in ts])
+        plan = plan_einsum(subscripts, [t.shape for t in ts], [t.dtype for t in ts], fname)
     except MsirError as e:
         raise tr.error(type(e), e.message, node) from None
     values = [tr.broadcast(tr.cast(t, plan.dtype, False), shape) for t, shape in zip(ts, plan.shapes)]

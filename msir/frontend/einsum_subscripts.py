@@ -47,15 +47,18 @@ class EinsumPlan:
     the result so far (operand 0 at first) with operand k + 1."""
 
 
-def plan_einsum(subscripts: str, shapes: Sequence[Sequence[int]], dtypes: Sequence[str]) -> EinsumPlan:
-    """How to compute `np.einsum(subscripts, *operands)` for operands of `shapes` and `dtypes`."""
-    terms, output = _explicit_terms(subscripts, [len(s) for s in shapes])
-    sizes = _subscript_sizes(terms, shapes)
+def plan_einsum(
+    subscripts: str, shapes: Sequence[Sequence[int]], dtypes: Sequence[str], fname: str = "np.einsum"
+) -> EinsumPlan:
+    """How to compute `np.einsum(subscripts, *operands)` for operands of `shapes`
+    and `dtypes`; error messages name the function `fname`."""
+    terms, output = _explicit_terms(subscripts, [len(s) for s in shapes], fname)
+    sizes = _subscript_sizes(terms, shapes, fname)
     dtype = dtypes[0]
     for d in dtypes[1:]:
         dtype, _ = promote(dtype, False, d, False)
     if dtype == "bool":
-        raise DTypeError("np.einsum of boolean arrays is not supported (cast them to a number type first)")
+        raise DTypeError(f"{fname} of boolean arrays is not supported (cast them to a number type first)")
     stretched = tuple(tuple(sizes[c] for c in term) for term in terms)
     return EinsumPlan(dtype, stretched, _pairwise_steps(terms, output))
 
@@ -73,19 +76,19 @@ def contract(plan: EinsumPlan, operands: Sequence[Any], einsum: Callable[[str, l
     return result
 
 
-def _explicit_terms(subscripts: str, ranks: Sequence[int]) -> tuple[list[str], str]:
+def _explicit_terms(subscripts: str, ranks: Sequence[int], fname: str) -> tuple[list[str], str]:
     """The operand terms and the output with `...` expanded and the output explicit."""
     spec = subscripts.replace(" ", "")
     inputs, arrow, output = spec.partition("->")
     if "->" in output:
-        raise ShapeError(f"np.einsum subscripts '{subscripts}' have more than one '->'")
+        raise ShapeError(f"{fname} subscripts '{subscripts}' have more than one '->'")
     terms = inputs.split(",")
     if len(terms) != len(ranks):
         raise ShapeError(
-            f"np.einsum subscripts '{subscripts}' name {len(terms)} operands, but {len(ranks)} were given"
+            f"{fname} subscripts '{subscripts}' name {len(terms)} operands, but {len(ranks)} were given"
         )
     for where, term in [*((f"operand {i}", t) for i, t in enumerate(terms)), ("the output", output)]:
-        _check_characters(subscripts, where, term)
+        _check_characters(subscripts, where, term, fname)
     used = set(inputs + output) - set(".,")
     free = [c for c in _LETTERS if c not in used]
     broadcast_ranks = []
@@ -93,23 +96,23 @@ def _explicit_terms(subscripts: str, ranks: Sequence[int]) -> tuple[list[str], s
         named = len(term.replace("...", ""))
         if "..." in term and rank < named:
             raise ShapeError(
-                f"np.einsum operand {i} has {rank} dimensions, fewer than the {named} its subscripts '{term}' name"
+                f"{fname} operand {i} has {rank} dimensions, fewer than the {named} its subscripts '{term}' name"
             )
         if "..." not in term and rank != named:
             raise ShapeError(
-                f"np.einsum operand {i} has {rank} dimensions, but its subscripts '{term}' name {named} "
+                f"{fname} operand {i} has {rank} dimensions, but its subscripts '{term}' name {named} "
                 "(use '...' to broadcast the others)"
             )
         broadcast_ranks.append(rank - named)
     n_broadcast = max(broadcast_ranks, default=0)
     if n_broadcast > len(free):
-        raise ShapeError(f"np.einsum subscripts '{subscripts}' need more than the {len(_LETTERS)} letters")
+        raise ShapeError(f"{fname} subscripts '{subscripts}' need more than the {len(_LETTERS)} letters")
     ellipsis = "".join(free[:n_broadcast])
     terms = [t.replace("...", ellipsis[n_broadcast - k :]) for t, k in zip(terms, broadcast_ranks)]
     if arrow:
         if "..." not in output and n_broadcast:
             raise ShapeError(
-                f"np.einsum subscripts '{subscripts}' broadcast axes with '...' but the output has no '...'"
+                f"{fname} subscripts '{subscripts}' broadcast axes with '...' but the output has no '...'"
             )
         output = output.replace("...", ellipsis)
     else:
@@ -117,23 +120,23 @@ def _explicit_terms(subscripts: str, ranks: Sequence[int]) -> tuple[list[str], s
         output = ellipsis + "".join(sorted(c for c in set(letters) if letters.count(c) == 1 and c not in ellipsis))
     for c in output:
         if output.count(c) > 1:
-            raise ShapeError(f"np.einsum output subscript '{c}' appears more than once in '{subscripts}'")
+            raise ShapeError(f"{fname} output subscript '{c}' appears more than once in '{subscripts}'")
         if not any(c in t for t in terms):
-            raise ShapeError(f"np.einsum output subscript '{c}' appears in no operand of '{subscripts}'")
+            raise ShapeError(f"{fname} output subscript '{c}' appears in no operand of '{subscripts}'")
     return terms, output
 
 
-def _check_characters(subscripts: str, where: str, term: str) -> None:
+def _check_characters(subscripts: str, where: str, term: str, fname: str) -> None:
     if term.count("...") > 1:
-        raise ShapeError(f"np.einsum subscripts '{subscripts}' have more than one '...' in {where}")
+        raise ShapeError(f"{fname} subscripts '{subscripts}' have more than one '...' in {where}")
     for c in term.replace("...", ""):
         if c == ".":
-            raise ShapeError(f"np.einsum subscripts '{subscripts}' have a '.' that is not part of '...' in {where}")
+            raise ShapeError(f"{fname} subscripts '{subscripts}' have a '.' that is not part of '...' in {where}")
         if c not in _LETTERS:
-            raise ShapeError(f"np.einsum subscripts '{subscripts}' have the invalid subscript {c!r} (letters only)")
+            raise ShapeError(f"{fname} subscripts '{subscripts}' have the invalid subscript {c!r} (letters only)")
 
 
-def _subscript_sizes(terms: Sequence[str], shapes: Sequence[Sequence[int]]) -> dict[str, int]:
+def _subscript_sizes(terms: Sequence[str], shapes: Sequence[Sequence[int]], fname: str) -> dict[str, int]:
     """Each subscript's size: axes of one operand that share a subscript (a
     diagonal) agree exactly; across operands a size of 1 stretches."""
     sizes: dict[str, int] = {}
@@ -143,7 +146,7 @@ def _subscript_sizes(terms: Sequence[str], shapes: Sequence[Sequence[int]]) -> d
         for c, d in zip(term, shape):
             if c in own and own[c] != d:
                 raise ShapeError(
-                    f"np.einsum operand {i} of shape {tuple(shape)} repeats subscript '{c}' on axes of sizes "
+                    f"{fname} operand {i} of shape {tuple(shape)} repeats subscript '{c}' on axes of sizes "
                     f"{own[c]} and {d}"
                 )
             own[c] = d
@@ -152,7 +155,7 @@ def _subscript_sizes(terms: Sequence[str], shapes: Sequence[Sequence[int]]) -> d
                 sizes[c], where[c] = d, i
             elif d != 1 and d != sizes[c]:
                 raise ShapeError(
-                    f"np.einsum subscript '{c}' has size {sizes[c]} in operand {where[c]} but {d} in operand {i}"
+                    f"{fname} subscript '{c}' has size {sizes[c]} in operand {where[c]} but {d} in operand {i}"
                 )
     return sizes
 

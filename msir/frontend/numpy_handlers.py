@@ -5,7 +5,8 @@
 binds the arguments as NumPy does (`_params`) and builds the value with the
 translator's operations. Array methods (`x.sum(axis=0)`, `x.reshape(...)`)
 are `_BoundMethod`s, called by `_call_method` through the same handlers.
-Adding a NumPy function is one handler and one table entry.
+Adding a NumPy function is one handler and one table entry. The functions of
+`msir.ops` are in the table too, with their handlers from `msir.frontend.ops_calls`.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from msir.errors import UnsupportedSyntaxError
 from msir.frontend.base import TypeError_, ValueError_, dtype_name
 from msir.frontend.einsum import build_einsum
 from msir.frontend.expressions import _UNARY_FLOAT_OPS
+from msir.frontend.ops_calls import OPS_HANDLERS
 from msir.frontend.state import RangeValue
 from msir.frontend.values import KnownInt, Tensor, kind, promote
 
@@ -452,6 +454,7 @@ _NUMPY_HANDLERS: dict[Any, Callable] = {
 _NUMPY_HANDLERS[np.absolute] = _NUMPY_HANDLERS[np.abs]
 _NUMPY_HANDLERS[np.true_divide] = _NUMPY_HANDLERS[np.divide]
 _NUMPY_HANDLERS[np.remainder] = _NUMPY_HANDLERS[np.mod]
+_NUMPY_HANDLERS.update(OPS_HANDLERS)
 
 
 def _handler_for(fn: Any) -> Callable | None:
