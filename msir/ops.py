@@ -84,6 +84,10 @@ __all__ = [
 ]
 
 
+LOSS_REDUCTIONS = ("none", "mean", "sum")
+"""The `reduction=` choices of the losses."""
+
+
 class BadOptionError(MsirError, ValueError):
     """An option (`reduction=`, `approximate=`) outside its choices."""
 
@@ -121,12 +125,11 @@ def reduction_axis(axis: Any) -> Any:
     return None if isinstance(axis, (tuple, list)) and not axis else axis
 
 
-def choice(value: Any, choices: Sequence[str], what: str, fname: str) -> str:
+def check_choice(value: Any, choices: Sequence[str], what: str, fname: str) -> None:
     if value not in choices:
         raise BadOptionError(
             f"msir.ops.{fname}: {what} must be one of {', '.join(map(repr, choices))}, got {value!r}"
         )
-    return value
 
 
 def normalized_axes(normalized_shape: Sequence[int], shape: Sequence[int]) -> list[int]:
@@ -150,14 +153,13 @@ def check_eps_shape(shape: Sequence[int]) -> None:
         raise ShapeError(f"msir.ops.layer_norm: eps must be a number, got an array of shape {tuple(shape)}")
 
 
-def gelu_approximation(approximate: Any) -> str:
-    choice(approximate, ("none", "tanh"), "approximate", "gelu")
+def check_gelu_approximation(approximate: Any) -> None:
+    check_choice(approximate, ("none", "tanh"), "approximate", "gelu")
     if approximate == "none":
         raise UnsupportedSyntaxError(
             "msir.ops.gelu(approximate='none') needs erf, which msir has no primitive for yet; "
             "use approximate='tanh' (what mindspore.nn.GELU computes by default)"
         )
-    return approximate
 
 
 def target_is_probabilities(dtype: str) -> bool:
@@ -459,7 +461,7 @@ def gelu(input, approximate="none", *, name=None):
     """The Gaussian error linear unit (mindspore.ops.gelu); only approximate='tanh'
     is computed (see the module docstring)."""
     check_name(name, "gelu")
-    gelu_approximation(approximate)
+    check_gelu_approximation(approximate)
     (x,) = _eager_floats(input)
     return _eager_result(gelu_tanh_body(_builder(), x))
 
@@ -545,7 +547,7 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
     class probabilities (a float array of `input`'s shape); `reduction` is
     'mean', 'sum' or 'none' (mindspore.ops.cross_entropy)."""
     check_name(name, "cross_entropy")
-    choice(reduction, ("none", "mean", "sum"), "reduction", "cross_entropy")
+    check_choice(reduction, LOSS_REDUCTIONS, "reduction", "cross_entropy")
     ignore = static_int(ignore_index, "ignore_index", "cross_entropy")
     target = _typed(target)
     probabilities = target_is_probabilities(target.dtype)
@@ -562,6 +564,6 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
 def mse_loss(input, target, reduction="mean", *, name=None):
     """The mean (or sum, or none) of `(input - target) ** 2` (mindspore.ops.mse_loss)."""
     check_name(name, "mse_loss")
-    choice(reduction, ("none", "mean", "sum"), "reduction", "mse_loss")
+    check_choice(reduction, LOSS_REDUCTIONS, "reduction", "mse_loss")
     x, t = _eager_floats(input, target, broadcast=True)
     return _eager_result(mse_body(_builder(), x, t, reduction))

@@ -14,6 +14,7 @@ float dtype. A bad argument is an error at the call.
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 from collections.abc import Callable
 from typing import Any
@@ -118,7 +119,7 @@ def _sigmoid(tr, node, input):
 
 
 def _gelu(tr, node, input, approximate):
-    ops.gelu_approximation(approximate)
+    ops.check_gelu_approximation(approximate)
     (x,) = _floats(tr, node, input)
     return _tensor(ops.gelu_tanh_body(_builder(tr), x.ssa))
 
@@ -145,7 +146,7 @@ def _layer_norm(tr, node, input, normalized_shape, weight, bias, eps):
 
 
 def _cross_entropy(tr, node, input, target, weight, ignore_index, reduction, label_smoothing):
-    ops.choice(reduction, ("none", "mean", "sum"), "reduction", "cross_entropy")
+    ops.check_choice(reduction, ops.LOSS_REDUCTIONS, "reduction", "cross_entropy")
     ignore = tr.static_int(ignore_index, "ignore_index", node)
     t = tr.as_tensor(target, node)
     probabilities = ops.target_is_probabilities(t.dtype)
@@ -159,7 +160,7 @@ def _cross_entropy(tr, node, input, target, weight, ignore_index, reduction, lab
 
 
 def _mse_loss(tr, node, input, target, reduction):
-    ops.choice(reduction, ("none", "mean", "sum"), "reduction", "mse_loss")
+    ops.check_choice(reduction, ops.LOSS_REDUCTIONS, "reduction", "mse_loss")
     x, t = _floats(tr, node, input, target)
     shape = M.infer_broadcast(x.shape, t.shape)
     x, t = tr.broadcast(x, shape), tr.broadcast(t, shape)
@@ -212,13 +213,18 @@ def _name_ops_after(block: Block, last: Operation | None, name: str) -> None:
         op = op.next_op
 
 
+@functools.cache
+def _signature(fn: Callable) -> inspect.Signature:
+    # on first call, not at import: the frontend's import time is every first compile's
+    return inspect.signature(fn)
+
+
 def _handler(fn: Callable, build: Callable) -> Callable:
-    signature = inspect.signature(fn)
     qualname = f"msir.ops.{fn.__name__}"
 
     def handler(tr, args, kwargs, node):
         try:
-            bound = signature.bind(*args, **kwargs)
+            bound = _signature(fn).bind(*args, **kwargs)
         except TypeError as e:
             raise tr.error(TypeError_, f"{qualname}: {e}", node) from None
         bound.apply_defaults()
