@@ -116,6 +116,10 @@ DYNAMIC = DYNAMIC_INDEX
 CHECKPOINT_ATTR = "msir.checkpoint"
 """A unit attribute on a `func.call` of a `msir.checkpoint` function: reverse
 mode keeps the call's arguments and recomputes its residuals (`msir-grad`)."""
+NAME_ATTR = "msir.name"
+"""A string attribute naming the op after the user's `name=` (`msir.ops`); every
+msir pass keeps it, and the ops a pass derives from a named op carry a name
+derived from it (`msir.passes.ad_ir.derived_name`)."""
 """A dimension whose size is only known at run time (`?` in the IR, as xDSL's
 `get_shape()` returns it); every negative dimension counts as dynamic."""
 

@@ -1,8 +1,9 @@
 """msir: NumPy-style Python compiled through an xDSL functional IR to native code.
 
-The public API (`jit`, `set_context`, modes, errors) is loaded lazily, so that
-importing a dialect (`import msir.dialects.msir`, what every lit RUN line pays)
-does not load llvmlite or the frontend.
+The public API (`jit`, `set_context`, modes, errors, the functional operators
+`msir.ops`) is loaded lazily, so that importing a dialect (`import
+msir.dialects.msir`, what every lit RUN line pays) does not load llvmlite or
+the frontend.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ _LAZY = {
     "custom_vjp": "msir.api",
     "checkpoint": "msir.api",
     "errors": "msir.errors",
+    "ops": "msir.ops",
     "DonationWarning": "msir.errors",
 }
 
@@ -37,7 +39,7 @@ _LAZY = {
 def __getattr__(name: str):
     if name in _LAZY:
         module = importlib.import_module(_LAZY[name])
-        value = module if name == "errors" else getattr(module, name)
+        value = module if name in ("errors", "ops") else getattr(module, name)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'msir' has no attribute {name!r}")

@@ -2,6 +2,11 @@
 (primitive name, parameters), and `IRBuilder` implements the rules' `Builder`
 interface by appending `msir` ops to a block.
 
+An `IRBuilder` with a `name` gives each op it emits that `msir.name`
+(`M.NAME_ATTR`): the differentiation passes name the ops that differentiate a
+named op after it (`derived_name`), and `msir-lower-einsum` names an einsum's
+decomposition after the einsum.
+
 Values handed to a rule may be `Lazy`: a primal value of the function being
 differentiated that the adjoint can only use once it is made available (as a
 residual argument, or by recomputing a constant). `IRBuilder.val` resolves them
@@ -18,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, FileLineColLoc, TensorType
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, FileLineColLoc, StringAttr, TensorType
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from msir.dialects import msir as M
@@ -58,13 +63,30 @@ def op_params(op: Operation) -> tuple[str, dict[str, Any]]:
     return name, p
 
 
-class IRBuilder:
-    """Builds msir ops at the end of `block`, each with location `loc`."""
+def name_of(op: Operation) -> str | None:
+    """The op's `msir.name`, if it has one."""
+    attr = op.attributes.get(M.NAME_ATTR)
+    return attr.data if isinstance(attr, StringAttr) else None
 
-    def __init__(self, block: Block, loc: Attribute, resolve: Callable[[Lazy], SSAValue] | None = None):
+
+def derived_name(op: Operation, suffix: str) -> str | None:
+    """The name of the ops derived from `op` by a transformation (`"fc1"` ->
+    `"fc1/grad"`), None if `op` has no name."""
+    name = name_of(op)
+    return None if name is None else f"{name}/{suffix}"
+
+
+class IRBuilder:
+    """Builds msir ops at the end of `block`, each with location `loc` and, if
+    `name` is set, that `msir.name` (an op that has one already keeps its own)."""
+
+    def __init__(
+        self, block: Block, loc: Attribute, resolve: Callable[[Lazy], SSAValue] | None = None, name: str | None = None
+    ):
         self.block = block
         self.loc = loc
         self.resolve = resolve
+        self.name = name
 
     def val(self, x: Any) -> SSAValue:
         if isinstance(x, Lazy):
@@ -74,6 +96,8 @@ class IRBuilder:
 
     def emit(self, op: Operation) -> SSAValue:
         op.location = self.loc
+        if self.name is not None and M.NAME_ATTR not in op.attributes:
+            op.attributes[M.NAME_ATTR] = StringAttr(self.name)
         self.block.add_op(op)
         return op.results[0]
 

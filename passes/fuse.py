@@ -17,6 +17,7 @@ least two ops, or one that reads such a constant of its shape (so that
 
 Guarantees:
 * no work is duplicated (only constants are copied);
+* every op in a fusion body keeps its attributes (its `msir.name`);
 * a value computed in a group and used outside it becomes a result of the
   fusion (it stays materialised); others live only inside the loop body;
 * no cycle: an op joins a group only if every use of the group's values
@@ -74,7 +75,9 @@ def _rank0_constant(v: SSAValue) -> Operation:
     broadcast to the iteration shape (e.g. tensor<3x1xf64> to 3x4) enters a
     fusion body as it (body constants are rank 0 or of the iteration shape)."""
     value = v.owner.value.get_values()[0]  # type: ignore[attr-defined]
-    return M.ConstantOp(DenseIntOrFPElementsAttr.from_list(M.tensor_type((), M.dtype_of(v.type)), [value]))
+    scalar = M.ConstantOp(DenseIntOrFPElementsAttr.from_list(M.tensor_type((), M.dtype_of(v.type)), [value]))
+    scalar.attributes.update(v.owner.attributes)  # its msir.name, if any
+    return scalar
 
 
 def _copy_chain(v: SSAValue) -> list[SSAValue]:

@@ -50,6 +50,12 @@ Residual policy (what the adjoint stores and what it recomputes):
   adjoint is `@g__rebwd`, which recomputes `@g`'s residuals first: the user
   trades one more forward of `@g` for not storing its intermediates.
 
+Names: an op keeps its `msir.name` (`msir.ops`' `name=`) in the augmented
+forward, and so does a constant the adjoint recomputes; the adjoint ops that
+differentiate a named op `"n"` (its rule's ops and the accumulation of the
+cotangents it produces) are named `"n/grad"`; a second derivative names those
+`"n/grad/grad"`. Calls and the ops differentiating unnamed ops get no name.
+
 Then each transformation op becomes `msir.closure` of a small function that calls
 the pair: `@f__grad_<argnums>`, `@f__value_and_grad_<argnums>`,
 `@f__vjp_<argnums>` (returning the results and `msir.closure @f__pullback_..`
@@ -78,7 +84,7 @@ from xdsl.transforms.dead_code_elimination import dce, region_dce
 
 from msir.dialects import msir as M
 from msir.errors import NotDifferentiableError
-from msir.passes.ad_ir import IRBuilder, Lazy, Pair, is_float_type, op_params, source_loc
+from msir.passes.ad_ir import IRBuilder, Lazy, Pair, derived_name, is_float_type, op_params, source_loc
 from msir.passes.grad_rules import NON_DIFFERENTIABLE, VJP
 from msir.passes.specialize import specialize
 
@@ -476,6 +482,7 @@ class _PairBuilder:
             if op is ret or not any(r in ct for r in op.results):
                 continue
             B.loc = op.location
+            B.name = derived_name(op, "grad")
             if isinstance(op, func.CallOp):
                 self.adjoint_of_call(op, ct, B, accumulate)
                 continue
@@ -485,6 +492,7 @@ class _PairBuilder:
             self.adjoint_of_op(op, ct, B, accumulate)
         outs: list[SSAValue] = []
         B.loc = self.f.location
+        B.name = None
         for i in self.float_args:
             a = self.f.body.block.args[i]
             outs.append(ct[a] if a in ct else zero_ct(self, B, a))

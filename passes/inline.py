@@ -24,9 +24,9 @@ callee is erased. So wrappers disappear into their callers, and a chain of
 single-use straight-line functions becomes one body.
 
 Guarantees: values are unchanged (functions have value semantics); each op
-keeps its location; public functions and every function called more than
-once, recursive, holding loops or branches or tapes stay as they are; the
-module verifies.
+keeps its location and attributes (its `msir.name`); public functions and
+every function called more than once, recursive, holding loops or branches or
+tapes stay as they are; the module verifies.
 """
 
 from __future__ import annotations

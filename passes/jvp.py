@@ -16,6 +16,9 @@ recursive function's `__jvp` calls itself (forward mode through recursion is as
 deep as the recursion, O(d) work). Then `msir.jvp` becomes `msir.closure` of a function
 returning the results and the tangents of the non-aux results.
 
+Names: a primal op keeps its `msir.name` in `@f__jvp`; the ops computing the
+tangent of a named op `"n"` are named `"n/jvp"`.
+
 Guarantees: after the pass no `msir.jvp` remains (run together with `msir-grad`
 by `differentiate_all`, any nesting of forward and reverse mode expands
 innermost first); the module verifies. An op without a forward rule raises
@@ -34,7 +37,7 @@ from xdsl.passes import ModulePass
 
 from msir.dialects import msir as M
 from msir.errors import NotDifferentiableError
-from msir.passes.ad_ir import IRBuilder, op_params
+from msir.passes.ad_ir import IRBuilder, derived_name, op_params
 from msir.passes.ad_ir import is_float_type, source_loc
 from msir.passes.grad import REVERSE_OPS, ModuleAD, differentiate, expand
 from msir.passes.grad_control import CONTROL_FLOW, outline_regions, reads
@@ -71,6 +74,7 @@ def _build(ad: ModuleAD, f: func.FuncOp, active: tuple[int, ...], fname: str) ->
     ret: func.ReturnOp | None = None
     for op in f.body.block.ops:
         B.loc = op.location
+        B.name = derived_name(op, "jvp")
         if isinstance(op, func.ReturnOp):
             ret = op
             continue
@@ -83,6 +87,7 @@ def _build(ad: ModuleAD, f: func.FuncOp, active: tuple[int, ...], fname: str) ->
         _op(op, block, value, tangent, B)
     assert ret is not None
     B.loc = f.location
+    B.name = None
     outs = [value[v] for v in ret.operands]
     t_outs = []
     for v in ret.operands:

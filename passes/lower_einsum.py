@@ -10,10 +10,10 @@ broadcasts and multiplies it emits fuse.
 
 Rewrites: each `msir.einsum` into the ops of
 `msir.passes.einsum_algebra.decompose_einsum`, built in place with the
-einsum's location: diagonals as `transpose`, `reshape`, `slice`; subscripts of
-one operand only that the output lacks as `reduce_sum`; a contraction with a
-free subscript as transpose -> reshape -> `matmul` (batched over a flattened
-batch axis) -> reshape -> transpose, each transpose and reshape left out where
+einsum's location and `msir.name` (if it has one): diagonals as `transpose`,
+`reshape`, `slice`; subscripts of one operand only that the output lacks as
+`reduce_sum`; a contraction with a free subscript as transpose -> reshape ->
+`matmul` (batched over a flattened batch axis) -> reshape -> transpose, each transpose and reshape left out where
 it would be the identity, subscript orders chosen to copy the fewest elements
 (`convert-msir-to-loops` reads a transpose of a matmul operand's last two axes
 in place: the BLAS transpose flag); outer, elementwise and dot products as
@@ -34,14 +34,15 @@ from xdsl.ir import Block
 from xdsl.passes import ModulePass
 
 from msir.dialects import msir as M
-from msir.passes.ad_ir import IRBuilder
+from msir.passes.ad_ir import IRBuilder, name_of
 from msir.passes.einsum_algebra import decompose_einsum
 
 
 def lower_einsum(op: M.EinsumOp) -> None:
     """Replace `op` by its decomposition, inserted just before it."""
     staging = Block()
-    result = decompose_einsum(IRBuilder(staging, op.location), op.spec_string, list(op.inputs))
+    builder = IRBuilder(staging, op.location, name=name_of(op))
+    result = decompose_einsum(builder, op.spec_string, list(op.inputs))
     assert result.type == op.result.type, f"{op.spec_string}: decomposed to {result.type}, not {op.result.type}"
     block = op.parent_block()
     assert block is not None

@@ -10,9 +10,10 @@ closures they build become visible to the caller.
 Expects: differentiation ops already expanded (`msir-grad`, `msir-jvp`), so that
 function values come from `msir.closure`.
 
-Guarantees: every `msir.apply` of a closure is gone. A function value that is
-still used afterwards (passed to an unknown place, returned) is left for the
-lowering to refuse with an error at its location.
+Guarantees: every `msir.apply` of a closure is gone; inlined ops keep their
+attributes (their `msir.name`). A function value that is still used
+afterwards (passed to an unknown place, returned) is left for the lowering to
+refuse with an error at its location.
 """
 
 from __future__ import annotations

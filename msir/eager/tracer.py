@@ -35,6 +35,7 @@ import numpy as np
 
 from msir.dialects import primitives
 from msir.eager.numpy_builder import NumpyBuilder
+from msir.frontend.einsum_subscripts import contract, plan_einsum
 from msir.frontend.elementwise import binary_typing, unary_typing
 from msir.frontend.values import kind, promote, weak_dtype_of
 from msir.errors import DTypeError, MsirError, MsirIndexError, NotDifferentiableError, ShapeError, UnsupportedSyntaxError
@@ -677,6 +678,20 @@ def matmul(a: Any, b: Any) -> Any:
     return _out(_emit("matmul", {}, [_cast(ta, dtype), _cast(tb, dtype)], weak))
 
 
+def einsum(subscripts: Any, *operands: Any, optimize: Any = False) -> Any:
+    """`np.einsum` as the compiled frontend computes it (`msir.frontend.einsum_subscripts`):
+    cast, stretch, then one `einsum` primitive per contraction. `optimize` only
+    chooses NumPy's contraction order: the plan's order is used."""
+    if not isinstance(subscripts, str):
+        raise UnsupportedSyntaxError(
+            "np.einsum needs its subscripts as a string first (the interleaved operand/sublist form is not supported)"
+        )
+    ts = [_T.of(x) for x in operands]
+    plan = plan_einsum(subscripts, [t.shape for t in ts], [t.dtype for t in ts])
+    values = [_bcast(_cast(t, plan.dtype, False), shape) for t, shape in zip(ts, plan.shapes)]
+    return _out(contract(plan, values, lambda spec, xs: _emit("einsum", {"spec": spec}, xs, False)))
+
+
 def dot(a: Any, b: Any) -> Any:
     ta, tb = _T.of(a), _T.of(b)
     if ta.ndim == 0 or tb.ndim == 0:
@@ -1045,6 +1060,7 @@ _FUNCTIONS: dict[Any, Any] = {
                   lambda a, axis, keepdims: var(a, axis, keepdims, std=True)),
     np.where: _wrap("np.where", ["condition", "x", "y"], {}, where),
     np.dot: _wrap("np.dot", ["a", "b"], {}, dot),
+    np.einsum: einsum,
     np.transpose: _wrap("np.transpose", ["a", "axes"], {"axes": None}, transpose),
     np.reshape: _wrap("np.reshape", ["a", "shape"], {}, reshape),
     np.concatenate: _wrap("np.concatenate", ["arrays", "axis"], {"axis": 0}, concatenate),

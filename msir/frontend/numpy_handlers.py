@@ -5,7 +5,8 @@
 binds the arguments as NumPy does (`_params`) and builds the value with the
 translator's operations. Array methods (`x.sum(axis=0)`, `x.reshape(...)`)
 are `_BoundMethod`s, called by `_call_method` through the same handlers.
-Adding a NumPy function is one handler and one table entry.
+Adding a NumPy function is one handler and one table entry. The functions of
+`msir.ops` are in the table too, with their handlers from `msir.frontend.ops_calls`.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from msir.dialects import msir as M
 from msir.dialects import primitives
 from msir.errors import UnsupportedSyntaxError
 from msir.frontend.base import TypeError_, ValueError_, dtype_name
+from msir.frontend.einsum import build_einsum
+from msir.frontend.ops_calls import OPS_HANDLERS
 from msir.frontend.state import RangeValue
 from msir.frontend.values import KnownInt, Tensor, kind, promote
 
@@ -116,6 +119,16 @@ def _np_dot(tr, args, kwargs, node):
 def _np_matmul(tr, args, kwargs, node):
     a, b = _params(tr, args, kwargs, ["x1", "x2"], {}, node, "np.matmul")
     return tr.matmul(a, b, node)
+
+
+def _np_einsum(tr, args, kwargs, node):
+    # `optimize` only chooses NumPy's contraction order; msir contracts pairwise, left to right.
+    kwargs = {k: v for k, v in kwargs.items() if k != "optimize"}
+    if kwargs:
+        raise tr.error(UnsupportedSyntaxError, f"np.einsum: the keyword argument '{next(iter(kwargs))}' is not supported", node)
+    if not args:
+        raise tr.error(TypeError_, "np.einsum is missing the argument 'subscripts'", node)
+    return build_einsum(tr, args[0], args[1:], node)
 
 
 def _np_transpose(tr, args, kwargs, node):
@@ -382,6 +395,7 @@ _NUMPY_HANDLERS: dict[Any, Callable] = {
     np.where: _np_where,
     np.dot: _np_dot,
     np.matmul: _np_matmul,
+    np.einsum: _np_einsum,
     np.transpose: _np_transpose,
     np.reshape: _np_reshape,
     np.concatenate: _np_concatenate,
@@ -422,6 +436,7 @@ _NUMPY_HANDLERS: dict[Any, Callable] = {
     range: _py_range,
     **{getattr(math, n): _unary_np(n, n) for n in ("exp", "log", "sqrt", "tanh", "sin", "cos")},
 }
+_NUMPY_HANDLERS.update(OPS_HANDLERS)
 
 
 def _handler_for(fn: Any) -> Callable | None:

@@ -1,0 +1,251 @@
+"""Calls of `msir.ops` functions in compiled code.
+
+`OPS_HANDLERS` maps each function of `msir.ops` to a handler of the NumPy
+handler table's form (`msir.frontend.numpy_handlers`): it binds the arguments
+by the function's own signature, builds the value, and gives every op the call
+emitted the call's `name=` as `msir.name` (`M.NAME_ATTR`). Arithmetic, products,
+reductions and shapes build what the NumPy function of the same meaning builds
+(`ops.add` as `np.add`, `ops.reduce_sum` as `np.sum`); the composites
+(`softmax`, `layer_norm`, the losses...) emit the primitive ops of their
+`msir.ops.*_body` through an `IRBuilder`, after casting their operands to one
+float dtype. A bad argument is an error at the call.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from xdsl.dialects.builtin import StringAttr
+from xdsl.ir import Block, Operation, SSAValue
+
+from msir import ops
+from msir.dialects import msir as M
+from msir.errors import MsirError
+from msir.frontend.base import TypeError_, _loc_attr
+from msir.frontend.einsum import build_einsum
+from msir.frontend.values import Tensor
+from msir.passes.ad_ir import IRBuilder
+
+
+def _tensor(v: SSAValue) -> Tensor:
+    return Tensor(v, M.dtype_of(v.type), M.shape_of(v.type), False)
+
+
+def _builder(tr) -> IRBuilder:
+    return IRBuilder(tr.block, _loc_attr(tr.loc))
+
+
+def _floats(tr, node: ast.AST, *operands: Any) -> list[Tensor]:
+    """The operands cast to the dtype the float-valued functions compute in (`ops.float_dtype`)."""
+    ts = [tr.as_tensor(x, node) for x in operands]
+    dtype = ops.float_dtype([(t.dtype, t.weak) for t in ts])
+    return [tr.cast(t, dtype, False) for t in ts]
+
+
+# -- arithmetic, products, reductions, shapes: as the NumPy functions ----------
+
+
+def _binary(prim: str, rhs: str = "other") -> Callable:
+    def handler(tr, node, input, **operand):
+        return tr.elementwise(prim, tr.as_tensor(input, node), tr.as_tensor(operand[rhs], node), node)
+
+    return handler
+
+
+def _unary(prim: str) -> Callable:
+    def handler(tr, node, input):
+        return tr.unary(prim, tr.as_tensor(input, node), node)
+
+    return handler
+
+
+def _square(tr, node, input):
+    t = tr.as_tensor(input, node)
+    return tr.elementwise("mul", t, t, node)
+
+
+def _relu(tr, node, input):
+    return tr.elementwise("maximum", tr.as_tensor(input, node), tr.as_tensor(0, node), node)
+
+
+def _matmul(tr, node, input, other):
+    return tr.matmul(input, other, node)
+
+
+def _dense(tr, node, input, weight, bias):
+    w = tr.as_tensor(weight, node)
+    ops.check_dense_weight(w.shape)
+    y = tr.matmul(input, tr.transpose(w, None, node), node)
+    return y if bias is None else tr.elementwise("add", y, tr.as_tensor(bias, node), node)
+
+
+def _einsum(tr, node, equation, operands):
+    return build_einsum(tr, equation, operands, node, "msir.ops.einsum")
+
+
+def _reduction(prim: str) -> Callable:
+    def handler(tr, node, input, axis, keep_dims):
+        return tr.reduce(prim, input, ops.reduction_axis(axis), keep_dims, node)
+
+    return handler
+
+
+def _reshape(tr, node, input, shape):
+    return tr.reshape(tr.as_tensor(input, node), shape, node)
+
+
+def _transpose(tr, node, input, input_perm):
+    return tr.transpose(tr.as_tensor(input, node), input_perm, node)
+
+
+def _concat(tr, node, tensors, axis):
+    return tr.concatenate(tensors, axis, node)
+
+
+# -- the composites: msir.ops' bodies through an IRBuilder ------------------------
+
+
+def _axis(tr, node, axis, x: Tensor, fname: str) -> int:
+    return ops.axis_index(tr.static_int(axis, "an axis", node), x.ndim, fname)
+
+
+def _sigmoid(tr, node, input):
+    (x,) = _floats(tr, node, input)
+    return _tensor(ops.sigmoid_body(_builder(tr), x.ssa))
+
+
+def _gelu(tr, node, input, approximate):
+    ops.check_gelu_approximation(approximate)
+    (x,) = _floats(tr, node, input)
+    return _tensor(ops.gelu_tanh_body(_builder(tr), x.ssa))
+
+
+def _softmax(tr, node, input, axis):
+    (x,) = _floats(tr, node, input)
+    return _tensor(ops.softmax_body(_builder(tr), x.ssa, _axis(tr, node, axis, x, "softmax")))
+
+
+def _log_softmax(tr, node, logits, axis):
+    (x,) = _floats(tr, node, logits)
+    return _tensor(ops.log_softmax_body(_builder(tr), x.ssa, _axis(tr, node, axis, x, "log_softmax")))
+
+
+def _layer_norm(tr, node, input, normalized_shape, weight, bias, eps):
+    dims = tr.static_ints(normalized_shape, "normalized_shape", node)
+    x, *params = _floats(tr, node, input, *(p for p in (weight, bias) if p is not None))
+    w = params.pop(0).ssa if weight is not None else None
+    b = params.pop(0).ssa if bias is not None else None
+    eps_value = tr.cast(tr.as_tensor(eps, node), x.dtype, False)
+    ops.check_eps_shape(eps_value.shape)
+    axes = ops.normalized_axes(dims, x.shape)
+    return _tensor(ops.layer_norm_body(_builder(tr), x.ssa, axes, w, b, eps_value.ssa))
+
+
+def _cross_entropy(tr, node, input, target, weight, ignore_index, reduction, label_smoothing):
+    ops.check_choice(reduction, ops.LOSS_REDUCTIONS, "reduction", "cross_entropy")
+    ignore = tr.static_int(ignore_index, "ignore_index", node)
+    t = tr.as_tensor(target, node)
+    probabilities = ops.target_is_probabilities(t.dtype)
+    if probabilities:
+        x, t = _floats(tr, node, input, t)
+    else:
+        (x,) = _floats(tr, node, input)
+    class_axis = ops.cross_entropy_class_axis(x.shape, t.shape, probabilities, weight, label_smoothing)
+    classes = None if probabilities else tr.tensor(M.IotaOp(0, M.tensor_type((x.shape[class_axis],), "int64"))).ssa
+    return _tensor(ops.cross_entropy_body(_builder(tr), x.ssa, t.ssa, classes, class_axis, ignore, reduction))
+
+
+def _mse_loss(tr, node, input, target, reduction):
+    ops.check_choice(reduction, ops.LOSS_REDUCTIONS, "reduction", "mse_loss")
+    x, t = _floats(tr, node, input, target)
+    shape = M.infer_broadcast(x.shape, t.shape)
+    x, t = tr.broadcast(x, shape), tr.broadcast(t, shape)
+    return _tensor(ops.mse_body(_builder(tr), x.ssa, t.ssa, reduction))
+
+
+_BUILDERS: dict[Callable, Callable] = {
+    ops.add: _binary("add"),
+    ops.sub: _binary("sub"),
+    ops.mul: _binary("mul"),
+    ops.div: _binary("div"),
+    ops.maximum: _binary("maximum"),
+    ops.minimum: _binary("minimum"),
+    ops.pow: _binary("pow", "exponent"),
+    ops.neg: _unary("neg"),
+    ops.abs: _unary("abs"),
+    ops.exp: _unary("exp"),
+    ops.log: _unary("log"),
+    ops.sqrt: _unary("sqrt"),
+    ops.tanh: _unary("tanh"),
+    ops.square: _square,
+    ops.matmul: _matmul,
+    ops.dense: _dense,
+    ops.einsum: _einsum,
+    ops.relu: _relu,
+    ops.sigmoid: _sigmoid,
+    ops.gelu: _gelu,
+    ops.softmax: _softmax,
+    ops.log_softmax: _log_softmax,
+    ops.layer_norm: _layer_norm,
+    ops.reduce_sum: _reduction("sum"),
+    ops.reduce_mean: _reduction("mean"),
+    ops.reduce_max: _reduction("max"),
+    ops.reduce_min: _reduction("min"),
+    ops.reshape: _reshape,
+    ops.transpose: _transpose,
+    ops.concat: _concat,
+    ops.cross_entropy: _cross_entropy,
+    ops.mse_loss: _mse_loss,
+}
+"""Each `msir.ops` function's builder: `(translator, node, **its parameters but name)`."""
+
+
+def _name_ops_after(block: Block, last: Operation | None, name: str) -> None:
+    """Give the ops of `block` after `last` (all of them if None) the name."""
+    op = block.first_op if last is None else last.next_op
+    while op is not None:
+        for inner in op.walk():
+            inner.attributes[M.NAME_ATTR] = StringAttr(name)
+        op = op.next_op
+
+
+@functools.cache
+def _signature(fn: Callable) -> inspect.Signature:
+    # on first call, not at import: the frontend's import time is every first compile's
+    return inspect.signature(fn)
+
+
+def _handler(fn: Callable, build: Callable) -> Callable:
+    qualname = f"msir.ops.{fn.__name__}"
+
+    def handler(tr, args, kwargs, node):
+        try:
+            bound = _signature(fn).bind(*args, **kwargs)
+        except TypeError as e:
+            raise tr.error(TypeError_, f"{qualname}: {e}", node) from None
+        bound.apply_defaults()
+        params = dict(bound.arguments)
+        name = params.pop("name")
+        if name is not None and not isinstance(name, str):
+            raise tr.error(TypeError_, f"{qualname}: name must be a string known at compile time, got "
+                           f"{tr.describe(name)}", node)
+        last = tr.block.last_op
+        try:
+            result = build(tr, node, **params)
+        except MsirError as e:
+            if e.loc is not None:
+                raise
+            raise tr.error(type(e), e.message, node) from None
+        if name is not None:
+            _name_ops_after(tr.block, last, name)
+        return result
+
+    return handler
+
+
+OPS_HANDLERS: dict[Callable, Callable] = {fn: _handler(fn, build) for fn, build in _BUILDERS.items()}
+"""`msir.ops` functions by object, with the NumPy handler table's signature `(translator, args, kwargs, node)`."""
