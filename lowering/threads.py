@@ -4,7 +4,7 @@ Why native
 ==========
 A jitted function is one native call (`NativeFunction.__call__`, GIL released).
 Its large parallel loops are split inside that call: `msir-lower-to-llvm`
-outlines them (see "Parallel loops" in `msir.lowering.to_llvm`) and calls
+outlines them (`msir.lowering.parallel_outline`) and calls
 `__msir_parallel_for`, which hands chunks to worker threads that already exist
 and wait for work. Starting a Python thread per kernel would cost tens of
 microseconds and the GIL; a dispatch here costs under a microsecond when the
@@ -113,7 +113,7 @@ CHUNK_ALIGN = 16
 SPIN_ITERATIONS = 4096
 
 MIN_CHUNK_WORK = 100_000
-"""Work units a chunk must do (to_llvm's cost model: ~1 per scalar op of a
+"""Work units a chunk must do (parallel_outline's cost model: ~1 per scalar op of a
 loop body, 8 per libm call), so that splitting pays for the dispatch. From
 measurements on this 2-core machine (shared, load average ~13 at the time):
 one unit is ~0.1 ns of single-thread time (0.07-0.15 ns for `x + y` and the
