@@ -39,11 +39,11 @@ The decisions
   read inside a loop lives until the loop op ends), or right away if unused.
 * Loops (`LoopPlan`). A carried value lives in the buffer of the loop's result:
   its destination when it has one, the initial value's own buffer when that
-  value dies at the loop (`SlotPlan.movable`), else a copy made once. The
-  body's new value is computed straight into that buffer when nothing reads
-  the old value after the op computing it, or only that op elementwise
-  (`INPLACE`); else into a second buffer, the two swapping roles each
-  iteration (`PINGPONG`, with a parity flag); a value the body does not
+  value dies at the loop (`SlotPlan.movable`), else a copy made once. Per
+  `SlotKind`: the body's new value is computed straight into that buffer when
+  nothing reads the old value after the op computing it, or only that op
+  elementwise (`INPLACE`); else into a second buffer, the two swapping roles
+  each iteration (`PINGPONG`, with a parity flag); a value the body does not
   compute (an outer value, a swap of arguments) is copied into the second
   buffer (`COPY`); the argument itself yielded back is one buffer (`SAME`); a
   value of dynamic shape (a tape growing) has its buffer and sizes carried
@@ -80,6 +80,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import Enum
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
@@ -211,21 +212,28 @@ class Schedule:
     the group's values)."""
 
 
-SAME, INPLACE, PINGPONG, COPY, MOVE = "same", "inplace", "pingpong", "copy", "move"
+class SlotKind(Enum):
+    """How a carried value of a loop is kept (the module docstring, Loops)."""
+
+    SAME = "same"
+    INPLACE = "inplace"
+    PINGPONG = "pingpong"
+    COPY = "copy"
+    MOVE = "move"
 
 
 @dataclass(frozen=True)
 class SlotPlan:
-    """One carried value of a loop: its `kind` (the module docstring, Loops),
-    and whether the loop's result takes over the initial value's buffer."""
+    """One carried value of a loop: its `kind`, and whether the loop's result
+    takes over the initial value's buffer."""
 
-    kind: str
+    kind: SlotKind
     movable: bool
 
     @property
     def swaps(self) -> bool:
         """Whether the value has a second buffer that swaps roles with the first."""
-        return self.kind in (PINGPONG, COPY)
+        return self.kind in (SlotKind.PINGPONG, SlotKind.COPY)
 
 
 @dataclass
@@ -234,10 +242,10 @@ class LoopPlan:
 
     slots: list[SlotPlan]
     adopt: list[bool] = field(default_factory=list)
-    """Per slot: a `MOVE` value whose yielded buffer the body allocated (and
+    """Per slot: a `SlotKind.MOVE` value whose yielded buffer the body allocated (and
     no earlier slot adopted) is carried as it is; others are copied."""
     consumed: list[bool] = field(default_factory=list)
-    """Per slot: a `MOVE` buffer a tape push of the body took over (so the
+    """Per slot: a `SlotKind.MOVE` buffer a tape push of the body took over (so the
     iteration does not free it)."""
 
 
@@ -268,11 +276,23 @@ class ReturnPlan:
     """The values whose buffers are freed before returning."""
 
 
-WRITTEN, IN_PLACE, COPIED = "written", "in place", "copied"
-"""`PushMode`s of a tape push: its row was written by its producer (room
-made before it), it is appended in place (growing the buffer when full), or
-appended to a copy."""
-PushMode = str
+class PushMode(Enum):
+    """How a tape push appends its row."""
+
+    WRITTEN = "written"
+    """The row's producer wrote it into the tape (room was made before it)."""
+    IN_PLACE = "in place"
+    """Into the tape's own buffer (moved into a larger one when it is full)."""
+    COPIED = "copied"
+    """Into a copy of the tape."""
+
+
+@dataclass
+class Donation:
+    pairs: dict[int, int] = field(default_factory=dict)
+    """Output k -> the donated argument whose buffer it may be."""
+    refused: list[str] = field(default_factory=list)
+    """Why each other donated argument was refused."""
 
 
 @dataclass
@@ -299,8 +319,7 @@ class FunctionPlan:
     """`msir.tape_get` ops whose result is a view of the tape's row."""
     resized: set[SSAValue] = field(default_factory=set)
     """Tape values whose buffer has more rows (its capacity) than the value."""
-    donation: tuple[dict[int, int], list[str]] = ({}, [])
-    """(output k -> the donated argument whose buffer it may be, the refusals)."""
+    donation: Donation = field(default_factory=Donation)
 
     def canon(self, v: SSAValue) -> SSAValue:
         """The value whose buffer holds `v`."""
@@ -320,7 +339,7 @@ class FunctionPlanner:
         self.mp = module_plan
         self.f = f
         self.body_ops = list(f.body.block.ops)
-        self.p = FunctionPlan(module_plan.signatures[f.sym_name.data])
+        self.fplan = FunctionPlan(module_plan.signatures[f.sym_name.data])
         self.absorbed: Mapping[Operation, Operation] = {}
         self.dest: set[SSAValue] = set()  # values computed into a buffer chosen for them
         self.returned: set[SSAValue] = set()  # returned values whose buffer passes to the caller
@@ -336,13 +355,16 @@ class FunctionPlanner:
 
     @property
     def folded(self) -> set[Operation]:
-        return self.p.folded
+        return self.fplan.folded
 
     def canon(self, v: SSAValue) -> SSAValue:
-        return self.p.aliases.get(v, v)
+        return self.fplan.aliases.get(v, v)
 
-    def plan(self, schedule: Schedule = Schedule()) -> FunctionPlan:
-        p = self.p
+    def plan(self, schedule: Schedule | None = None) -> FunctionPlan:
+        """The plan of the function for the target's `schedule` (none: every
+        op lowered on its own)."""
+        schedule = schedule or Schedule()
+        p = self.fplan
         body = self.f.body.block
         ops = self.body_ops
         self.absorbed = schedule.absorbed
@@ -372,7 +394,7 @@ class FunctionPlanner:
         casts/broadcasts/reshapes/transposes, mapped to the value they equal, and
         transposes read in place by the matmuls using them (`_matmul_absorbs`),
         mapped to their input."""
-        alias, folded = self.p.aliases, self.p.folded
+        alias, folded = self.fplan.aliases, self.fplan.folded
         for op in ops:
             if isinstance(op, msir.MakeTupleOp):
                 folded.add(op)
@@ -405,19 +427,19 @@ class FunctionPlanner:
         """Last use of every value of the body, and where returned values are written."""
         last_use: dict[SSAValue, int] = {}
         for k, op in enumerate(ops):
-            if op in self.p.folded:
+            if op in self.fplan.folded:
                 continue
             for v in used_values(op):
                 last_use[self.canon(v)] = k
         ret = ops[-1] if ops and isinstance(ops[-1], func.ReturnOp) else None
         if ret is not None:
             args = set(body.args)
-            sig = self.p.signature
+            sig = self.fplan.signature
             for k, pos in enumerate(sig.out_positions):
                 v = self.canon(ret.operands[pos])
                 if v not in args and v not in self.dest and v not in self.returned:
                     self.dest.add(v)
-                    self.p.outputs[v] = k
+                    self.fplan.outputs[v] = k
             for pos in sig.ret_positions:
                 v = self.canon(ret.operands[pos])
                 if isinstance(v.type, TensorType) and v not in args and v not in self.dest:
@@ -466,7 +488,7 @@ class FunctionPlanner:
         for v in dead:
             if v in self.owned:
                 self.owned.discard(v)
-                self.p.frees.setdefault(at or op, []).append(v)
+                self.fplan.frees.setdefault(at or op, []).append(v)
 
     def _region(self, block: Block, sized: Sequence[bool], dests: Sequence[bool] = (),
                 consumable: Sequence[SSAValue] = ()) -> RegionPlan:
@@ -478,7 +500,7 @@ class FunctionPlanner:
         `consumable` arguments."""
         for arg, given in zip(block.args, sized):
             if given and not is_static_tensor(arg.type):
-                self.p.resized.add(arg)
+                self.fplan.resized.add(arg)
         ops = list(block.ops)
         self._fold(ops[:-1])
         rp = RegionPlan([None] * len(block.last_op.operands))  # type: ignore[union-attr]
@@ -488,7 +510,7 @@ class FunctionPlanner:
                 rp.dests[j] = v
         last_use: dict[SSAValue, int] = {}
         for k, op in enumerate(ops):
-            if op not in self.p.folded:
+            if op not in self.fplan.folded:
                 for v in used_values(op):
                     last_use[self.canon(v)] = k
         for v in {self.canon(v) for v in ops[-1].operands}:  # kept alive past the terminator
@@ -499,14 +521,14 @@ class FunctionPlanner:
         saved = self.k, self.last_use
         try:
             for k, op in enumerate(ops[:-1]):
-                if op not in self.p.folded:
+                if op not in self.fplan.folded:
                     self._op(op, k, last_use)
             rp.live_out = list(self.owned)
         finally:
             self.owned = outer_owned
             self.consumable = outer_consumable
             self.k, self.last_use = saved
-        self.p.regions[block] = rp
+        self.fplan.regions[block] = rp
         return rp
 
     def _plan_rows(self, ops: list[Operation], last_use: dict[SSAValue, int]) -> None:
@@ -520,7 +542,7 @@ class FunctionPlanner:
                 continue
             v, tape = op.value, self.canon(op.tape)
             producer = v.owner
-            if not (isinstance(producer, Operation) and producer in index and producer not in self.p.folded
+            if not (isinstance(producer, Operation) and producer in index and producer not in self.fplan.folded
                     and is_static_tensor(v.type) and v.has_one_use() and v not in self.dest
                     and not isinstance(producer, msir.TapeGetOp) and last_use.get(tape) == p):
                 continue
@@ -538,24 +560,24 @@ class FunctionPlanner:
             self.consumed.add(tape)
         self.dest.add(push.value)
         self.reserved.add(push)
-        self.p.reserves.setdefault(producer, []).append(push)
+        self.fplan.reserves.setdefault(producer, []).append(push)
 
     def _tape_push(self, op: msir.TapePushOp) -> None:
         tape = self.canon(op.tape)
         if op in self.reserved:
             self.reserved.discard(op)
             self.owned.discard(tape)
-            mode = WRITTEN
+            mode = PushMode.WRITTEN
         elif (tape in self.owned or tape in self.consumable) and self.last_use.get(tape) == self.k:
-            mode = IN_PLACE
+            mode = PushMode.IN_PLACE
             if tape in self.owned:
                 self.owned.discard(tape)
             else:
                 self.consumed.add(tape)
         else:
-            mode = COPIED
-        self.p.pushes[op] = mode
-        self.p.resized.add(op.result)
+            mode = PushMode.COPIED
+        self.fplan.pushes[op] = mode
+        self.fplan.resized.add(op.result)
         if op.result not in self.returned:
             self.owned.add(op.result)
 
@@ -564,7 +586,7 @@ class FunctionPlanner:
         writes no tape (an adjoint reading its forward's tapes): it outlives
         every use of the row."""
         if self.canon(op.tape) in self.f.body.block.args and op.result not in self.dest and not self.writes_tapes:
-            self.p.views.add(op)
+            self.fplan.views.add(op)
         else:
             self._result(op.result)
 
@@ -582,7 +604,7 @@ class FunctionPlanner:
     def _return(self, op: func.ReturnOp) -> None:
         fresh = []
         given: set[SSAValue] = set()
-        for pos in self.p.signature.ret_positions:
+        for pos in self.fplan.signature.ret_positions:
             v = self.canon(op.operands[pos])
             if isinstance(v.type, TensorType) and (v not in self.returned or v in given):
                 fresh.append(True)
@@ -591,7 +613,7 @@ class FunctionPlanner:
                 fresh.append(False)
         frees = list(self.owned)
         self.owned.clear()
-        self.p.returns[op] = ReturnPlan(fresh, frees)
+        self.fplan.returns[op] = ReturnPlan(fresh, frees)
 
     def _if(self, op: msir.IfOp) -> None:
         for r in op.res:
@@ -615,43 +637,44 @@ class FunctionPlanner:
                        and r not in self.dest)
             static = is_static_tensor(r.type)
             if v is a:
-                kind = SAME
+                kind = SlotKind.SAME
             elif not static:
-                kind = MOVE
+                kind = SlotKind.MOVE
             elif own[j] is None:
-                kind = COPY
+                kind = SlotKind.COPY
             else:
-                kind = INPLACE if self._in_place(ops, a, v) else PINGPONG
+                kind = SlotKind.INPLACE if self._in_place(ops, a, v) else SlotKind.PINGPONG
             if movable:
                 self.owned.discard(src)
-                if src in self.p.resized:
-                    self.p.resized.add(r)
+                if src in self.fplan.resized:
+                    self.fplan.resized.add(r)
                 if r not in self.returned:
                     self.owned.add(r)
             elif static:
                 self._result(r)
             slots.append(SlotPlan(kind, movable))
-        lp = self.p.loops[op] = LoopPlan(slots)
+        lp = self.fplan.loops[op] = LoopPlan(slots)
         sized = [not s.swaps for s in slots]
         if isinstance(op, msir.WhileOp):
             self._region(op.cond_region.block, sized)
-        moving = [a for s, a in zip(slots, body.args[lead:]) if s.kind == MOVE]
-        rp = self._region(body, [False] * lead + sized, [s.kind in (INPLACE, PINGPONG) for s in slots], moving)
+        moving = [a for s, a in zip(slots, body.args[lead:]) if s.kind == SlotKind.MOVE]
+        offered = [s.kind in (SlotKind.INPLACE, SlotKind.PINGPONG) for s in slots]
+        rp = self._region(body, [False] * lead + sized, offered, moving)
         local = set(rp.live_out)
         adopted: set[SSAValue] = set()
         for s, v in zip(slots, term.operands):
             v = self.canon(v)
-            adopt = s.kind == MOVE and v in local and v not in adopted
+            adopt = s.kind == SlotKind.MOVE and v in local and v not in adopted
             if adopt:
                 adopted.add(v)
             lp.adopt.append(adopt)
         for s, a in zip(slots, body.args[lead:]):
-            lp.consumed.append(s.kind == MOVE and a in self.consumed)
-            if s.kind == MOVE:
+            lp.consumed.append(s.kind == SlotKind.MOVE and a in self.consumed)
+            if s.kind == SlotKind.MOVE:
                 self.consumed.discard(a)
         for r, s in zip(op.results, slots):
-            if s.kind == MOVE:
-                self.p.resized.add(r)
+            if s.kind == SlotKind.MOVE:
+                self.fplan.resized.add(r)
                 if r not in self.returned:
                     self.owned.add(r)
 
@@ -662,7 +685,7 @@ class FunctionPlanner:
         producer = v.owner
         p = ops.index(producer)  # type: ignore[arg-type]
         for q, o in enumerate(ops):
-            if o in self.p.folded:
+            if o in self.fplan.folded:
                 continue
             if a not in {self.canon(u) for u in used_values(o)}:
                 continue
@@ -678,7 +701,7 @@ class FunctionPlanner:
             for r in op.results:
                 if r not in self.dest:
                     one_row[r] = all(use.operation in members for use in r.uses)
-        self.p.row_groups[group[0]] = RowGroupPlan(group, one_row)
+        self.fplan.row_groups[group[0]] = RowGroupPlan(group, one_row)
         self.owned.update(r for r, local in one_row.items() if not local)
         for k, op in enumerate(group, k0):
             self._release(op, k, last_use)
@@ -693,7 +716,7 @@ def _own_results(planner: FunctionPlanner, block: Block) -> list[SSAValue | None
     out: list[SSAValue | None] = []
     for v in values:
         owner = v.owner
-        ok = (isinstance(owner, Operation) and owner.parent_block() is block and owner not in planner.p.folded
+        ok = (isinstance(owner, Operation) and owner.parent_block() is block and owner not in planner.fplan.folded
               and is_static_tensor(v.type) and values.count(v) == 1)
         out.append(v if ok else None)
     return out
@@ -752,7 +775,7 @@ def _reads_own_row(planner: FunctionPlanner, op: Operation, arg: SSAValue) -> bo
 
 
 def _pair_donated(planner: FunctionPlanner, ops: list[Operation], index: dict[Operation, int], body: Block,
-                  groups: Mapping[Operation, Sequence[Operation]]) -> tuple[dict[int, int], list[str]]:
+                  groups: Mapping[Operation, Sequence[Operation]]) -> Donation:
     """Pair donated arguments with output buffers (output k -> argument i) and
     say why each other donated argument was refused.
 
@@ -768,17 +791,17 @@ def _pair_donated(planner: FunctionPlanner, ops: list[Operation], index: dict[Op
     f = planner.f
     donated = [i for i in range(len(body.args)) if _is_donated(f, i)]
     if not donated:
-        return {}, []
+        return Donation()
 
     def name(i: int) -> str:
         hint = body.args[i].name_hint
         return f"argument {i} ('{hint}')" if hint else f"argument {i}"
 
     if f.sym_name.data in planner.mp.called:
-        return {}, [f"{name(i)}: the function is also called inside the module" for i in donated]
-    canon, folded, absorbed = planner.canon, planner.p.folded, planner.absorbed
+        return Donation(refused=[f"{name(i)}: the function is also called inside the module" for i in donated])
+    canon, folded, absorbed = planner.canon, planner.fplan.folded, planner.absorbed
     row_group = {o: first for first, g in groups.items() for o in g}
-    by_output = {k: v for v, k in planner.p.outputs.items()}
+    by_output = {k: v for v, k in planner.fplan.outputs.items()}
     candidates = [  # (output k, its value, the op writing it)
         (k, v, v.owner) for k, v in sorted(by_output.items()) if isinstance(v.owner, Operation) and v.owner in index
     ]
@@ -819,4 +842,4 @@ def _pair_donated(planner: FunctionPlanner, ops: list[Operation], index: dict[Op
             break
         else:
             refused.append(f"{name(i)}: {reason}")
-    return aliases, refused
+    return Donation(aliases, refused)

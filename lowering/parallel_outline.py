@@ -41,7 +41,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects import arith, func, llvm, math, memref, scf
-from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, DictionaryAttr, IntegerAttr, MemRefType, StringAttr, UnitAttr, i64
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseArrayBase,
+    DictionaryAttr,
+    IntegerAttr,
+    MemRefType,
+    StringAttr,
+    UnitAttr,
+    i64,
+)
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from msir.lowering import allocator, threads

@@ -134,18 +134,7 @@ from xdsl.passes import ModulePass
 from msir.dialects import msir
 from msir.errors import CompileError
 from msir.lowering import blas, bufferize
-from msir.lowering.bufferize import (
-    DYN,
-    IN_PLACE,
-    INPLACE,
-    MOVE,
-    PINGPONG,
-    SAME,
-    WRITTEN,
-    FunctionPlan,
-    LoopPlan,
-    source_loc,
-)
+from msir.lowering.bufferize import DYN, FunctionPlan, LoopPlan, PushMode, SlotKind, source_loc
 from msir.lowering.bufferize import is_static_tensor as _is_static_tensor
 from msir.lowering.bufferize import memref_type as _memref_type
 from msir.lowering.bufferize import type_shape as _shape
@@ -558,7 +547,7 @@ class _Lowering:
         )
         new.attributes.update(f.attributes)
         new.attributes[NUM_OUTPUTS_ATTR] = IntegerAttr(len(self.sig.out_positions), i64)
-        aliases, refused = plan.donation
+        aliases, refused = plan.donation.pairs, plan.donation.refused
         if f.arg_attrs is not None or aliases:
             ins = list(f.arg_attrs.data) if f.arg_attrs is not None else [DictionaryAttr({})] * n_in
             outs = [
@@ -1691,7 +1680,7 @@ class _Slot:
     loop's result lives in `first`; a value whose two buffers swap roles each
     iteration also has `spare` (both loop-carried memrefs)."""
 
-    kind: str
+    kind: SlotKind
     first: SSAValue
     dims: list[Dim]
     spare: SSAValue | None = None
@@ -1723,7 +1712,7 @@ class _Carry:
         for s in self.slots:
             if s.spare is not None:
                 self.inits += [s.first, s.spare]
-            elif s.kind == MOVE:
+            elif s.kind == SlotKind.MOVE:
                 self.inits += [s.first, *[L.index(d) for d, n in zip(s.dims, _shape(s.first.type)) if n == DYN]]
         if self.flag:
             self.inits.append(L.const(False, i1))
@@ -1740,7 +1729,7 @@ class _Carry:
                 bufs.append(next(it))
                 spares.append(next(it))
                 dims.append(None)
-            elif s.kind == MOVE:
+            elif s.kind == SlotKind.MOVE:
                 bufs.append(next(it))
                 dims.append([next(it) if n == DYN else d for d, n in zip(s.dims, _shape(s.first.type))])
             else:
@@ -1758,13 +1747,13 @@ class _Carry:
         for s, buf in zip(self.slots, bufs):
             sp = next(spare_of) if s.spare is not None else None
             spare.append(sp)
-            dests.append(buf if s.kind == INPLACE else sp if s.kind == PINGPONG else None)
+            dests.append(buf if s.kind == SlotKind.INPLACE else sp if s.kind == SlotKind.PINGPONG else None)
         yielded, local = L.lower_region(self.body, [*lead_bufs, *bufs], [None] * len(lead_bufs) + dims, dests)
         values = [L.canon(v) for v in self.body.last_op.operands]  # type: ignore[union-attr]
         nxt: list[SSAValue] = []
         adopted: set[SSAValue] = set()
         for s, buf, sp, src, v, adopt in zip(self.slots, bufs, spare, yielded, values, self.plan.adopt):
-            if s.kind in (SAME, INPLACE):
+            if s.kind in (SlotKind.SAME, SlotKind.INPLACE):
                 if src is not buf:
                     L.copy(src, buf, L.dims_of(v))
             elif sp is not None:
@@ -1782,7 +1771,7 @@ class _Carry:
         for buf in local - adopted:
             L.free(buf)
         for s, buf, consumed in zip(self.slots, bufs, self.plan.consumed):
-            if s.kind == MOVE and not consumed:
+            if s.kind == SlotKind.MOVE and not consumed:
                 L.free(buf)
         if self.flag:
             nxt.append(L.v(arith.XOrIOp, iters[-1], L.const(True, i1)))
@@ -1803,7 +1792,7 @@ class _Carry:
             for s in swapped:
                 L.free(s.spare)  # type: ignore[arg-type]
         for r, s, buf, d in zip(self.op.results, self.slots, bufs, dims):
-            if s.kind == MOVE:
+            if s.kind == SlotKind.MOVE:
                 L.buf[r], L.dims[r] = buf, list(d)  # type: ignore[arg-type]
             else:
                 L.buf[r] = s.first
@@ -1911,13 +1900,13 @@ def _tape_push(L: _Lowering, op: msir.TapePushOp) -> None:
     buf, dims = L.get(op.tape), L.dims_of(op.tape)
     length, rest = L.index(dims[0]), dims[1:]
     mode = L.plan.pushes[op]
-    if mode == WRITTEN:
+    if mode == PushMode.WRITTEN:
         new = buf
-    elif mode == IN_PLACE:
+    elif mode == PushMode.IN_PLACE:
         new = _room(L, buf, length, rest)
     else:
         (new,) = _grow(L, buf, length, rest, length, False)
-    if mode != WRITTEN:
+    if mode != PushMode.WRITTEN:
         value = L.get(op.value)
         L.loops(rest, lambda ivs, _: L.store(L.load(value, ivs), new, [length, *ivs]))
     L.buf[op.result], L.dims[op.result] = new, [L.index_add(length, 1), *rest]
