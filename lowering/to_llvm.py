@@ -243,7 +243,6 @@ class ModuleLowering:
         self.module.body.block.add_ops(new_ops)
 
 
-
 # ---------------------------------------------------------------------------
 # One function
 # ---------------------------------------------------------------------------
@@ -509,10 +508,8 @@ class FunctionLowering:
         return carried
 
 
-
 def _zero_attr(t: Attribute) -> Attribute:
     return IntegerAttr(0, t) if isinstance(t, IntegerType) else FloatAttr(0.0, t)
-
 
 
 # ---------------------------------------------------------------------------
