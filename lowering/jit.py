@@ -4,7 +4,7 @@
 xDSL's `convert_module`, optimises it at O3 for the host CPU (loop and SLP
 vectorisation on) and loads it into an MCJIT engine. `NativeModule.function`
 wraps the entry wrapper `@<name>__entry` of a public function (ABI in
-`msir.lowering.to_llvm`) as a `NativeFunction`, which checks NumPy inputs,
+`msir.lowering.llvm_abi`) as a `NativeFunction`, which checks NumPy inputs,
 allocates the DPS outputs, calls native code once through ctypes (the GIL is
 released during the call) and turns the error status into msir exceptions.
 
@@ -25,7 +25,7 @@ call compiled functions at once: the pool serves one of them at a time and
 the other runs its loops serially, so neither waits for the other.
 
 Calls into a module with recursive functions (which has `@__msir_stack_base`,
-see `msir.lowering.to_llvm`) are serialised by a per-module lock.
+see `msir.lowering.llvm_abi`) are serialised by a per-module lock.
 """
 
 from __future__ import annotations
@@ -57,8 +57,9 @@ from msir.errors import (
 )
 from msir.lowering import allocator, threads
 
-# The entry-wrapper ABI of msir.lowering.to_llvm (its ENTRY_SUFFIX and SITE;
-# test_jit checks they agree), restated so that calling does not import xDSL.
+# The entry-wrapper ABI of msir.lowering.llvm_abi (its ENTRY_SUFFIX, SITE and
+# STACK_BASE; test_trace_cache checks they agree), restated so that calling
+# does not import xDSL.
 ENTRY_SUFFIX = "__entry"
 SITE = "__msir_site"
 STACK_BASE = "__msir_stack_base"
@@ -167,7 +168,7 @@ def compile_llvm_module(
     """
     from xdsl.backend.llvm.convert import convert_module
 
-    from msir.lowering.to_llvm import export_attributes
+    from msir.lowering.llvm_abi import export_attributes
 
     metadata = _entry_metadata(module)
     with _LOCK:
@@ -176,7 +177,7 @@ def compile_llvm_module(
         try:
             ir_module = convert_module(module, fallback_target_triple=llvm.get_process_triple())
             ir_module.data_layout = str(tm.target_data)
-            # libm attributes and libmvec's vector variants (see to_llvm)
+            # libm attributes and libmvec's vector variants (see llvm_abi)
             export_attributes(module, ir_module)
             for name in metadata:
                 # Inlining a public function into its wrapper would compile

@@ -4,7 +4,7 @@ Why native
 ==========
 A jitted function is one native call (`NativeFunction.__call__`, GIL released).
 Its large parallel loops are split inside that call: `msir-lower-to-llvm`
-outlines them (see "Parallel loops" in `msir.lowering.to_llvm`) and calls
+outlines them (`msir.lowering.parallel_outline`) and calls
 `__msir_parallel_for`, which hands chunks to worker threads that already exist
 and wait for work. Starting a Python thread per kernel would cost tens of
 microseconds and the GIL; a dispatch here costs under a microsecond when the
@@ -18,8 +18,9 @@ llvmlite in an engine of its own, and registers its entry points with
 persistent cache) afterwards resolves them. No C compiler, no new dependency:
 the module calls libc's `pthread_create`, `pthread_sigmask`, `pthread_atfork`
 (glibc: `__register_atfork`) and `syscall(SYS_futex)`. Its object code is kept in the persistent compile
-cache's directory (`threads-runtime-<hash>.o`, keyed like cache entries), so
-later processes load it in milliseconds instead of generating it again. ::
+cache's directory (`msir.lowering.cache_location`; `threads-runtime-<hash>.o`,
+keyed by the IR, the target machine and the LLVM version), so later processes
+load it in milliseconds instead of generating it again. ::
 
     i64 __msir_parallel_for(ptr task, ptr ctx, i64 begin, i64 end, i64 min_iters)
         -- task: void (ptr ctx, i64 chunk, i64 chunk_begin, i64 chunk_end)
@@ -92,12 +93,15 @@ workers asleep.
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import os
 import sys
 import threading
 import time
 import warnings
+from pathlib import Path
 
+from msir.lowering import cache_location
 from msir.lowering.load_once import load_once
 
 MAX_THREADS = 256
@@ -112,8 +116,12 @@ one partial per chunk of each reduction in a stack array of this length."""
 CHUNK_ALIGN = 16
 SPIN_ITERATIONS = 4096
 
+_TARGET_MACHINE = {"opt": 0, "codemodel": "jitdefault"}
+"""O0 (fast instruction selection): generating code is 3-4x faster than at O2
+and the runtime's hot path is a few atomics per chunk either way."""
+
 MIN_CHUNK_WORK = 100_000
-"""Work units a chunk must do (to_llvm's cost model: ~1 per scalar op of a
+"""Work units a chunk must do (parallel_outline's cost model: ~1 per scalar op of a
 loop body, 8 per libm call), so that splitting pays for the dispatch. From
 measurements on this 2-core machine (shared, load average ~13 at the time):
 one unit is ~0.1 ns of single-thread time (0.07-0.15 ns for `x + y` and the
@@ -493,10 +501,9 @@ def _load() -> None:
     atfork = "__register_atfork" if hasattr(ctypes.CDLL(None), "__register_atfork") else "pthread_atfork"
     ir = _runtime_ir(os.uname().machine, atfork)
     target = llvm.Target.from_default_triple()
-    # O0 (fast instruction selection): generating code is 3-4x faster than at
-    # O2 and the runtime's hot path is a few atomics per chunk either way
-    tm = target.create_target_machine(opt=0, codemodel="jitdefault")
-    engine = _load_cached_object(llvm, tm, ir)
+    tm = target.create_target_machine(**_TARGET_MACHINE)
+    path = _object_path(llvm, ir)
+    engine = _load_cached_object(llvm, tm, path)
     if engine is None:
         mod = llvm.parse_assembly(ir)
         mod.verify()
@@ -505,7 +512,7 @@ def _load() -> None:
         engine.set_object_cache(lambda _module, obj: objects.append(obj))
         engine.finalize_object()
         if len(objects) == 1:
-            _store_object(ir, objects[0])
+            _store_object(path, objects[0])
     for name in ENTRY_POINTS:
         llvm.add_symbol(name, engine.get_function_address(name))
     address = engine.get_function_address
@@ -529,23 +536,22 @@ def _load() -> None:
     setter(get_num_threads() if supported() else 1)
 
 
-def _object_path(ir: str):
-    """Where the persistent compile cache keeps the runtime's object code
-    (None when the cache is disabled): generating code for it costs ~30-100 ms,
-    which a second process (W8's target: 50 ms) must not pay."""
-    import hashlib
-
-    from msir import cache
-
-    if not cache.enabled():
+def _object_path(llvm, ir: str) -> Path | None:
+    """Where the runtime's object code is kept, beside the persistent compile
+    cache's entries (None when that cache is disabled): generating code for it
+    costs ~30-100 ms, which a second process (W8's target: 50 ms) must not pay.
+    Keyed by all the object depends on: the IR, the target machine's options,
+    the LLVM version and the default triple (the target machine is generic)."""
+    if not cache_location.enabled():
         return None
-    digest = hashlib.blake2b(f"{cache.environment()}\n{ir}".encode(), digest_size=16).hexdigest()
-    return cache.cache_dir() / f"threads-runtime-{digest}.o"
+    version = ".".join(map(str, llvm.llvm_version_info))
+    key = f"llvm={version}\ntriple={llvm.get_default_triple()}\ntarget={_TARGET_MACHINE}\n{ir}"
+    digest = hashlib.blake2b(key.encode(), digest_size=16).hexdigest()
+    return cache_location.cache_dir() / f"threads-runtime-{digest}.o"
 
 
-def _load_cached_object(llvm, tm, ir: str):
+def _load_cached_object(llvm, tm, path: Path | None):
     try:
-        path = _object_path(ir)
         if path is None or not path.exists():
             return None
         obj = path.read_bytes()
@@ -557,10 +563,9 @@ def _load_cached_object(llvm, tm, ir: str):
     return engine if engine.get_function_address(ENTRY_POINTS[0]) else None
 
 
-def _store_object(ir: str, obj: bytes) -> None:
+def _store_object(path: Path | None, obj: bytes) -> None:
     """Written to a temporary file and renamed, so readers never see half."""
     try:
-        path = _object_path(ir)
         if path is None:
             return
         path.parent.mkdir(parents=True, exist_ok=True)

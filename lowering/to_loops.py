@@ -1,4 +1,4 @@
-"""`convert-msir-to-loops`: bufferise `msir` tensor code into scf loops over memrefs.
+"""`convert-msir-to-loops`: msir tensor code as scf loops over memrefs.
 
 Contract
 ========
@@ -14,51 +14,42 @@ Expects
 Guarantees
     Only the dialects func, scf, arith, math and memref remain (plus builtin).
 
-    * Signature (destination-passing style). A tensor argument becomes a memref
-      argument of the same shape and element type (identity layout, rank 0
-      allowed). Every tensor result with a fully static shape becomes a trailing
-      memref *output argument* that the caller allocates; the function carries
-      `msir.num_outputs = N : i64`, N the number of those trailing arguments. The
-      remaining results are returned by `func.return` in their original order: a
-      tensor with a dynamic shape as a memref allocated inside the callee
-      (`memref.alloc`; ownership passes to the caller), a scalar as itself.
-      Output buffers must not alias input buffers. Calls inside the module follow
-      the same convention (the caller allocates the static outputs, passes them,
-      and deallocates them after their last use).
+    The buffers are those the bufferiser plans (`msir.lowering.bufferize`, whose
+    docstring states each rule: destination-passing style, views, lifetimes,
+    loop-carried buffers, tapes, row-group buffers, donation); this pass
+    realises them:
+
+    * Signature. A tensor argument becomes a memref argument of the same shape
+      and element type (identity layout, rank 0 allowed). Every tensor result
+      with a fully static shape becomes a trailing memref *output argument* that
+      the caller allocates; the function carries `msir.num_outputs = N : i64`, N
+      the number of those trailing arguments. The remaining results are
+      returned by `func.return` in their original order: a tensor with a
+      dynamic shape as a memref allocated inside the callee (`memref.alloc`;
+      ownership passes to the caller), a scalar as itself. Calls inside the
+      module follow the same convention (the caller allocates the static
+      outputs, passes them, and deallocates them after their last use).
     * Buffers. Every intermediate is a `memref.alloc` (one index operand per
-      dynamic dim) deallocated right after its last use (in a loop body: see
-      Loops); nothing leaks. A value
-      that is returned is written straight into its output buffer; a returned
-      argument, or a value returned twice, is copied. Input buffers are only read.
-    * Loops (`msir.for`, `msir.while`). A carried value lives in the buffer of
-      the loop's result (its output buffer when returned; the initial value's
-      own buffer when that value dies at the loop, else a copy made once). The
-      body's new value is computed straight into that buffer when the old value
-      is not read after the op computing it (or only elementwise by it);
-      otherwise into a second buffer, the two swapping roles every iteration as
-      loop-carried memrefs (with a parity flag: an odd count copies back once
-      after the loop). Only a value the body does not compute (an outer value,
-      a swap of arguments) is copied per iteration. Allocations inside a loop
+      dynamic dim) with a `memref.dealloc` where the plan frees it; nothing
+      leaks. Input buffers are only read.
+    * Loops (`msir.for`, `msir.while`) become `scf.for`/`scf.while`. A carried
+      value with two buffers has both as loop-carried memrefs, with a parity
+      flag (an odd count copies back once after the loop); a growing tape has
+      its buffer and its dynamic sizes loop-carried. Allocations inside a loop
       body whose sizes do not depend on the iteration are made once before the
       outermost loop and freed after it, so a loop body allocates nothing.
-    * Tapes. A tape's buffer has at least as many rows as the tape (its first
-      dim is the capacity, the tape's length is tracked beside it and carried
-      through loops with the buffer). `msir.tape_push` appends in place when
-      the tape dies there and the buffer is the function's or the loop's (when
-      full, into a new buffer of twice the capacity, at least 4 rows: amortised
-      O(1)), else into a copy; a row computed only to be pushed is written
-      by the op computing it straight into the tape (room is made before that
-      op). `msir.tape_set` writes its row in place. A tape
-      that crosses a function boundary is recast (`memref.reinterpret_cast`,
-      same data) to its length. `msir.tape_get` in a function that writes no
-      tape reads a tape argument's row through a view instead of a copy.
+    * Tapes. A tape's buffer's first dim is its capacity; its length is tracked
+      beside it and carried through loops with the buffer. A push appending in
+      place into a full buffer moves it into a new buffer of twice the capacity,
+      at least 4 rows (amortised O(1)). `msir.tape_set` writes its row in place.
+      A tape that crosses a function boundary is recast
+      (`memref.reinterpret_cast`, same data) to its length; a row read through
+      a view is a `memref.reinterpret_cast` of the tape's buffer too.
     * Row groups. A run of consecutive top-level fusions and reductions on static
       shapes that share a leading dim R > 1 and keep axis 0 (a row softmax or
       layernorm) is lowered inside one `scf.for` over R, each op looping over
-      the other dims of its row. A value used only inside the run gets a
-      one-row buffer (`memref<1x...>`, indexed at row 0); the others keep their
-      full buffers. All are allocated before that loop and freed after it.
-      A one-row buffer's `memref.alloc` carries `msir.row_local`: each
+      the other dims of its row. A one-row buffer (`memref<1x...>`) is indexed
+      at row 0, and its `memref.alloc` carries `msir.row_local`: each
       iteration of the row loop writes every element it reads, so each thread
       running part of the loop may use its own copy (msir-lower-to-llvm).
     * Matmul updates. `r = c + alpha * (a @ b)` (a fusion computing `c - s * m`,
@@ -69,18 +60,12 @@ Guarantees
       (a donated argument), then accumulates alpha * a @ b with the BLAS
       (beta = 1). The product gets no buffer, the update no loop: an SGD step
       `w - lr * (x.T @ g)` on donated weights is one gemm on the weights.
-    * Donation. On a public function that nothing in the module calls, an
-      argument marked `{msir.donate}` (its caller gives the buffer away) may
-      share its buffer with an output of the same static type: that output
-      argument gets `{msir.alias_of = i : i64}`, and the function computes the
-      same values whether the caller passes argument i's buffer there or a
-      distinct one. It is given when the op computing the output writes it
-      straight into the output buffer, every other op reading the argument
-      (through any alias) comes before that op (or in its row loop, reading
-      only the row being computed), and that op, if it reads the argument, is
-      elementwise. Each donated argument that no output may reuse is named,
-      with the reason, in the function's `msir.donation_refused` (an ArrayAttr
-      of StringAttr).
+    * Donation. An output argument the plan pairs with donated argument i gets
+      `{msir.alias_of = i : i64}`: the function computes the same values
+      whether the caller passes argument i's buffer there or a distinct one.
+      Each donated argument that no output may reuse is named, with the
+      reason, in the function's `msir.donation_refused` (an ArrayAttr of
+      StringAttr).
     * Runtime errors. `func.func private @__msir_error(i32, i64)` is declared when
       used and called as `func.call @__msir_error(%code, %site)`: code 1 = index
       out of range (`msir.take`, `msir.scatter_add`), code 2 = integer division
@@ -104,10 +89,12 @@ warns); anything to bool is `!= 0`.
 Integer `pow` uses repeated squaring; a negative exponent (an error in NumPy)
 yields the integer part of the real power: 1 for base 1, +-1 for base -1, else 0.
 
-The pass walks each function once and builds the output directly (a dispatch
-table keyed by op class, one short emitter per op, a shared loop-nest helper);
-ops are created with `Operation.create` and appended to their block, which is
-several times cheaper than `Builder` or the IRDL constructors.
+Per function, the pass first plans the buffers (`bufferize.FunctionPlanner`,
+with this pass's schedule: its matmul updates and row groups), then walks the
+function once and builds the output directly (a dispatch table keyed by op
+class, one short emitter per op, a shared loop-nest helper); ops are created
+with `Operation.create` and appended to their block, which is several times
+cheaper than `Builder` or the IRDL constructors.
 """
 
 from __future__ import annotations
@@ -121,11 +108,9 @@ from dataclasses import dataclass, field
 from xdsl.context import Context
 from xdsl.dialects import arith, func, math, memref, scf
 from xdsl.dialects.builtin import (
-    DYNAMIC_INDEX,
     ArrayAttr,
     DenseArrayBase,
     DictionaryAttr,
-    FileLineColLoc,
     Float32Type,
     Float64Type,
     FloatAttr,
@@ -138,7 +123,6 @@ from xdsl.dialects.builtin import (
     StringAttr,
     SymbolRefAttr,
     TensorType,
-    TupleType,
     UnitAttr,
     i1,
     i32,
@@ -148,27 +132,29 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
 from msir.dialects import msir
-from msir.errors import CompileError, SourceLoc
-from msir.lowering import blas
+from msir.errors import CompileError
+from msir.lowering import blas, bufferize
+from msir.lowering.bufferize import DYN, FunctionPlan, LoopPlan, PushMode, SlotKind, source_loc
+from msir.lowering.bufferize import is_static_tensor as _is_static_tensor
+from msir.lowering.bufferize import memref_type as _memref_type
+from msir.lowering.bufferize import type_shape as _shape
+from msir.lowering.loops_abi import DONATE_ATTR as DONATE_ATTR  # re-exported: msir.api marks donated arguments
+from msir.lowering.loops_abi import (
+    ALIAS_OF_ATTR,
+    DONATION_REFUSED_ATTR,
+    ERR_INDEX,
+    ERR_ZERO_DIVISION,
+    ERROR_FUNC,
+    NUM_OUTPUTS_ATTR,
+    ROW_LOCAL_ATTR,
+    SITE_ATTR,
+    SITES_ATTR,
+    STACK_CHECK_ATTR,
+)
 
-ERROR_FUNC = "__msir_error"
-ERR_INDEX = 1
-ERR_ZERO_DIVISION = 2
-SITES_ATTR = "msir.sites"
-SITE_ATTR = "msir.site"
-STACK_CHECK_ATTR = "msir.stack_check"
-"""On a call that may recurse: msir-lower-to-llvm checks the native stack first."""
-NUM_OUTPUTS_ATTR = "msir.num_outputs"
-DONATE_ATTR = "msir.donate"
-"""On a public function's argument: the caller gives its buffer away (see Donation)."""
-ALIAS_OF_ATTR = "msir.alias_of"
-"""On an output argument: the caller may pass the buffer of this input there."""
-DONATION_REFUSED_ATTR = "msir.donation_refused"
-"""On a function: why each donated argument that was not paired was refused."""
-ROW_LOCAL_ATTR = "msir.row_local"
+PASS_NAME = "convert-msir-to-loops"
 
 INDEX = IndexType()
-DYN = DYNAMIC_INDEX
 Dim = int | SSAValue
 """A dimension size: a Python int when static, an `index` value when dynamic."""
 
@@ -183,70 +169,13 @@ def _is_float(t: Attribute) -> bool:
     return isinstance(t, Float32Type | Float64Type)
 
 
-def _shape(t: Attribute) -> tuple[int, ...]:
-    """The shape of a tensor or memref type, every dynamic dim as `DYN`.
-
-    (A parsed `?` is `DYNAMIC_INDEX`, but a type built from Python with -1 keeps
-    the -1; both mean dynamic.)"""
-    return tuple(DYN if d < 0 else d for d in t.get_shape())  # type: ignore[attr-defined]
-
-
-@functools.cache
-def _memref_type(t: Attribute) -> Attribute:
-    """The buffer type of a tensor type (cached: building a type costs ~0.5 ms)."""
-    if isinstance(t, TensorType):
-        return MemRefType(t.element_type, _shape(t))
-    return t
-
-
 @functools.cache
 def _alloc_segments(n_dynamic: int) -> DenseArrayBase:
     return DenseArrayBase.from_list(i32, [n_dynamic, 0])
 
 
-def _is_static_tensor(t: Attribute) -> bool:
-    return isinstance(t, TensorType) and DYN not in _shape(t)
-
-
-def _source_loc(op: Operation) -> SourceLoc | None:
-    loc = op.location
-    if isinstance(loc, FileLineColLoc):
-        return SourceLoc(loc.filename.data, loc.line.data, loc.column.data)
-    return None
-
-
 def _fail(op: Operation, message: str) -> CompileError:
-    return CompileError(f"convert-msir-to-loops: '{op.name}' {message}", _source_loc(op))
-
-
-# ---------------------------------------------------------------------------
-# Function signatures in destination-passing style
-# ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Signature:
-    inputs: tuple[Attribute, ...]
-    """Lowered argument types: inputs, then the static output buffers."""
-    results: tuple[Attribute, ...]
-    """Lowered result types (dynamic tensors as memrefs, scalars)."""
-    out_positions: tuple[int, ...]
-    """Original result positions passed as output buffers."""
-    ret_positions: tuple[int, ...]
-    """Original result positions returned by func.return."""
-
-
-def _signature(f: func.FuncOp) -> _Signature:
-    ft = f.function_type
-    for t in (*ft.inputs, *ft.outputs):
-        if isinstance(t, TupleType):
-            raise _fail(f, f"@{f.sym_name.data}: a tuple cannot cross a function boundary ({t})")
-    outs = tuple(i for i, t in enumerate(ft.outputs) if _is_static_tensor(t))
-    rets = tuple(i for i, t in enumerate(ft.outputs) if not _is_static_tensor(t))
-    inputs = [_memref_type(t) for t in ft.inputs] + [_memref_type(ft.outputs.data[i]) for i in outs]
-    return _Signature(
-        tuple(inputs), tuple(_memref_type(ft.outputs.data[i]) for i in rets), outs, rets
-    )
+    return CompileError(f"{PASS_NAME}: '{op.name}' {message}", source_loc(op))
 
 
 # ---------------------------------------------------------------------------
@@ -257,17 +186,16 @@ def _signature(f: func.FuncOp) -> _Signature:
 class _Module:
     """Module-wide state: signatures, the site table, whether errors are reported."""
 
-    def __init__(self, module: ModuleOp):
+    def __init__(self, module: ModuleOp, plan: bufferize.ModulePlan):
         self.module = module
-        self.sigs: dict[str, _Signature] = {}
+        self.sigs = plan.signatures
         self.sites: list[str] = []
         self.site_index: dict[str, int] = {}
         self.uses_error = False
-        self.recursive: set[str] = set()
-        self.called: set[str] = set()
+        self.recursive = _recursive_functions(plan.calls)
 
     def site(self, op: Operation) -> int:
-        loc = _source_loc(op)
+        loc = source_loc(op)
         text = str(loc) if loc is not None else "unknown"
         if text not in self.site_index:
             self.site_index[text] = len(self.sites)
@@ -286,12 +214,15 @@ class _Hoist:
 
 
 class _Lowering:
-    """Lowers one function body. `block` is where ops go, `loc` what they carry."""
+    """Lowers one function body into the buffers of its `plan`. `block` is
+    where ops go, `loc` what they carry."""
 
-    def __init__(self, mod: _Module, f: func.FuncOp):
+    def __init__(self, mod: _Module, f: func.FuncOp, plan: FunctionPlan,
+                 updates: dict[Operation, tuple[msir.MatmulOp, SSAValue, float]]):
         self.mod = mod
         self.f = f
-        self.sig = mod.sigs[f.sym_name.data]
+        self.plan = plan
+        self.sig = plan.signature
         self.entry = Block(arg_types=self.sig.inputs)
         self.block = self.entry
         self.loc = f.location
@@ -300,35 +231,19 @@ class _Lowering:
         self.const_ops: list[Operation] = []
         self.buf: dict[SSAValue, SSAValue] = {}
         self.dims: dict[SSAValue, list[Dim]] = {}
-        self.alias: dict[SSAValue, SSAValue] = {}
+        # Buffers chosen for values before their ops run: output arguments, the
+        # buffers a region's op offers it, a row group's, a tape's next row.
         self.dest: dict[SSAValue, SSAValue] = {}
-        self.returned: set[SSAValue] = set()
-        self.owned: set[SSAValue] = set()
-        self.skipped: set[Operation] = set()
         # Row-group lowering (`_row_groups`): the iv of the enclosing row loop,
         # and the one-row buffers read and written at row 0 whatever the row.
         self.row: SSAValue | None = None
         self.row_local: set[SSAValue] = set()
-        # The op being lowered: its index in its block and that block's last uses
-        # (loops and tape pushes take over buffers whose value dies with them).
-        self.k = 0
-        self.last_use: dict[SSAValue, int] = {}
-        # Loop bodies (`_Carry`): where static allocations are hoisted to, the
-        # hoisted buffers (never freed inside the loop), the carried tape buffers
-        # the current region may take over, and those a tape push took over.
+        # Loop bodies (`_Carry`): where static allocations are hoisted to, and
+        # the hoisted buffers (never freed inside the loop).
         self.frame: _Hoist | None = None
         self.hoisted: set[SSAValue] = set()
-        self.consumable: set[SSAValue] = set()
-        self.consumed: set[SSAValue] = set()
-        # Tapes whose buffer has more rows (its capacity) than the value (`exact`).
-        self.resized: set[SSAValue] = set()
-        self.writes_tapes = any(isinstance(o, msir.TapeSetOp | msir.TapePushOp) for o in f.walk())
-        # Pushes whose row its producer writes in place (`_plan_rows`), by
-        # producer; those whose row is written (`_reserve_row`).
-        self.rows: dict[Operation, list[msir.TapePushOp]] = {}
-        self.reserved: set[Operation] = set()
         # Fusions computing `c + alpha * (a @ b)` as one BLAS call (`_gemm_updates`).
-        self.gemm_updates: dict[Operation, tuple[msir.MatmulOp, SSAValue, float]] = {}
+        self.gemm_updates = updates
 
     # -- op creation --------------------------------------------------------
 
@@ -473,15 +388,14 @@ class _Lowering:
             ]
 
     def result(self, res: SSAValue, dims: Sequence[Dim]) -> SSAValue:
-        """The buffer an op writes its result `res` (of sizes `dims`) into."""
+        """The buffer an op writes its result `res` (of sizes `dims`) into: its
+        destination, else a new one."""
         shape = _shape(res.type)
         dims = [s if s != DYN else d for s, d in zip(shape, dims)]
         if res in self.dest:
             buf = self.dest[res]
         else:
             buf = self.alloc(_memref_type(res.type), dims)  # type: ignore[arg-type]
-            if res not in self.returned:
-                self.owned.add(res)
         self.buf[res] = buf
         self.dims[res] = dims
         return buf
@@ -492,7 +406,7 @@ class _Lowering:
         (same data, row-major) to the tape's length."""
         v = self.canon(v)
         buf = self.buf[v]
-        if v not in self.resized:
+        if v not in self.plan.resized:
             return buf
         dims = self.dims[v]
         strides: list[Dim] = []
@@ -506,7 +420,7 @@ class _Lowering:
         return op.result
 
     def canon(self, v: SSAValue) -> SSAValue:
-        return self.alias.get(v, v)
+        return self.plan.canon(v)
 
     def get(self, v: SSAValue) -> SSAValue:
         return self.buf[self.canon(v)]
@@ -607,31 +521,23 @@ class _Lowering:
 
     def run(self) -> func.FuncOp:
         f = self.f
+        plan = self.plan
         body = f.body.block
-        ops = list(body.ops)
         n_in = len(f.function_type.inputs)
         for old, new in zip(body.args, self.entry.args[:n_in]):
             self.define(old, new)
-        self._fold_aliases(ops)
-        self.gemm_updates = _gemm_updates(self, ops)
-        for mm, _, _ in self.gemm_updates.values():
-            self.skipped.add(mm)  # computed by the update's BLAS call
-        last_use = self._plan_buffers(ops, body)
-        index = {op: k for k, op in enumerate(ops)}
-        for fusion, (mm, _, _) in self.gemm_updates.items():
-            for v in mm.operands:  # read when the update runs
-                last_use[self.canon(v)] = max(last_use.get(self.canon(v), 0), index[fusion])
-        groups = _row_groups(ops, self.skipped | set(self.gemm_updates))
-        aliases, refused = _pair_donated(self, ops, index, body, groups)
-        grouped = {o for g in groups.values() for o in g}
-        for k, op in enumerate(ops):
-            if op in self.skipped:
+        out_args = self.entry.args[n_in:]
+        for v, k in plan.outputs.items():
+            self.dest[v] = out_args[k]
+        grouped = {o for g in plan.row_groups.values() for o in g.ops}
+        for op in body.ops:
+            if op in plan.folded:
                 continue
             if op in grouped:
-                if op in groups:
-                    self._lower_row_group(groups[op], k, last_use)
+                if op in plan.row_groups:
+                    self._lower_row_group(plan.row_groups[op])
                 continue
-            self.lower_op(op, k, last_use)
+            self.lower_op(op)
         if self.entry.first_op is None:
             self.entry.add_ops(self.const_ops)
         else:
@@ -641,6 +547,7 @@ class _Lowering:
         )
         new.attributes.update(f.attributes)
         new.attributes[NUM_OUTPUTS_ATTR] = IntegerAttr(len(self.sig.out_positions), i64)
+        aliases, refused = plan.donation.pairs, plan.donation.refused
         if f.arg_attrs is not None or aliases:
             ins = list(f.arg_attrs.data) if f.arg_attrs is not None else [DictionaryAttr({})] * n_in
             outs = [
@@ -653,23 +560,20 @@ class _Lowering:
         new.location = f.location
         return new
 
-    def _lower_row_group(self, group: list[Operation], k0: int, last_use: dict[SSAValue, int]) -> None:
+    def _lower_row_group(self, group: bufferize.RowGroupPlan) -> None:
         """Lower consecutive row-separable ops (`_row_groups`) inside one loop
         over their common leading dim: each row goes through every op while it
-        is in cache. A value used only inside the group gets a one-row buffer
-        (allocated once, indexed at row 0); the others get their full buffers,
-        allocated before the loop. Buffers are released after the loop."""
-        members = set(group)
-        added: list[SSAValue] = []
+        is in cache. The group's buffers are allocated before the loop (a
+        one-row buffer indexed at row 0) and released after it."""
+        ops = group.ops
         local: list[SSAValue] = []
-        escaping: list[SSAValue] = []
-        for op in group:
+        for op in ops:
             self.loc, self.msir_op = op.location, op
             for r in op.results:
-                if r in self.dest:
+                if r not in group.one_row:
                     continue
                 shape = _shape(r.type)
-                if all(use.operation in members for use in r.uses):
+                if group.one_row[r]:
                     mt = MemRefType(r.type.element_type, [1, *shape[1:]])  # type: ignore[attr-defined]
                     buf = self.alloc(mt, [1, *shape[1:]])
                     buf.owner.attributes[ROW_LOCAL_ATTR] = UnitAttr()
@@ -677,166 +581,71 @@ class _Lowering:
                     local.append(buf)
                 else:
                     buf = self.alloc(_memref_type(r.type), list(shape))  # type: ignore[arg-type]
-                    escaping.append(r)
                 self.dest[r] = buf
-                added.append(r)
-        self.loc, self.msir_op = group[0].location, group[0]
+        self.loc, self.msir_op = ops[0].location, ops[0]
 
         def row(ivs, _):
             self.row = ivs[0]
             try:
-                for op in group:
+                for op in ops:
                     self.loc, self.msir_op = op.location, op
                     EMITTERS[type(op)](self, op)
             finally:
                 self.row = None
 
-        self.loops([_shape(group[0].results[0].type)[0]], row)
-        for r in added:
+        self.loops([_shape(ops[0].results[0].type)[0]], row)
+        for r in group.one_row:
             del self.dest[r]
-        self.owned.update(escaping)
-        for k, op in enumerate(group, k0):
+        for op in ops:
             self.loc, self.msir_op = op.location, op
-            self._release(op, k, last_use)
+            self._release(op)
         for buf in local:
             self.row_local.discard(buf)
             self.free(buf)
 
-    def _fold_aliases(self, ops: list[Operation]) -> None:
-        """Values that need no code of their own: tuple elements and identity
-        casts/broadcasts/reshapes/transposes, mapped to the value they equal, and
-        transposes read in place by the matmuls using them (`_matmul_absorbs`),
-        mapped to their input."""
-        for op in ops:
-            if isinstance(op, msir.MakeTupleOp):
-                self.skipped.add(op)
-            elif isinstance(op, msir.GetTupleOp):
-                src = op.tuple.owner
-                if not isinstance(src, msir.MakeTupleOp):
-                    raise _fail(op, f"reads a tuple that is not built by msir.make_tuple ({op.tuple.type})")
-                self.alias[op.result] = self.canon(src.elements[op.index.value.data])
-                self.skipped.add(op)
-            elif isinstance(op, msir.CastOp | msir.BroadcastToOp | msir.ReshapeOp) and \
-                    op.input.type == op.result.type:
-                self.alias[op.result] = self.canon(op.input)
-                self.skipped.add(op)
-            elif isinstance(op, msir.TapeSetOp | msir.TapeAddOp):
-                # A tape is updated in place: the new tape is the old buffer.
-                self.alias[op.result] = self.canon(op.tape)
-            elif isinstance(op, msir.TransposeOp) and (list(msir._ints(op.permutation)) == sorted(
-                    msir._ints(op.permutation)) or _matmul_absorbs(op)):
-                self.alias[op.result] = self.canon(op.input)
-                self.skipped.add(op)
-        for op in ops:
-            if isinstance(op, msir.MakeTupleOp):
-                for use in op.result.uses:
-                    if not isinstance(use.operation, msir.GetTupleOp):
-                        raise _fail(op, f"builds a tuple that survives lowering (used by '{use.operation.name}')")
-
-    def _plan_buffers(self, ops: list[Operation], body: Block) -> dict[SSAValue, int]:
-        """Last use of every value, and where returned values are written."""
-        last_use: dict[SSAValue, int] = {}
-        for k, op in enumerate(ops):
-            if op in self.skipped:
-                continue
-            for v in _used_values(op):
-                last_use[self.canon(v)] = k
-        ret = ops[-1] if ops and isinstance(ops[-1], func.ReturnOp) else None
-        if ret is not None:
-            args = set(body.args)
-            out_args = self.entry.args[len(self.f.function_type.inputs):]
-            for k, pos in enumerate(self.sig.out_positions):
-                v = self.canon(ret.operands[pos])
-                if v not in args and v not in self.dest and v not in self.returned:
-                    self.dest[v] = out_args[k]
-            for pos in self.sig.ret_positions:
-                v = self.canon(ret.operands[pos])
-                if isinstance(v.type, TensorType) and v not in args and v not in self.dest:
-                    self.returned.add(v)
-        return last_use
-
-    def lower_op(self, op: Operation, k: int, last_use: dict[SSAValue, int]) -> None:
-        """Emit op number `k` of its block with its emitter, then free what dies there."""
+    def lower_op(self, op: Operation) -> None:
+        """Emit `op` with its emitter, then free what the plan frees there."""
         emitter = EMITTERS.get(type(op))
         if emitter is None:
             raise _fail(op, "is not supported by the lowering to loops")
         self.loc, self.msir_op = op.location, op
-        self.k, self.last_use = k, last_use
-        for push in self.rows.pop(op, ()):
+        for push in self.plan.reserves.get(op, ()):
             _reserve_row(self, push)
         update = self.gemm_updates.get(op)
         if update is not None:
             _gemm_update(self, op, *update)
-            self._release(update[0], k, last_use)  # the matmul's operands
         else:
             emitter(self, op)
-        self._release(op, k, last_use)
+        self._release(op)
 
     def lower_region(self, block: Block, arg_bufs: Sequence[SSAValue],
-                     arg_dims: Sequence[Sequence[Dim] | None] = (), dests: Sequence[SSAValue | None] = (),
-                     consumable: Sequence[SSAValue] = ()) -> tuple[list[SSAValue], set[SSAValue]]:
+                     arg_dims: Sequence[Sequence[Dim] | None] = (),
+                     dests: Sequence[SSAValue | None] = ()) -> tuple[list[SSAValue], set[SSAValue]]:
         """Lower a region's ops into `self.block` with its arguments bound to
         `arg_bufs` (with sizes `arg_dims[i]` where given, else the buffer's).
         Returns the buffers of the terminator's operands and the buffers the
         region allocated that are still alive (the caller copies what it needs
-        out of them, then frees them). A terminator operand computed by an op
-        of the block (and yielded once) is written straight into `dests[i]`
-        where given. A tape push may take over the buffers `consumable`."""
+        out of them, then frees them). The plan's terminator operands computed
+        in place are written into `dests[i]`."""
         for i, (arg, buf) in enumerate(zip(block.args, arg_bufs)):
             dims = arg_dims[i] if i < len(arg_dims) else None
             if dims is None:
                 self.define(arg, buf)
             else:
                 self.buf[arg], self.dims[arg] = buf, list(dims)
-                if not _is_static_tensor(arg.type):
-                    self.resized.add(arg)
+        rp = self.plan.regions[block]
+        for v, dest in zip(rp.dests, dests):
+            if v is not None:
+                self.dest[v] = dest  # type: ignore[assignment]
         ops = list(block.ops)
-        self._fold_aliases(ops[:-1])
-        for v, dest in zip(_own_results(self, block) if dests else (), dests):
-            if v is not None and dest is not None:
-                self.dest[v] = dest
-        last_use: dict[SSAValue, int] = {}
-        for k, op in enumerate(ops):
-            if op not in self.skipped:
-                for v in _used_values(op):
-                    last_use[self.canon(v)] = k
-        term = ops[-1]
-        yielded = {self.canon(v) for v in term.operands}
-        for v in yielded:  # kept alive past the terminator
-            last_use[v] = len(ops)
-        self._plan_rows(ops, last_use)
-        outer_owned, self.owned = self.owned, set()
-        outer_consumable, self.consumable = self.consumable, set(consumable)
-        saved = self.loc, self.msir_op, self.k, self.last_use
+        saved = self.loc, self.msir_op
         try:
-            for k, op in enumerate(ops[:-1]):
-                if op in self.skipped:
-                    continue
-                self.lower_op(op, k, last_use)
-            return [self.get(v) for v in term.operands], {self.buf[v] for v in self.owned}
+            for op in ops[:-1]:
+                if op not in self.plan.folded:
+                    self.lower_op(op)
+            return [self.get(v) for v in ops[-1].operands], {self.buf[v] for v in rp.live_out}
         finally:
-            self.owned = outer_owned
-            self.consumable = outer_consumable
-            self.loc, self.msir_op, self.k, self.last_use = saved
-
-    def _plan_rows(self, ops: list[Operation], last_use: dict[SSAValue, int]) -> None:
-        """Values of a region computed only to be appended to a tape that dies
-        at that push (`msir.tape_push` in the same block, the tape defined before
-        the value's producer): the producer writes them into the tape's next row
-        (`_reserve_row`) instead of a buffer of their own."""
-        index = {op: k for k, op in enumerate(ops)}
-        for p, op in enumerate(ops):
-            if not isinstance(op, msir.TapePushOp):
-                continue
-            v, tape = op.value, self.canon(op.tape)
-            producer = v.owner
-            if not (isinstance(producer, Operation) and producer in index and producer not in self.skipped
-                    and _is_static_tensor(v.type) and v.has_one_use() and v not in self.dest
-                    and not isinstance(producer, msir.TapeGetOp) and last_use.get(tape) == p):
-                continue
-            owner = tape.owner
-            if isinstance(owner, Block) or (owner in index and index[owner] < index[producer]):
-                self.rows.setdefault(producer, []).append(op)
+            self.loc, self.msir_op = saved
 
     def copy_out(self, srcs: Sequence[SSAValue], dsts: Sequence[SSAValue], values: Sequence[SSAValue],
                  local: set[SSAValue]) -> None:
@@ -860,116 +669,9 @@ class _Lowering:
         for buf in local:
             self.free(buf)
 
-    def _release(self, op: Operation, k: int, last_use: dict[SSAValue, int]) -> None:
-        dead = {self.canon(v) for v in _used_values(op) if last_use.get(self.canon(v)) == k}
-        dead.update(r for r in op.results if r not in last_use)
-        for v in dead:
-            if v in self.owned:
-                self.owned.discard(v)
-                self.free(self.buf[v])
-
-
-# ---------------------------------------------------------------------------
-# Donation: outputs that may be written into a donated argument's buffer
-# ---------------------------------------------------------------------------
-
-
-def _is_donated(f: func.FuncOp, i: int) -> bool:
-    return f.arg_attrs is not None and DONATE_ATTR in f.arg_attrs.data[i].data  # type: ignore[attr-defined]
-
-
-def _where(op: Operation) -> str:
-    loc = _source_loc(op)
-    return f"'{op.name}' at line {loc.line}" if loc is not None else f"'{op.name}'"
-
-
-def _reads(L: _Lowering, op: Operation) -> list[SSAValue]:
-    """What `op` reads when it runs: with a matmul update, the matmul's operands too."""
-    update = L.gemm_updates.get(op)
-    return _used_values(op) + (list(update[0].operands) if update is not None else [])
-
-
-def _reads_own_row(L: _Lowering, op: Operation, arg: SSAValue) -> bool:
-    """Whether `op`, in a row group, reads only row r of `arg` at row r: a
-    reduction of it (axis 0 is kept), or a fusion reading it at its own shape."""
-    if isinstance(op, msir.ReduceOp):
-        return all(L.canon(x) is not arg for x in op.operands[1:])
-    if isinstance(op, msir.FusionOp):
-        shape = _shape(op.outputs[0].type)
-        return all(_shape(x.type) == shape for x in op.operands if L.canon(x) is arg)
-    return False
-
-
-def _pair_donated(L: _Lowering, ops: list[Operation], index: dict[Operation, int], body: Block,
-                  groups: dict[Operation, list[Operation]]) -> tuple[dict[int, int], list[str]]:
-    """Pair donated arguments with output buffers (output k -> argument i) and
-    say why each other donated argument was refused.
-
-    Output k may be passed argument i's buffer when they have one static type,
-    the op P computing output k writes it straight into its buffer, and the
-    argument's value is dead once P has read it: every other op reading it
-    (through any alias: a tuple element, an identity cast, a transposed matmul
-    operand, a matmul update's product) comes before P at the top level (in P's
-    row loop: reading only the row being computed), and P, if it reads it, is
-    elementwise (a fusion or an elementwise op), so it reads the element it
-    overwrites and no other. Then the function computes the same
-    values whether or not the two buffers are one."""
-    donated = [i for i in range(len(body.args)) if _is_donated(L.f, i)]
-    if not donated:
-        return {}, []
-
-    def name(i: int) -> str:
-        hint = body.args[i].name_hint
-        return f"argument {i} ('{hint}')" if hint else f"argument {i}"
-
-    if L.f.sym_name.data in L.mod.called:
-        return {}, [f"{name(i)}: the function is also called inside the module" for i in donated]
-    n_in = len(L.f.function_type.inputs)
-    out_args = L.entry.args[n_in:]
-    row_group = {o: first for first, g in groups.items() for o in g}
-    candidates = []  # (output k, its value, the op writing it)
-    for k, out in enumerate(out_args):
-        v = next((v for v, d in L.dest.items() if d is out), None)
-        if v is not None and isinstance(v.owner, Operation) and v.owner in index:
-            candidates.append((k, v, v.owner))
-    aliases: dict[int, int] = {}
-    refused = []
-    for i in donated:
-        arg = body.args[i]
-        if not _is_static_tensor(arg.type):
-            refused.append(f"{name(i)}: only a tensor of static shape has a buffer to reuse")
-            continue
-        readers = [op for op in ops if op not in L.skipped and any(L.canon(v) is arg for v in _reads(L, op))]
-        view = next((op for op in readers if isinstance(op, msir.TapeGetOp | msir.TapePushOp | msir.TapeSetOp)), None)
-        if view is not None:
-            refused.append(f"{name(i)}: {_where(view)} reads it as a tape")
-            continue
-        reason = f"no output of type {arg.type} is computed by an op of the function"
-        for k, v, p in candidates:
-            if k in aliases or v.type != arg.type:
-                continue
-            late = next((op for op in readers if op is not p and index[op] > index[p]), None)
-            if late is not None:
-                reason = f"{_where(late)} reads it after {_where(p)} writes output {k}"
-                continue
-            group = row_group.get(p)
-            late = next((op for op in readers if op is not p and group is not None
-                         and row_group.get(op) is group and not _reads_own_row(L, op, arg)), None)
-            if late is not None:
-                reason = f"{_where(late)} reads other rows of it in the row loop where {_where(p)} writes output {k}"
-                continue
-            if p in readers:
-                elementwise = isinstance(p, (msir.FusionOp, *_ELEMENTWISE)) and all(
-                    _shape(x.type) == _shape(v.type) for x in p.operands if L.canon(x) is arg) and (
-                    p not in L.gemm_updates or all(L.canon(x) is not arg for x in L.gemm_updates[p][0].operands))
-                if not elementwise:
-                    reason = f"{_where(p)} writes output {k} and reads it, but not elementwise"
-                    continue
-            aliases[k] = i
-            break
-        else:
-            refused.append(f"{name(i)}: {reason}")
-    return aliases, refused
+    def _release(self, op: Operation) -> None:
+        for v in self.plan.frees.get(op, ()):
+            self.free(self.buf[v])
 
 
 # ---------------------------------------------------------------------------
@@ -1538,7 +1240,7 @@ def _reduce(L: _Lowering, op: msir.ReduceOp) -> None:
         L.row_loops(out_dims, lambda ivs, _: L.store(L.v(arith.DivfOp, L.load(out, ivs), n), out, ivs))
 
 
-def _row_groups(ops: Sequence[Operation], skipped: set[Operation]) -> dict[Operation, list[Operation]]:
+def _row_groups(ops: Sequence[Operation], folded: set[Operation]) -> dict[Operation, list[Operation]]:
     """Runs of consecutive ops that can share one loop over rows (first op of
     each run -> the run): fusions and reductions on static shapes whose results
     all have the same leading dim R > 1, where row r of every result depends
@@ -1559,7 +1261,7 @@ def _row_groups(ops: Sequence[Operation], skipped: set[Operation]) -> dict[Opera
         made.clear()
 
     def leading(op: Operation) -> int | None:
-        if op in skipped or not op.results:
+        if op in folded or not op.results:
             return None
         if not all(_is_static_tensor(v.type) for v in (*op.operands, *op.results)):
             return None
@@ -1643,21 +1345,11 @@ costs about a microsecond of fixed overhead (argument checks, dispatch), which t
 inlined, vectorised loops beat on small operands. Dynamic sizes always call."""
 
 
-def _matmul_absorbs(op: msir.TransposeOp) -> bool:
-    """A transpose of the last two axes whose every use is a matmul: the matmul
-    reads the transpose's input in place (a transpose flag for the BLAS, swapped
-    indices for the loop kernel), so the transpose gets no buffer or code."""
-    perm = list(msir._ints(op.permutation))
-    r = len(perm)
-    return r >= 2 and perm == [*range(r - 2), r - 1, r - 2] and bool(op.result.uses) and all(
-        isinstance(u.operation, msir.MatmulOp) for u in op.result.uses)
-
-
 def _matmul_operand(L: _Lowering, v: SSAValue) -> tuple[SSAValue, list[Dim], bool]:
     """The buffer holding matmul operand `v`, that buffer's dims, and whether `v`
     is the (absorbed) transpose of it over the last two axes."""
     owner = v.owner
-    trans = isinstance(owner, msir.TransposeOp) and owner in L.skipped and list(
+    trans = isinstance(owner, msir.TransposeOp) and owner in L.plan.folded and list(
         msir._ints(owner.permutation)) != sorted(msir._ints(owner.permutation))
     return L.get(v), L.dims_of(v), trans
 
@@ -1665,7 +1357,7 @@ def _matmul_operand(L: _Lowering, v: SSAValue) -> tuple[SSAValue, list[Dim], boo
 def _matmul(L: _Lowering, op: msir.MatmulOp) -> None:
     """np.matmul. 1-D operands drop their promoted axis; batch axes broadcast; an
     operand produced by a transpose of its last two axes is read in place (see
-    `_matmul_absorbs`). float32/float64 call the BLAS (`msir.lowering.blas`) when
+    the bufferiser's views). float32/float64 call the BLAS (`msir.lowering.blas`) when
     it is loaded and the product is not tiny; otherwise (ints, no BLAS) loops
     batch..., i, k, j (j innermost and contiguous) accumulate into the zeroed output."""
     a, a_buf_dims, a_tr = _matmul_operand(L, op.lhs)
@@ -1826,7 +1518,7 @@ def _update_form(block: Block) -> tuple[int, int, float] | None:
     return None
 
 
-def _gemm_updates(L: _Lowering, ops: list[Operation]) -> dict[Operation, tuple[msir.MatmulOp, SSAValue, float]]:
+def _gemm_updates(ops: list[Operation], folded: set[Operation]) -> dict[Operation, tuple[msir.MatmulOp, SSAValue, float]]:
     """Fusions `r = c + alpha * (a @ b)` (an SGD update `w - lr * g`, a residual
     add) whose matmul (2-D, float, large enough for the BLAS, in this block)
     has no other use: lowered as one BLAS call that starts from c (copied into
@@ -1838,7 +1530,7 @@ def _gemm_updates(L: _Lowering, ops: list[Operation]) -> dict[Operation, tuple[m
         return found  # (loading the BLAS costs ~0.1 s in a process that has no matmul)
     block_ops = set(ops)
     for f in ops:
-        if f in L.skipped or len(f.results) != 1 or not isinstance(f, msir.FusionOp | msir.AddOp | msir.SubOp):
+        if f in folded or len(f.results) != 1 or not isinstance(f, msir.FusionOp | msir.AddOp | msir.SubOp):
             continue
         r = f.results[0]
         shape = _shape(r.type)
@@ -1855,7 +1547,7 @@ def _gemm_updates(L: _Lowering, ops: list[Operation]) -> dict[Operation, tuple[m
             if isinstance(f, msir.AddOp) and isinstance(c.owner, msir.MatmulOp) and not isinstance(m.owner, msir.MatmulOp):
                 c, m = m, c
         mm = m.owner
-        if not (isinstance(mm, msir.MatmulOp) and mm in block_ops and mm not in L.skipped and m.has_one_use()
+        if not (isinstance(mm, msir.MatmulOp) and mm in block_ops and mm not in folded and m.has_one_use()
                 and m.type == r.type and _shape(c.type) == shape and c.type == r.type
                 and len(_shape(mm.lhs.type)) == 2 and len(_shape(mm.rhs.type)) == 2):
             continue
@@ -1894,10 +1586,7 @@ def _call(L: _Lowering, op: func.CallOp) -> None:
         call.attributes[SITE_ATTR] = IntegerAttr(L.mod.site(op), i64)
         call.attributes[STACK_CHECK_ATTR] = UnitAttr()
     for pos, new in zip(sig.ret_positions, call.results):
-        res = op.results[pos]
-        L.define(res, new)
-        if isinstance(res.type, TensorType) and res not in L.returned:
-            L.owned.add(res)
+        L.define(op.results[pos], new)
 
 
 def _return(L: _Lowering, op: func.ReturnOp) -> None:
@@ -1906,19 +1595,17 @@ def _return(L: _Lowering, op: func.ReturnOp) -> None:
         v = L.canon(op.operands[pos])
         if L.buf[v] is not out_args[k]:
             L.copy(L.buf[v], out_args[k], L.dims[v])
+    plan = L.plan.returns[op]
     rets = []
-    given: set[SSAValue] = set()
-    for pos in L.sig.ret_positions:
+    for pos, fresh in zip(L.sig.ret_positions, plan.fresh):
         v = L.canon(op.operands[pos])
-        if isinstance(v.type, TensorType) and (v not in L.returned or L.buf[v] in given):
-            fresh = L.alloc(_memref_type(v.type), L.dims[v])  # type: ignore[arg-type]
-            L.copy(L.buf[v], fresh, L.dims[v])
-            rets.append(fresh)
+        if fresh:
+            buf = L.alloc(_memref_type(v.type), L.dims[v])  # type: ignore[arg-type]
+            L.copy(L.buf[v], buf, L.dims[v])
+            rets.append(buf)
         else:
-            given.add(L.buf[v])
             rets.append(L.exact(v))
-    for v in list(L.owned):
-        L.owned.discard(v)
+    for v in plan.frees:
         L.emit(memref.DeallocOp, [L.buf[v]])
     L.emit(func.ReturnOp, rets)
 
@@ -1970,43 +1657,9 @@ def _fusion(L: _Lowering, op: msir.FusionOp) -> None:
     L.loc, L.msir_op = op.location, op
 
 
-def _used_values(op: Operation) -> list[SSAValue]:
-    """The operands of `op` and the values its regions read from outside them."""
-    if not op.regions:
-        return list(op.operands)
-    inside: set[SSAValue] = set()
-    used: list[SSAValue] = list(op.operands)
-    for inner in op.walk():
-        for region in inner.regions:
-            for blk in region.blocks:
-                inside.update(blk.args)
-        if inner is not op:
-            inside.update(inner.results)
-    for inner in op.walk():
-        if inner is op:
-            continue
-        used += [v for v in inner.operands if v not in inside]
-    return used
-
-
 def _scalar(L: _Lowering, v: SSAValue) -> SSAValue:
     """The element of a rank-0 tensor value."""
     return L.load(L.get(v), [])
-
-
-def _own_results(L: _Lowering, block: Block) -> list[SSAValue | None]:
-    """Per terminator operand of `block`: the (canonical) value when an op of the
-    block computes it into a buffer of a static shape and it is yielded only
-    once, else None. Such a value can be computed straight into the buffer it
-    is yielded to (`lower_region`'s `dests`)."""
-    values = [L.canon(v) for v in block.last_op.operands]  # type: ignore[union-attr]
-    out: list[SSAValue | None] = []
-    for v in values:
-        owner = v.owner
-        ok = (isinstance(owner, Operation) and owner.parent_block() is block and owner not in L.skipped
-              and _is_static_tensor(v.type) and values.count(v) == 1)
-        out.append(v if ok else None)
-    return out
 
 
 def _if(L: _Lowering, op: msir.IfOp) -> None:
@@ -2021,108 +1674,48 @@ def _if(L: _Lowering, op: msir.IfOp) -> None:
     L.if_(_scalar(L, op.cond), branch(op.then_region), branch(op.else_region))
 
 
-def _aligned(producer: Operation) -> bool:
-    """Whether `producer` reads each element of its operands only at the index
-    of the element it writes, after reading everything it needs there
-    (elementwise ops, and fusions whose results are all computed values)."""
-    if type(producer) in SCALAR or isinstance(producer, msir.CompareOp | msir.CastOp):
-        return True
-    if isinstance(producer, msir.FusionOp):
-        return all(isinstance(v.owner, Operation) for v in producer.body.block.last_op.operands)  # type: ignore[union-attr]
-    return False
-
-
 @dataclass
 class _Slot:
-    """One carried value of a loop. `kind`:
+    """The buffers of one carried value of a loop (`bufferize.SlotPlan`): the
+    loop's result lives in `first`; a value whose two buffers swap roles each
+    iteration also has `spare` (both loop-carried memrefs)."""
 
-    * "same": the body yields its argument unchanged (or a tape it set rows of
-      in place): one buffer, `first`, for the whole loop;
-    * "inplace": the new value is computed straight into `first`, since the old
-      one is not read after (or is read only elementwise by the op computing it);
-    * "pingpong" / "copy": the new value is computed (or, when the body does not
-      compute it, copied) into the other of two buffers, `first` and `spare`,
-      which swap roles each iteration (loop-carried memrefs);
-    * "move": a dynamic shape (a tape growing by `msir.tape_push`): the buffer
-      and its sizes are loop-carried, the yielded buffer is adopted.
-    """
-
-    kind: str
+    kind: SlotKind
     first: SSAValue
     dims: list[Dim]
     spare: SSAValue | None = None
 
 
 class _Carry:
-    """The buffers of the carried values of an `msir.for`/`msir.while` (`_Slot`):
-    no carried value is copied whole per iteration unless the body yields a
-    value it does not compute (an outer value, or a swap of arguments)."""
+    """The buffers of the carried values of an `msir.for`/`msir.while`, as
+    planned (`bufferize.LoopPlan`)."""
 
-    def __init__(self, L: _Lowering, op: Operation, inits: Sequence[SSAValue], body: Block, lead: int):
+    def __init__(self, L: _Lowering, op: Operation, inits: Sequence[SSAValue], body: Block):
         self.L, self.op, self.body = L, op, body
-        ops = list(body.ops)
-        L._fold_aliases(ops[:-1])
-        term = ops[-1]
-        own = _own_results(L, body)
-        loop_uses = [L.canon(u) for u in _used_values(op)]
+        self.plan: LoopPlan = L.plan.loops[op]
         self.slots: list[_Slot] = []
-        for j, (r, init, a) in enumerate(zip(op.results, inits, body.args[lead:])):
-            v = L.canon(term.operands[j])
-            src = L.canon(init)
+        for r, init, sp in zip(op.results, inits, self.plan.slots):
             dims = list(L.dims_of(init))
-            movable = (src in L.owned and L.last_use.get(src) == L.k and loop_uses.count(src) == 1
-                       and r not in L.dest)
-            static = _is_static_tensor(r.type)
-            if v is a:
-                kind = "same"
-            elif not static:
-                kind = "move"
-            elif own[j] is None:
-                kind = "copy"
-            else:
-                kind = "inplace" if self._in_place(ops, a, v) else "pingpong"
-            if movable:
+            if sp.movable:
                 first = L.get(init)
-                L.owned.discard(src)
                 L.buf[r], L.dims[r] = first, dims
-                if src in L.resized:
-                    L.resized.add(r)
-                if r not in L.returned:
-                    L.owned.add(r)
-            elif static:
+            elif _is_static_tensor(r.type):
                 first = L.result(r, dims)
             else:
                 first = L.alloc(_memref_type(r.type), dims, hoist=False)  # type: ignore[arg-type]
             if first is not L.get(init):
                 L.copy(L.get(init), first, dims)
-            spare = L.alloc(_memref_type(r.type), dims) if kind in ("pingpong", "copy") else None  # type: ignore[arg-type]
-            self.slots.append(_Slot(kind, first, dims, spare))
+            spare = L.alloc(_memref_type(r.type), dims) if sp.swaps else None  # type: ignore[arg-type]
+            self.slots.append(_Slot(sp.kind, first, dims, spare))
         self.flag = any(s.spare is not None for s in self.slots)
         self.inits: list[SSAValue] = []
         for s in self.slots:
             if s.spare is not None:
                 self.inits += [s.first, s.spare]
-            elif s.kind == "move":
+            elif s.kind == SlotKind.MOVE:
                 self.inits += [s.first, *[L.index(d) for d, n in zip(s.dims, _shape(s.first.type)) if n == DYN]]
         if self.flag:
             self.inits.append(L.const(False, i1))
-
-    def _in_place(self, ops: list[Operation], a: SSAValue, v: SSAValue) -> bool:
-        """Whether `v` (computed by an op of the body) can be written over its
-        carried argument `a`: nothing reads `a` after the op computing `v`, and
-        that op reads it only elementwise."""
-        L = self.L
-        producer = v.owner
-        p = ops.index(producer)  # type: ignore[arg-type]
-        for q, o in enumerate(ops):
-            if o in L.skipped:
-                continue
-            if a not in {L.canon(u) for u in _used_values(o)}:
-                continue
-            if q < p or (q == p and _aligned(o)):
-                continue
-            return False
-        return True
 
     def bind(self, iters: Sequence[SSAValue]) -> tuple[list[SSAValue], list[list[Dim] | None], list[SSAValue]]:
         """The buffers (and sizes) of the carried values in an iteration whose
@@ -2136,7 +1729,7 @@ class _Carry:
                 bufs.append(next(it))
                 spares.append(next(it))
                 dims.append(None)
-            elif s.kind == "move":
+            elif s.kind == SlotKind.MOVE:
                 bufs.append(next(it))
                 dims.append([next(it) if n == DYN else d for d, n in zip(s.dims, _shape(s.first.type))])
             else:
@@ -2154,16 +1747,13 @@ class _Carry:
         for s, buf in zip(self.slots, bufs):
             sp = next(spare_of) if s.spare is not None else None
             spare.append(sp)
-            dests.append(buf if s.kind == "inplace" else sp if s.kind == "pingpong" else None)
-        moving = [buf for s, buf in zip(self.slots, bufs) if s.kind == "move"]
-        yielded, local = L.lower_region(
-            self.body, [*lead_bufs, *bufs], [None] * len(lead_bufs) + dims, dests, moving
-        )
+            dests.append(buf if s.kind == SlotKind.INPLACE else sp if s.kind == SlotKind.PINGPONG else None)
+        yielded, local = L.lower_region(self.body, [*lead_bufs, *bufs], [None] * len(lead_bufs) + dims, dests)
         values = [L.canon(v) for v in self.body.last_op.operands]  # type: ignore[union-attr]
         nxt: list[SSAValue] = []
         adopted: set[SSAValue] = set()
-        for s, buf, sp, src, v in zip(self.slots, bufs, spare, yielded, values):
-            if s.kind in ("same", "inplace"):
+        for s, buf, sp, src, v, adopt in zip(self.slots, bufs, spare, yielded, values, self.plan.adopt):
+            if s.kind in (SlotKind.SAME, SlotKind.INPLACE):
                 if src is not buf:
                     L.copy(src, buf, L.dims_of(v))
             elif sp is not None:
@@ -2171,7 +1761,7 @@ class _Carry:
                     L.copy(src, sp, L.dims_of(v))
                 nxt += [sp, buf]
             else:
-                if src in local and src not in adopted:
+                if adopt:
                     adopted.add(src)
                 else:
                     fresh = L.alloc(_memref_type(v.type), L.dims_of(v), hoist=False)  # type: ignore[arg-type]
@@ -2180,10 +1770,8 @@ class _Carry:
                 nxt += [src, *[L.index(d) for d, n in zip(L.dims_of(v), _shape(v.type)) if n == DYN]]
         for buf in local - adopted:
             L.free(buf)
-        for buf in moving:
-            if buf in L.consumed:
-                L.consumed.discard(buf)
-            else:
+        for s, buf, consumed in zip(self.slots, bufs, self.plan.consumed):
+            if s.kind == SlotKind.MOVE and not consumed:
                 L.free(buf)
         if self.flag:
             nxt.append(L.v(arith.XOrIOp, iters[-1], L.const(True, i1)))
@@ -2204,18 +1792,15 @@ class _Carry:
             for s in swapped:
                 L.free(s.spare)  # type: ignore[arg-type]
         for r, s, buf, d in zip(self.op.results, self.slots, bufs, dims):
-            if s.kind == "move":
+            if s.kind == SlotKind.MOVE:
                 L.buf[r], L.dims[r] = buf, list(d)  # type: ignore[arg-type]
-                L.resized.add(r)
-                if r not in L.returned:
-                    L.owned.add(r)
             else:
                 L.buf[r] = s.first
 
 
 def _for(L: _Lowering, op: msir.ForOp) -> None:
     lb, ub, step = (_scalar(L, v) for v in (op.lower, op.upper, op.step))
-    carry = _Carry(L, op, op.inits, op.body.block, 1)
+    carry = _Carry(L, op, op.inits, op.body.block)
     counter = L.alloc(MemRefType(i64, []), [])
     # trip count = max(0, ceil((ub - lb) / step)), for either sign of step
     span = L.v(arith.SubiOp, ub, lb)
@@ -2237,7 +1822,7 @@ def _for(L: _Lowering, op: msir.ForOp) -> None:
 
 
 def _while(L: _Lowering, op: msir.WhileOp) -> None:
-    carry = _Carry(L, op, op.inits, op.body.block, 0)
+    carry = _Carry(L, op, op.inits, op.body.block)
     types = [x.type for x in carry.inits]
     before, after = Block(arg_types=types), Block(arg_types=types)
     loop = L.emit(scf.WhileOp, carry.inits, types, regions=[Region(before), Region(after)])
@@ -2265,8 +1850,6 @@ def _tape_alloc(L: _Lowering, op: msir.TapeAllocOp) -> None:
     dims: list[Dim] = [rows, *_shape(op.result.type)[1:]]
     L.buf[op.result] = L.alloc(_memref_type(op.result.type), dims, hoist=False)  # type: ignore[arg-type]
     L.dims[op.result] = dims
-    if op.result not in L.returned:
-        L.owned.add(op.result)
 
 
 def _tape_set(L: _Lowering, op: msir.TapeSetOp) -> None:
@@ -2310,34 +1893,23 @@ def _row_view(L: _Lowering, buf: SSAValue, k: SSAValue, dims: Sequence[Dim], typ
 
 def _tape_push(L: _Lowering, op: msir.TapePushOp) -> None:
     """Row `length` of the tape's buffer, whose first dim is its capacity (rows
-    past the length are unused). A tape whose value dies here and whose buffer
-    the function owns (or the loop carries) is appended to in place, through a
-    buffer of twice the capacity when it is full; otherwise into a copy. When
-    the producer of the row already wrote it there (`_reserve_row`), nothing is
-    left to do."""
-    tape = L.canon(op.tape)
+    past the length are unused), as the plan says (`bufferize.PushMode`):
+    appended in place, through a buffer of twice the capacity when it is full;
+    or into a copy; or, when the producer of the row already wrote it there
+    (`_reserve_row`), nothing is left to do."""
     buf, dims = L.get(op.tape), L.dims_of(op.tape)
     length, rest = L.index(dims[0]), dims[1:]
-    written = op in L.reserved
-    if written:
-        L.reserved.discard(op)
+    mode = L.plan.pushes[op]
+    if mode == PushMode.WRITTEN:
         new = buf
-        L.owned.discard(tape)
-    elif (tape in L.owned or buf in L.consumable) and L.last_use.get(tape) == L.k:
+    elif mode == PushMode.IN_PLACE:
         new = _room(L, buf, length, rest)
-        if tape in L.owned:
-            L.owned.discard(tape)
-        else:
-            L.consumed.add(buf)
     else:
         (new,) = _grow(L, buf, length, rest, length, False)
-    if not written:
+    if mode != PushMode.WRITTEN:
         value = L.get(op.value)
         L.loops(rest, lambda ivs, _: L.store(L.load(value, ivs), new, [length, *ivs]))
     L.buf[op.result], L.dims[op.result] = new, [L.index_add(length, 1), *rest]
-    L.resized.add(op.result)
-    if op.result not in L.returned:
-        L.owned.add(op.result)
 
 
 def _reserve_row(L: _Lowering, push: msir.TapePushOp) -> None:
@@ -2345,17 +1917,11 @@ def _reserve_row(L: _Lowering, push: msir.TapePushOp) -> None:
     the push and is the function's or the loop's) and let the op write the row
     there, so the push copies nothing."""
     tape = L.canon(push.tape)
-    buf = L.buf[tape]
-    if not (tape in L.owned or buf in L.consumable):
-        return
     dims = L.dims[tape]
     length, rest = L.index(dims[0]), dims[1:]
-    new = _room(L, buf, length, rest)
-    if tape not in L.owned:
-        L.consumed.add(buf)
+    new = _room(L, L.buf[tape], length, rest)
     L.buf[tape] = new
     L.dest[push.value] = _row_view(L, new, length, rest, push.value.type)
-    L.reserved.add(push)
 
 
 def _tape_add(L: _Lowering, op: msir.TapeAddOp) -> None:
@@ -2377,7 +1943,7 @@ def _tape_get(L: _Lowering, op: msir.TapeGetOp) -> None:
     tape = L.get(op.tape)
     k = L.to_index(_scalar(L, op.index))
     dims = L.dims_of(op.tape)[1:]
-    if L.canon(op.tape) in L.f.body.block.args and op.result not in L.dest and not L.writes_tapes:
+    if op in L.plan.views:
         L.buf[op.result], L.dims[op.result] = _row_view(L, tape, k, dims, op.result.type), list(dims)
         return
     out = L.result(op.result, dims)
@@ -2423,28 +1989,28 @@ EMITTERS: dict[type[Operation], Callable[[_Lowering, Operation], None]] = {
 }
 """The lowering of every supported op, by op class."""
 
-_ELEMENTWISE = (*SCALAR, msir.CompareOp, msir.CastOp)
-"""Ops lowered by `_map`: every operand read at the index of the element written."""
-
 
 # ---------------------------------------------------------------------------
 # The pass
 # ---------------------------------------------------------------------------
 
 
+def _schedule(ops: list[Operation], folded: set[Operation]) -> tuple[
+        bufferize.Schedule, dict[Operation, tuple[msir.MatmulOp, SSAValue, float]]]:
+    """This pass's choices for a function body, which its buffers follow: the
+    matmul updates (their product computed by the update's BLAS call) and the
+    row groups."""
+    updates = _gemm_updates(ops, folded)
+    products = {op: mm for op, (mm, _, _) in updates.items()}
+    groups = _row_groups(ops, folded | set(products.values()) | set(products))
+    return bufferize.Schedule(products, groups), updates
+
+
 def lower_module(module: ModuleOp) -> None:
     """Rewrite `module` in place to the loops level (see the module docstring)."""
-    mod = _Module(module)
+    plan = bufferize.ModulePlan(module, PASS_NAME)
+    mod = _Module(module, plan)
     funcs = [op for op in module.body.block.ops if isinstance(op, func.FuncOp)]
-    calls = {
-        f.sym_name.data: {op.callee.string_value() for op in f.walk() if isinstance(op, func.CallOp)}
-        for f in funcs
-    }
-    mod.recursive = _recursive_functions(calls)
-    mod.called = set().union(*calls.values())
-    for f in funcs:
-        if f.sym_name.data != ERROR_FUNC:
-            mod.sigs[f.sym_name.data] = _signature(f)
     for f in funcs:
         if f.sym_name.data == ERROR_FUNC:
             continue
@@ -2453,7 +2019,9 @@ def lower_module(module: ModuleOp) -> None:
             f.function_type = FunctionType.from_lists(sig.inputs, sig.results)
             f.attributes[NUM_OUTPUTS_ATTR] = IntegerAttr(len(sig.out_positions), i64)
             continue
-        new = _Lowering(mod, f).run()
+        planner = bufferize.FunctionPlanner(plan, f)
+        schedule, updates = _schedule(planner.body_ops, planner.folded)
+        new = _Lowering(mod, f, planner.plan(schedule), updates).run()
         module.body.block.insert_op_before(new, f)
         module.body.block.detach_op(f)
     if mod.uses_error and not any(f.sym_name.data == ERROR_FUNC for f in funcs):
@@ -2482,7 +2050,7 @@ def _recursive_functions(calls: dict[str, set[str]]) -> set[str]:
 class ConvertMsirToLoops(ModulePass):
     """Bufferise msir tensor code into scf loops over memrefs (see the module docstring)."""
 
-    name = "convert-msir-to-loops"
+    name = PASS_NAME
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         lower_module(op)

@@ -80,6 +80,7 @@ from pathlib import Path
 from typing import Any
 
 from msir.errors import SourceLoc
+from msir.lowering.cache_location import cache_dir, enabled
 
 FORMAT_VERSION = 2
 MAGIC = b"MSIRC\x01\n"
@@ -120,21 +121,6 @@ def _log(message: str) -> None:
 # ---------------------------------------------------------------------------
 # Switches and location
 # ---------------------------------------------------------------------------
-
-
-def enabled() -> bool:
-    """False when `MSIR_CACHE` is 0/off/false/no (read on every compile)."""
-    return os.environ.get("MSIR_CACHE", "1").strip().lower() not in ("0", "off", "false", "no")
-
-
-def cache_dir() -> Path:
-    """The cache directory (it may not exist yet)."""
-    d = os.environ.get("MSIR_CACHE_DIR")
-    if d:
-        return Path(d).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
-    return base / "msir"
 
 
 def _env_int(name: str, default: int) -> int:

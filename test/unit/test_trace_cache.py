@@ -461,10 +461,10 @@ def test_code_hash_is_stable_across_processes():
 
 
 def test_abi_constants_agree_with_the_lowering():
-    from msir.lowering import jit, to_llvm
+    from msir.lowering import jit, llvm_abi
 
-    assert jit.ENTRY_SUFFIX == to_llvm.ENTRY_SUFFIX and jit.SITE == to_llvm.SITE
-    assert jit.STACK_BASE == to_llvm.STACK_BASE
+    assert jit.ENTRY_SUFFIX == llvm_abi.ENTRY_SUFFIX and jit.SITE == llvm_abi.SITE
+    assert jit.STACK_BASE == llvm_abi.STACK_BASE
 
 
 def test_output_structure_and_closure_arrays_on_a_hit(cdir, pkg):

@@ -270,9 +270,9 @@ def test_sum_small_and_odd_sizes():
 
 
 def _host_vector_abi() -> str:
-    from msir.lowering.to_llvm import _host_vector_abi
+    from msir.lowering.vector_abi import host_vector_abi
 
-    return _host_vector_abi()
+    return host_vector_abi()
 
 
 def _optimised_ir(fn, *args) -> str:

@@ -1,0 +1,32 @@
+"""The loops level as the later stages read it: the attributes and the runtime
+error call that `convert-msir-to-loops` leaves in its output for
+`msir-lower-to-llvm` and the JIT (meanings: the contract in
+`msir.lowering.to_loops`; donation: `msir.lowering.bufferize`).
+
+Plain names only, so that every stage can import them without the others.
+"""
+
+ERROR_FUNC = "__msir_error"
+"""`func.func private @__msir_error(i32 code, i64 site)`: records a runtime error."""
+ERR_INDEX = 1
+"""Error code: an index out of range (`msir.take`, `msir.scatter_add`)."""
+ERR_ZERO_DIVISION = 2
+"""Error code: integer division or modulo by zero (`msir.floordiv`, `msir.rem`)."""
+
+SITES_ATTR = "msir.sites"
+"""On the module: the "file:line:col" of each error site, by site number."""
+SITE_ATTR = "msir.site"
+"""On a `memref.alloc` or a checked call: its site number."""
+STACK_CHECK_ATTR = "msir.stack_check"
+"""On a call that may recurse: msir-lower-to-llvm checks the native stack first."""
+NUM_OUTPUTS_ATTR = "msir.num_outputs"
+"""On a function: how many of its trailing arguments are output buffers."""
+DONATE_ATTR = "msir.donate"
+"""On a public function's argument: the caller gives its buffer away (`msir.lowering.bufferize`, Donation)."""
+ALIAS_OF_ATTR = "msir.alias_of"
+"""On an output argument: the caller may pass the buffer of this input there."""
+DONATION_REFUSED_ATTR = "msir.donation_refused"
+"""On a function: why each donated argument that was not paired was refused."""
+ROW_LOCAL_ATTR = "msir.row_local"
+"""On a `memref.alloc`: a one-row buffer of a row group, which each thread
+running part of the row loop may replace by its own copy."""
