@@ -131,7 +131,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
-from msir.dialects import msir
+from msir.dialects import msir, primitives
 from msir.errors import CompileError
 from msir.lowering import blas, bufferize
 from msir.lowering.bufferize import DYN, FunctionPlan, LoopPlan, PushMode, SlotKind, source_loc
@@ -814,33 +814,31 @@ def _cast(L: _Lowering, x: SSAValue, to: Attribute) -> SSAValue:
     return L.v(arith.TruncIOp, x, type=to)
 
 
+_COMPOUND: dict[str, Callable[..., SSAValue]] = {
+    "floordiv": _floordiv,
+    "rem": _rem,
+    "pow": _pow,
+    "neg": _neg,
+    "sign": _sign,
+    "not": lambda L, x: L.v(arith.XOrIOp, x, L.const(1, i1)),
+}
+"""The scalar code of the primitives that are no single `arith`/`math` op, by name."""
+
+
+_ARITH_MATH_OPS = {op.name: op for d in (arith.Arith, math.Math) for op in d.operations}
+
+
+def _scalar_of(row: primitives.Elementwise) -> Callable[..., SSAValue]:
+    """One element of primitive `row`: its `arith`/`math` op for the operands' kind, or its compound code."""
+    if row.name in _COMPOUND:
+        return _COMPOUND[row.name]
+    float_op = _ARITH_MATH_OPS[row.float_op] if row.float_op else None
+    int_op = _ARITH_MATH_OPS[row.int_op] if row.int_op else None
+    return _fi(float_op or int_op, int_op or float_op)
+
+
 SCALAR: dict[type[Operation], Callable[..., SSAValue]] = {
-    msir.AddOp: lambda L, a, b: L.add(a, b),
-    msir.SubOp: lambda L, a, b: L.sub(a, b),
-    msir.MulOp: lambda L, a, b: L.mul(a, b),
-    msir.DivOp: _op(arith.DivfOp),
-    msir.FloorDivOp: _floordiv,
-    msir.RemOp: _rem,
-    msir.PowOp: _pow,
-    msir.MaximumOp: _fi(arith.MaximumfOp, arith.MaxSIOp),
-    msir.MinimumOp: _fi(arith.MinimumfOp, arith.MinSIOp),
-    msir.AndOp: _op(arith.AndIOp),
-    msir.OrOp: _op(arith.OrIOp),
-    msir.XorOp: _op(arith.XOrIOp),
-    msir.NegOp: _neg,
-    msir.AbsOp: _fi(math.AbsFOp, math.AbsIOp),
-    msir.SignOp: _sign,
-    msir.NotOp: lambda L, x: L.v(arith.XOrIOp, x, L.const(1, i1)),
-    msir.ExpOp: _op(math.ExpOp),
-    msir.LogOp: _op(math.LogOp),
-    msir.Log1pOp: _op(math.Log1pOp),
-    msir.Expm1Op: _op(math.ExpM1Op),
-    msir.SinOp: _op(math.SinOp),
-    msir.CosOp: _op(math.CosOp),
-    msir.TanhOp: _op(math.TanhOp),
-    msir.SqrtOp: _op(math.SqrtOp),
-    msir.FloorOp: _op(math.FloorOp),
-    msir.CeilOp: _op(math.CeilOp),
+    **{msir.ELEMENTWISE_OPS[row.name]: _scalar_of(row) for row in primitives.ELEMENTWISE},
     msir.SelectOp: lambda L, c, a, b: L.select(c, a, b),
 }
 """Scalar semantics of each elementwise op, applied element by element."""

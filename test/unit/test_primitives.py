@@ -81,3 +81,10 @@ def test_item_of_an_eager_tracer():
     x = np.array([1.0, 2.0])
     g = pynative(lambda: msir.grad(lambda x: _item_times_x(x).sum())(x))
     np.testing.assert_allclose(g, msir.grad(lambda x: _item_times_x(x).sum())(x))
+
+
+@pytest.mark.parametrize("row", P.ELEMENTWISE, ids=lambda r: r.name)
+def test_each_row_has_its_scalar_lowering(row):
+    from msir.lowering.to_loops import SCALAR
+
+    assert M.ELEMENTWISE_OPS[row.name] in SCALAR
