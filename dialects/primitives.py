@@ -119,6 +119,7 @@ ELEMENTWISE: tuple[Elementwise, ...] = (
     _u("cos", FLOATS, np.cos, "Elementwise cosine.", float_op="math.cos"),
     _u("tanh", FLOATS, np.tanh, "Elementwise hyperbolic tangent.", float_op="math.tanh"),
     _u("sqrt", FLOATS, np.sqrt, "Elementwise square root.", float_op="math.sqrt"),
+    _u("arctan", FLOATS, np.arctan, "Elementwise inverse tangent.", float_op="math.atan"),
     _u("floor", FLOATS, np.floor, "Elementwise floor.", float_op="math.floor", differentiable=False,
        integer_identity=True),
     _u("ceil", FLOATS, np.ceil, "Elementwise ceiling.", float_op="math.ceil", differentiable=False,

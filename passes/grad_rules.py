@@ -251,6 +251,11 @@ def _(B, p, xs, y, ct):
     return [B.binary("div", ct, B.binary("mul", y, _scalar(B, 2.0, y)))]
 
 
+@vjp("arctan")
+def _(B, p, xs, y, ct):
+    return [B.binary("div", ct, B.binary("add", _scalar(B, 1.0, ct), _sq(B, xs[0])))]
+
+
 @vjp("abs")
 def _(B, p, xs, y, ct):
     if not is_float(B.dtype(ct)):

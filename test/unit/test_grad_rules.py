@@ -94,11 +94,11 @@ def _rem_operands(rng, shape):
 UNARY_DOMAIN = {
     "neg": normal, "exp": normal, "expm1": normal, "sin": normal, "cos": normal, "tanh": normal,
     "log": lambda *s: uniform(0.5, 2.0, *s), "sqrt": lambda *s: uniform(0.5, 2.0, *s),
-    "log1p": lambda *s: uniform(-0.5, 2.0, *s), "abs": away_from_zero,
+    "log1p": lambda *s: uniform(-0.5, 2.0, *s), "abs": away_from_zero, "arctan": normal,
 }
 UNARY_REF = {
     "neg": np.negative, "exp": np.exp, "expm1": np.expm1, "sin": np.sin, "cos": np.cos, "tanh": np.tanh,
-    "log": np.log, "sqrt": np.sqrt, "log1p": np.log1p, "abs": np.abs,
+    "log": np.log, "sqrt": np.sqrt, "log1p": np.log1p, "abs": np.abs, "arctan": np.arctan,
 }
 BINARY_REF = {
     "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide, "pow": np.power,
