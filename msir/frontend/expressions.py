@@ -19,7 +19,7 @@ from xdsl.ir import Operation
 
 from msir.dialects import msir as M
 from msir.errors import DTypeError, MsirIndexError, ShapeError, UnsupportedSyntaxError
-from msir.frontend.base import ValueError_, ZeroDivisionError_, _constant_scalar
+from msir.frontend.base import TypeError_, ValueError_, ZeroDivisionError_, _constant_scalar
 from msir.frontend.elementwise import binary_typing, unary_typing
 from msir.frontend.state import _MAX_UNROLL, ObjectValue, RangeValue
 from msir.frontend.values import Closure, KnownInt, Tensor, kind, promote
@@ -158,11 +158,14 @@ class ExpressionsMixin:
         pa = isinstance(a, (bool, int, float)) and not isinstance(a, Tensor)
         pb = isinstance(b, (bool, int, float)) and not isinstance(b, Tensor)
         ka, kb = isinstance(a, KnownInt), isinstance(b, KnownInt)
-        if pa and pb:
+        if (pa or isinstance(a, str)) and (pb or isinstance(b, str)) and (pa and pb or name in ("add", "mul", "rem")):
+            # numbers, and strings built at compile time (`self.name + "_bias"`, `"%s" % x`)
             try:
                 return _PY_BINOPS[name](a, b)
             except ZeroDivisionError as e:
                 raise self.error(ZeroDivisionError_, str(e), node) from None
+            except TypeError as e:
+                raise self.error(TypeError_, str(e), node) from None
         if (ka or pa) and (kb or pb) and (ka or kb) and name in ("add", "sub", "mul", "floordiv", "rem"):
             va = a.value if ka else a
             vb = b.value if kb else b

@@ -513,3 +513,36 @@ def test_calling_an_object_without_call():
         msir.jit(f)(np.ones(3))
     assert "'Counter' object is not callable" in info.value.message
     assert_at(info.value, "not_callable", "holder(x)")
+
+
+class NamedLayer:
+    def __init__(self, w, name):
+        self.w, self.name = w, name
+
+    def __call__(self, x):
+        return msir.ops.relu(msir.ops.matmul(x, self.w, name=self.name + "_mm"), name=self.name * 1 + "_act")
+
+
+def named_layer_loss(x):
+    return np.sum(NAMED(x))
+
+
+NAMED = NamedLayer(np.random.default_rng(1).standard_normal((3, 2)), "fc1")
+
+
+def test_strings_built_from_attributes_at_compile_time():
+    x = np.random.default_rng(2).standard_normal((4, 3))
+    f = msir.jit(named_layer_loss)
+    np.testing.assert_allclose(f(x), np.sum(np.maximum(x @ NAMED.w, 0)), rtol=1e-12)
+    ir = f.lower(x)
+    assert 'msir.name = "fc1_mm"' in ir and 'msir.name = "fc1_act"' in ir
+
+
+def string_minus_number(x):
+    return x * ("a" - 1)  # E:str
+
+
+def test_arithmetic_on_a_string_is_a_located_type_error():
+    with pytest.raises(TypeError, match="got a value of type str") as e:
+        msir.jit(string_minus_number)(np.ones(2))
+    assert_at(e.value, "str", '"a" - 1')
