@@ -175,15 +175,16 @@ def source_hash() -> str:
         h.update(d.encode() + b"\0")
         for root, subdirs, files in os.walk(d):
             subdirs[:] = sorted(s for s in subdirs if s != "__pycache__" and not s.startswith("."))
+            prefix = root[len(d) :].lstrip(os.sep)  # os.path.relpath costs ~40 us a file
             for f in sorted(files):
                 if not f.endswith(".py"):
                     continue
-                path = os.path.join(root, f)
                 try:
-                    st = os.stat(path)
+                    st = os.stat(os.path.join(root, f))
                 except OSError:
                     continue
-                h.update(f"{os.path.relpath(path, d)}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+                rel = os.path.join(prefix, f) if prefix else f
+                h.update(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
     return h.hexdigest()
 
 
