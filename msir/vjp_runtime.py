@@ -83,7 +83,7 @@ def _build(t, primals: tuple) -> _CompiledVjp:
 def compiled_vjp(t, primals: tuple):
     """`(f(*primals), vjp_fn)` with both halves compiled (see the module docstring)."""
     _check_differentiable(primals)
-    key = (id(t.fn), t.has_aux, tuple(signature_key(p) for p in primals))
+    key = (_fn_key(t.fn), t.has_aux, tuple(signature_key(p) for p in primals))
     c = _CACHE.get(key)
     if c is None or c.traced.static_positions:
         c = _CACHE[key] = _build(t, primals)
@@ -137,6 +137,34 @@ def compiled_vjp(t, primals: tuple):
     if t.has_aux:
         return main_value, vjp_fn, aux
     return value, vjp_fn
+
+
+class _Identity:
+    """A key equal only to itself that keeps the callable alive, so that its
+    `id` cannot be reused by another function while the entry exists."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn) -> None:
+        self.fn = fn
+
+    def __hash__(self) -> int:
+        return id(self.fn)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, _Identity) and other.fn is self.fn
+
+
+def _fn_key(fn):
+    """The callable itself as the cache key (never `id(fn)`: a freed function's
+    address is reused by the next one, which would get the old code). The key
+    holds a reference, so the function outlives its entry; bound methods of
+    one object compare equal and share an entry."""
+    try:
+        hash(fn)
+    except TypeError:
+        return _Identity(fn)
+    return fn
 
 
 def _check_differentiable(primals) -> None:
