@@ -34,6 +34,7 @@ from xdsl.dialects.builtin import (
     TensorType,
     TupleType,
     I64,
+    i1,
     i64,
 )
 from xdsl.ir import Attribute, BlockArgument, Dialect, Operation, Region, SSAValue
@@ -471,6 +472,15 @@ class ConstantOp(IRDLOperation):
     def verify_(self) -> None:
         _expect_type(self, "result", self.result.type, self.value.type)
         _expect_dtype(self, "result", self.result.type, ALL)
+
+    def values(self) -> tuple[bool | int | float, ...]:
+        """The elements as Python values, booleans as `False`/`True`. Read
+        constants through this, not `value.get_values()`: xDSL keeps i1 as signed,
+        so `true` reads as -1 and would fold `x + True` into `x - 1`."""
+        values = self.value.get_values()
+        if self.value.type.element_type == i1:  # type: ignore[attr-defined]
+            return tuple(v != 0 for v in values)
+        return tuple(values)
 
 
 @irdl_op_definition

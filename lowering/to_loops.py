@@ -875,7 +875,7 @@ def _constant(L: _Lowering, op: msir.ConstantOp) -> None:
     shape = list(_shape(op.result.type))
     out = L.result(op.result, shape)
     et = op.result.type.element_type  # type: ignore[attr-defined]
-    values = dense.get_values()
+    values = op.values()
     if dense.is_splat() or len(values) <= 1:
         if values:
             value = L.const(values[0], et)
@@ -1486,7 +1486,7 @@ def _update_form(block: Block) -> tuple[int, int, float] | None:
     computed = []
     for o in ops[:-1]:
         if isinstance(o, msir.ConstantOp) and o.value.is_splat():
-            consts[o.result] = float(o.value.get_values()[0])
+            consts[o.result] = float(o.values()[0])
         elif isinstance(o, msir.BroadcastToOp) and o.input in consts:
             consts[o.result] = consts[o.input]
         else:
@@ -1634,7 +1634,7 @@ def _fusion(L: _Lowering, op: msir.FusionOp) -> None:
                 for v, out in zip(o.values, outs):
                     L.store(value(v), out, ivs)
             elif isinstance(o, msir.ConstantOp):
-                env[o.result] = L.const(o.value.get_values()[0], o.result.type.element_type)  # type: ignore[attr-defined]
+                env[o.result] = L.const(o.values()[0], o.result.type.element_type)  # type: ignore[attr-defined]
             elif isinstance(o, msir.BroadcastToOp):
                 src = o.input
                 if src in env:  # a broadcast constant

@@ -74,7 +74,7 @@ def _rank0_constant(v: SSAValue) -> Operation:
     """The rank-0 value of the splat constant `v`: a splat of another shape
     broadcast to the iteration shape (e.g. tensor<3x1xf64> to 3x4) enters a
     fusion body as it (body constants are rank 0 or of the iteration shape)."""
-    value = v.owner.value.get_values()[0]  # type: ignore[attr-defined]
+    value = v.owner.values()[0]  # type: ignore[attr-defined]
     scalar = M.ConstantOp(DenseIntOrFPElementsAttr.from_list(M.tensor_type((), M.dtype_of(v.type)), [value]))
     scalar.attributes.update(v.owner.attributes)  # its msir.name, if any
     return scalar

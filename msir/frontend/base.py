@@ -309,6 +309,5 @@ def flatten_result(value: Any, tr: TranslatorBase, node: ast.AST) -> tuple[Any, 
 
 
 def _constant_scalar(t: Tensor) -> float | int | None:
-    attr = t.ssa.owner.value  # type: ignore[union-attr]
-    vals = attr.get_values()
+    vals = t.ssa.owner.values()  # type: ignore[union-attr]
     return vals[0] if len(vals) == 1 else None

@@ -11,6 +11,8 @@ from __future__ import annotations
 import gc
 
 import numpy as np
+import pytest
+from gradcheck import pynative
 
 import msir
 
@@ -29,3 +31,31 @@ def test_vjp_of_a_new_function_at_a_freed_address_is_its_own():
         np.testing.assert_array_equal(g, np.full(3, float(k)) if k % 2 else 2 * x)
         del fn, vjp_fn
         gc.collect()
+
+
+# -- bool constants -----------------------------------------------------------
+
+
+def _with_bools(x):
+    return (
+        x + True, True + x, x - True, x * True, x - False, x * False,
+        np.where(x > 1, True, x),
+        x + np.array([True, False, True, False]),
+    )
+
+
+def _bool_ops(x):
+    return np.logical_and(x > 1, True), np.logical_or(x > 1, False), (x > 1) == True  # noqa: E712
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.float64, np.float32])
+@pytest.mark.parametrize("pynative_mode", [False, True])
+@pytest.mark.parametrize("fn", [_with_bools, _bool_ops])
+def test_python_true_is_one_with_arrays(fn, dtype, pynative_mode):
+    x = np.arange(4).astype(dtype)
+    run = lambda: msir.jit(fn)(x)  # noqa: E731
+    got = pynative(run) if pynative_mode else run()
+    for g, e in zip(got, fn(x), strict=True):
+        g = np.asarray(g)
+        assert g.dtype == e.dtype
+        np.testing.assert_array_equal(g, e)
