@@ -161,7 +161,11 @@ def _(B, p, xs, y, ct):
         return [None, None]
     # d/da a**b = b * a**(b-1); d/db = log(a) * a**b
     bm1 = B.binary("sub", b, _scalar(B, 1.0, b))
-    ga = B.binary("mul", ct, B.binary("mul", b, B.binary("pow", a, bm1)))
+    # a**0 is the constant 1, so its derivative is 0 even at a == 0, where
+    # b * a**(b-1) is 0 * inf (JAX's rule)
+    db = B.binary("mul", b, B.binary("pow", a, bm1))
+    db = B.select(B.compare("eq", b, _scalar(B, 0.0, b)), _scalar(B, 0.0, db), db)
+    ga = B.binary("mul", ct, db)
     zero = _scalar(B, 0.0, a)
     # log(a) is only real for a > 0; elsewhere the exponent's derivative is taken
     # as 0 (it does not exist in the reals), so no NaN leaks into the gradient.
@@ -172,11 +176,15 @@ def _(B, p, xs, y, ct):
 
 
 def _pick(B, a, b, ct, pred):
-    """The cotangent goes to the operand the max/min chose; ties split it evenly."""
+    """The cotangent goes to the operand the max/min chose; ties split it evenly.
+    NaN propagates (NumPy's maximum/minimum), so a NaN operand is the one chosen:
+    every comparison with it is false, so `a` is tested for NaN explicitly and
+    otherwise a NaN `b` falls through to `b`."""
     zero = _scalar(B, 0.0, ct)
     half = B.binary("mul", ct, _scalar(B, 0.5, ct))
     eq = B.compare("eq", a, b)
-    a_wins = B.compare(pred, a, b)
+    a_nan = B.compare("ne", a, a)
+    a_wins = B.select(a_nan, a_nan, B.compare(pred, a, b))  # a_nan or pred(a, b)
     ga = B.select(eq, half, B.select(a_wins, ct, zero))
     gb = B.select(eq, half, B.select(a_wins, zero, ct))
     return [ga, gb]

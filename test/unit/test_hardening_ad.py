@@ -59,3 +59,52 @@ def test_python_true_is_one_with_arrays(fn, dtype, pynative_mode):
         g = np.asarray(g)
         assert g.dtype == e.dtype
         np.testing.assert_array_equal(g, e)
+
+
+# -- derivatives at special points ----------------------------------------------
+
+
+def _pow(a, b):
+    return a ** b
+
+
+def _pow_sum(a, b):
+    return np.sum(a ** b)
+
+
+def _weighted(op):
+    w = np.array([1.0, 2.0, 3.0, 4.0])
+    return lambda a, b: np.sum(op(a, b) * w)
+
+
+def _both(thunk):
+    return [thunk(), pynative(thunk)]
+
+
+def test_pow_gradient_at_zero_to_the_zero_is_zero():
+    """d/da a**b at b == 0 is 0 (a**0 is constant), also at a == 0 (JAX)."""
+    a = np.array([0.0, 0.0, 2.0, 0.0])
+    b = np.array([0.0, 2.0, 3.0, 1.0])
+    expected_a = np.array([0.0, 0.0, 12.0, 1.0])
+    expected_b = np.array([0.0, 0.0, 8.0 * np.log(2.0), 0.0])
+    for ga, gb in _both(lambda: msir.grad(_pow_sum, argnums=(0, 1))(a, b)):
+        np.testing.assert_allclose(ga, expected_a, rtol=1e-12)
+        np.testing.assert_allclose(gb, expected_b, rtol=1e-12)
+
+
+def test_pow_tangent_at_zero_to_the_zero_is_zero():
+    a, b = np.array([0.0, 2.0]), np.array([0.0, 3.0])
+    for _, t in _both(lambda: msir.jvp(_pow, (a, b), (np.ones(2), np.zeros(2)))):
+        np.testing.assert_allclose(t, [0.0, 12.0], rtol=1e-12)
+
+
+@pytest.mark.parametrize("op", [np.maximum, np.minimum], ids=["maximum", "minimum"])
+def test_max_min_cotangent_goes_to_the_nan_operand(op):
+    """NaN propagates, so the NaN operand is the one selected and gets the
+    cotangent (both NaN: the first, as NumPy returns it)."""
+    a = np.array([np.nan, 1.0, np.nan, 2.0])
+    b = np.array([1.0, np.nan, np.nan, 2.0])
+    for ga, gb in _both(lambda: msir.grad(_weighted(op), argnums=(0, 1))(a, b)):
+        np.testing.assert_array_equal(ga, [1.0, 0.0, 3.0, 2.0])
+        np.testing.assert_array_equal(gb, [0.0, 2.0, 0.0, 2.0])
+    assert np.isnan(op(a, b)[:3]).all()
