@@ -17,17 +17,52 @@ on stderr.
 from __future__ import annotations
 
 import argparse
+import difflib
+import io
+import re
 import sys
 import textwrap
 import time
 from typing import IO
 
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import FileLineColLoc, ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.printer import Printer
+from xdsl.utils.exceptions import ParseError
+from xdsl.utils.lexer import Input, Span
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from msir import pipeline
+
+
+def fail(tool: str, message: str) -> SystemExit:
+    """A command-line mistake: one line on stderr, exit status 1, no traceback."""
+    return SystemExit(f"{tool}: error: {message}")
+
+
+# A comment, or a string literal as xDSL's lexer accepts it but without the
+# nested quantifier of its regex `"(?:[^"...]+|...)*"`: on a literal that does
+# not close, that one backtracks through every split of the text (minutes for
+# 30 characters); this one fails in linear time.
+_QUOTE_OR_COMMENT = re.compile(r'"|//')
+_STRING_OR_COMMENT = re.compile(r'//[^\n]*|"(?:[^"\\\n\v\f]|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*"')
+
+
+def check_string_literals(text: str, name: str) -> None:
+    """Reject a string literal that does not close before xDSL's lexer meets it,
+    as a ParseError at its opening quote."""
+    pos = 0
+    while (start := _QUOTE_OR_COMMENT.search(text, pos)) is not None:
+        m = _STRING_OR_COMMENT.match(text, start.start())
+        if m is None:
+            raise ParseError(Span(start.start(), start.start() + 1, Input(text, name)), "unterminated string literal")
+        pos = m.end()
+
+
+def format_parse_error(e: ParseError) -> str:
+    """xDSL prints "loc\n  line\n  ^^^\n  msg": as "loc: error: msg" then the line."""
+    context = e.span.print_with_context("").rstrip().splitlines()[1:]
+    return "\n".join([f"{e.span.get_location()}: error: {e.msg}", *context])
 
 
 class _PassListing:
@@ -86,7 +121,22 @@ class MsirOptMain(xDSLOptMain):
                 timings.clear()
             start = time.perf_counter()
 
+        self._check_pass_names()
         self.pipeline = PassPipeline.parse_spec(self.available_passes, self.args.passes, callback)
+
+    def _check_pass_names(self) -> None:
+        from xdsl.utils.arg_spec import parse_pipeline
+
+        for spec in parse_pipeline(self.args.passes):
+            if spec.name not in self.available_passes:
+                close = difflib.get_close_matches(spec.name, self.available_passes, n=1)
+                hint = f"; did you mean '{close[0]}'?" if close else " (msir-opt --help lists them)"
+                raise fail("msir-opt", f"unknown pass '{spec.name}'{hint}")
+
+    def output_resulting_program(self, prog: ModuleOp) -> str:
+        if self.args.target.split("{")[0] == "llvm":
+            _check_lowered_to_llvm(prog)
+        return super().output_resulting_program(prog)
 
     def register_all_frontends(self):
         super().register_all_frontends()
@@ -109,16 +159,45 @@ class MsirOptMain(xDSLOptMain):
 
     def parse_chunk(self, chunk: IO[bytes], file_extension: str, start_offset: int = 0) -> ModuleOp | None:
         if (self.args.frontend or file_extension) != "py":
-            return super().parse_chunk(chunk, file_extension, start_offset)
+            text = chunk.read().decode()
+            check_string_literals(text, self.get_input_name())
+            return super().parse_chunk(io.BytesIO(text.encode()), file_extension, start_offset)
         from msir.frontend.driver import module_from_file
 
-        if self.args.entry is None:
-            raise SystemExit("msir-opt: a Python input needs --entry <function name>")
+        self._check_python_arguments(chunk.read().decode())
         return module_from_file(self.args.input_file, self.args.entry, self.args.args)
+
+    def _check_python_arguments(self, source: str) -> None:
+        """--entry and --args against the function's parameters, read from its
+        source (the frontend's TypeError would be a traceback)."""
+        import ast
+
+        defs = {n.name: n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef)}
+        if self.args.entry is None:
+            raise fail("msir-opt", f"a Python input needs --entry <function> (one of: {', '.join(defs) or 'none'}) "
+                       "and --args <its argument types>")
+        fn = defs.get(self.args.entry)
+        if fn is None or self.args.args.strip():
+            return
+        required = [a.arg for a in fn.args.args][: len(fn.args.args) - len(fn.args.defaults)]
+        if required:
+            raise fail("msir-opt", f"{fn.name}() takes arguments {', '.join(required)}: give their types with --args, "
+                       "e.g. --args 'tensor<4x8xf32>,f64,i64' (f64 = Python float, i64 = Python int)")
+
+
+def _check_lowered_to_llvm(module: ModuleOp) -> None:
+    """`-t llvm` translates llvm dialect ops only: name the first other op and
+    the pipeline that lowers it, instead of xDSL's NotImplementedError."""
+    for op in module.walk():
+        if op is not module and op.dialect_name() != "llvm":
+            loc = op.location
+            where = f" at {loc.filename.data}:{loc.line.data}:{loc.column.data}" if isinstance(loc, FileLineColLoc) else ""
+            raise fail("msir-opt", f"-t llvm needs a module in the llvm dialect, but it holds {op.name}{where}; "
+                       "lower it first with -p convert-msir-to-loops,msir-lower-to-llvm")
 
 
 def main(argv: list[str] | None = None) -> None:
-    from xdsl.utils.exceptions import DiagnosticException, ParseError
+    from xdsl.utils.exceptions import DiagnosticException
 
     from msir.errors import MsirError
 
@@ -128,9 +207,7 @@ def main(argv: list[str] | None = None) -> None:
         # a diagnostic with its location (and, from the parser, the line and a
         # caret), like mlir-opt's, instead of a Python traceback
         if isinstance(e, ParseError):
-            # xDSL prints "loc\n  line\n  ^^^\n  msg": as "loc: error: msg" then the line
-            context = e.span.print_with_context("").rstrip().splitlines()[1:]
-            text = "\n".join([f"{e.span.get_location()}: error: {e.msg}", *context])
+            text = format_parse_error(e)
         else:
             text = str(e).rstrip()
         print(text, file=sys.stderr)

@@ -37,12 +37,31 @@ def format_result(i: int, a: np.ndarray) -> str:
     return f"result {i}: {type_} = {values}"
 
 
+def _check_inputs(entry, given: int) -> None:
+    """One --input per argument of the entry, named with its type when one is
+    missing (the native call's TypeError would be a traceback)."""
+    from msir.tools.msir_opt import fail
+
+    params = entry.body.block.args if entry.body.blocks else ()
+    types = entry.function_type.inputs.data
+    if given < len(types):
+        i = given
+        name = f"%{params[i].name_hint}" if params and params[i].name_hint else f"#{i}"
+        raise fail("msir-run", f"@{entry.sym_name.data} takes {len(types)} arguments but {given} --input given: "
+                   f"missing argument {i} ({name}: {types[i]})")
+    if given > len(types):
+        raise fail("msir-run", f"@{entry.sym_name.data} takes {len(types)} arguments but {given} --input given")
+
+
 def main(argv: list[str] | None = None) -> None:
+    from xdsl.dialects.func import FuncOp
     from xdsl.parser import Parser
+    from xdsl.utils.exceptions import ParseError
 
     from msir import targets
     from msir.compiler import compile_module, make_context
     from msir.errors import MsirError
+    from msir.tools.msir_opt import check_string_literals, fail, format_parse_error
 
     p = argparse.ArgumentParser(description="compile and run a function of an msir module")
     p.add_argument("input_file")
@@ -50,12 +69,25 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--input", action="append", default=[], help="an argument: literal:dtype or @file.npy")
     p.add_argument("--target", default=targets.DEFAULT, help=f"the compile target ({', '.join(targets.TARGETS)})")
     args = p.parse_args(argv)
-    with open(args.input_file) as f:
-        text = f.read()
+    if args.input_file.endswith(".py"):
+        raise fail("msir-run", f"{args.input_file} is a Python file; msir-run runs an msir module: "
+                   f"write one with msir-opt {args.input_file} --entry {args.entry} --args <argument types>")
     try:
+        with open(args.input_file) as f:
+            text = f.read()
+    except OSError as e:
+        raise fail("msir-run", f"cannot read {args.input_file}: {e.strerror}") from None
+    try:
+        check_string_literals(text, args.input_file)
         module = Parser(make_context(), text, args.input_file).parse_module()
+        entry = next((op for op in module.ops if isinstance(op, FuncOp) and op.sym_name.data == args.entry), None)
+        if entry is not None:
+            _check_inputs(entry, len(args.input))
         compiled = compile_module(module, args.entry, target=args.target)
         results = compiled.native(*[parse_input(t) for t in args.input])
+    except ParseError as e:
+        print(format_parse_error(e), file=sys.stderr)
+        sys.exit(1)
     except MsirError as e:
         print(str(e), file=sys.stderr)
         sys.exit(1)

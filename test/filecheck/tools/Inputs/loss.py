@@ -1,0 +1,5 @@
+import numpy as np
+
+
+def loss(x):
+    return np.sin(x)
