@@ -66,7 +66,7 @@ from xdsl.utils.exceptions import VerifyException
 # Element types
 # ---------------------------------------------------------------------------
 
-DTYPES = ("bool", "int32", "int64", "float32", "float64")
+DTYPES = P.DTYPES
 """The NumPy dtypes msir computes in, by their NumPy names."""
 
 _XDSL_OF_DTYPE: dict[str, Attribute] = {

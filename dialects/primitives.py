@@ -30,6 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+DTYPES = ("bool", "int32", "int64", "float32", "float64")
+"""Every dtype msir computes in."""
 FLOATS = ("float32", "float64")
 NUMERIC = ("int32", "int64", "float32", "float64")
 INTEGRAL = ("bool", "int32", "int64")

@@ -37,12 +37,12 @@ from msir.dialects import primitives
 from msir.eager.numpy_builder import NumpyBuilder
 from msir.frontend.einsum_subscripts import contract, plan_einsum
 from msir.frontend.elementwise import binary_typing, unary_typing
-from msir.frontend.values import kind, promote, weak_dtype_of
+from msir.dialects.primitives import DTYPES
+from msir.frontend.values import dtype_name, kind, promote, weak_dtype_of
 from msir.errors import DTypeError, MsirError, MsirIndexError, NotDifferentiableError, ShapeError, UnsupportedSyntaxError
 from msir.passes.grad_rules import JVP, NON_DIFFERENTIABLE, VJP
 
 FLOATS = ("float32", "float64")
-DTYPES = ("bool", "int32", "int64", "float32", "float64")
 _NB = NumpyBuilder()
 
 
@@ -522,22 +522,6 @@ def _out(t: _T) -> Any:
     if isinstance(v, np.ndarray) and v.ndim == 0:
         return v[()]
     return v
-
-
-def dtype_name(obj: Any) -> str:
-    if obj is float:
-        return "float64"
-    if obj is int:
-        return "int64"
-    if obj is bool:
-        return "bool"
-    try:
-        name = np.dtype(obj).name
-    except TypeError:
-        raise DTypeError(f"{obj!r} is not a dtype") from None
-    if name not in DTYPES:
-        raise DTypeError(f"dtype {name} is not supported (use one of {', '.join(DTYPES)})")
-    return name
 
 
 def fmt_shape(shape: Sequence[int]) -> str:

@@ -16,8 +16,8 @@ from xdsl.dialects.builtin import DenseIntOrFPElementsAttr
 
 from msir.dialects import msir as M
 from msir.errors import ShapeError, UnsupportedSyntaxError
-from msir.frontend.base import ValueError_, ZeroDivisionError_, dtype_name
-from msir.frontend.values import KnownInt, Tensor, kind, promote
+from msir.frontend.base import ValueError_, ZeroDivisionError_
+from msir.frontend.values import KnownInt, Tensor, dtype_name, kind, promote
 
 
 class ArrayOpsMixin:

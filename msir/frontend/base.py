@@ -34,23 +34,6 @@ from msir.frontend.structure import _leaves
 from msir.frontend.values import KnownInt, Tensor, promote, weak_dtype_of
 
 
-def dtype_name(obj: Any, loc: SourceLoc | None = None) -> str:
-    """A dtype argument (np.float32, 'float32', np.dtype, float, int, bool) as a name."""
-    if obj is float:
-        return "float64"
-    if obj is int:
-        return "int64"
-    if obj is bool:
-        return "bool"
-    try:
-        name = np.dtype(obj).name
-    except TypeError:
-        raise DTypeError(f"{obj!r} is not a dtype", loc) from None
-    if name not in M.DTYPES:
-        raise DTypeError(f"dtype {name} is not supported (use one of {', '.join(M.DTYPES)})", loc)
-    return name
-
-
 def _loc_attr(loc: SourceLoc) -> FileLineColLoc:
     return FileLineColLoc(StringAttr(loc.file), IntAttr(loc.line), IntAttr(loc.col))
 

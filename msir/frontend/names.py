@@ -22,10 +22,9 @@ from xdsl.ir import BlockArgument
 
 from msir.dialects import msir as M
 from msir.errors import UnsupportedSyntaxError
-from msir.frontend.base import dtype_name
 from msir.frontend.objects import is_method_of_object
 from msir.frontend.state import Capture, MethodValue, Path, _Undefined
-from msir.frontend.values import Closure, KnownInt, Tensor
+from msir.frontend.values import Closure, KnownInt, Tensor, dtype_name
 from msir.trace_cache import is_plain_object
 
 

@@ -22,11 +22,11 @@ import numpy as np
 from msir.dialects import msir as M
 from msir.dialects import primitives
 from msir.errors import UnsupportedSyntaxError
-from msir.frontend.base import TypeError_, ValueError_, dtype_name
+from msir.frontend.base import TypeError_, ValueError_
 from msir.frontend.einsum import build_einsum
 from msir.frontend.ops_calls import OPS_HANDLERS
 from msir.frontend.state import RangeValue
-from msir.frontend.values import KnownInt, Tensor, kind, promote
+from msir.frontend.values import KnownInt, Tensor, dtype_name, kind, promote
 
 
 @dataclass

@@ -20,6 +20,11 @@ import ast
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
+from msir.dialects.primitives import DTYPES
+from msir.errors import DTypeError, SourceLoc
+
 if TYPE_CHECKING:
     from xdsl.ir import SSAValue
 
@@ -95,3 +100,20 @@ class Closure:
     env: dict[str, Any]
     source: FunctionSource
     defaults: list[Any]
+
+
+def dtype_name(obj: Any, loc: SourceLoc | None = None) -> str:
+    """A dtype argument (np.float32, 'float32', np.dtype, float, int, bool) as a name."""
+    if obj is float:
+        return "float64"
+    if obj is int:
+        return "int64"
+    if obj is bool:
+        return "bool"
+    try:
+        name = np.dtype(obj).name
+    except TypeError:
+        raise DTypeError(f"{obj!r} is not a dtype", loc) from None
+    if name not in DTYPES:
+        raise DTypeError(f"dtype {name} is not supported (use one of {', '.join(DTYPES)})", loc)
+    return name
