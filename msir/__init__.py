@@ -32,6 +32,7 @@ _LAZY = {
     "checkpoint": "msir.api",
     "errors": "msir.errors",
     "ops": "msir.ops",
+    "viz": "msir.viz",
     "DonationWarning": "msir.errors",
 }
 
@@ -39,7 +40,7 @@ _LAZY = {
 def __getattr__(name: str):
     if name in _LAZY:
         module = importlib.import_module(_LAZY[name])
-        value = module if name in ("errors", "ops") else getattr(module, name)
+        value = module if _LAZY[name] == f"msir.{name}" else getattr(module, name)  # a submodule, or a name in one
         globals()[name] = value
         return value
     raise AttributeError(f"module 'msir' has no attribute {name!r}")

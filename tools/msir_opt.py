@@ -11,7 +11,8 @@ lists them with a summary each, before xDSL's), plus a Python frontend:
 A target's pipeline text (`msir.targets.get("cpu").pipeline.text()`) given to
 `-p` lowers a module as `msir.jit` does, but for the target's steps (the CPU
 JIT's symbol mangling). `--time-passes` prints a table of the passes' times
-on stderr.
+on stderr. `--emit-dot` prints the result as a Graphviz graph instead of
+text (`msir.viz.ir_graph`).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from xdsl.utils.lexer import Input, Span
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from msir import pipeline
+from msir.viz.ir_graph import MAX_REGION_OPS
 
 
 def fail(tool: str, message: str) -> SystemExit:
@@ -134,6 +136,10 @@ class MsirOptMain(xDSLOptMain):
                 raise fail("msir-opt", f"unknown pass '{spec.name}'{hint}")
 
     def output_resulting_program(self, prog: ModuleOp) -> str:
+        if self.args.emit_dot:
+            from msir.viz.ir_graph import to_dot
+
+            return to_dot(prog, max_region_ops=self.args.dot_max_region_ops)
         if self.args.target.split("{")[0] == "llvm":
             _check_lowered_to_llvm(prog)
         return super().output_resulting_program(prog)
@@ -148,6 +154,14 @@ class MsirOptMain(xDSLOptMain):
         arg_parser.epilog = _PassListing([n for n in self.available_passes if n not in pipeline.PASSES])
         arg_parser.add_argument(
             "--entry", type=str, default=None, help="Python input: the function to compile"
+        )
+        arg_parser.add_argument(
+            "--emit-dot", action="store_true",
+            help="print the resulting IR as a Graphviz graph (DOT text; 'dot -Tsvg' draws it)",
+        )
+        arg_parser.add_argument(
+            "--dot-max-region-ops", type=int, default=MAX_REGION_OPS, metavar="N",
+            help="with --emit-dot: draw a loop, if or fusion holding more than N ops as one node",
         )
         arg_parser.add_argument(
             "--args",
