@@ -1,9 +1,9 @@
 """msir: NumPy-style Python compiled through an xDSL functional IR to native code.
 
 The public API (`jit`, `set_context`, modes, errors, the functional operators
-`msir.ops`) is loaded lazily, so that importing a dialect (`import
-msir.dialects.msir`, what every lit RUN line pays) does not load llvmlite or
-the frontend.
+`msir.ops`, auto-parallel planning `msir.parallel`) is loaded lazily, so that
+importing a dialect (`import msir.dialects.msir`, what every lit RUN line
+pays) does not load llvmlite or the frontend.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ _LAZY = {
     "errors": "msir.errors",
     "ops": "msir.ops",
     "viz": "msir.viz",
+    "parallel": "msir.parallel",
     "DonationWarning": "msir.errors",
 }
 

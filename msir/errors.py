@@ -111,3 +111,10 @@ class UnknownTargetError(MsirError, ValueError):
 class DonationWarning(UserWarning):
     """A donated argument's buffer (`msir.jit(..., donate_argnums=...)`) was not
     reused: the output it was meant for got a new buffer. The message says why."""
+
+
+class PlanningError(MsirError, ValueError):
+    """Auto-parallel planning refused its input (`msir.parallel`): a strategy
+    that does not divide a dimension, an unknown op name, a layout of the wrong
+    rank, a memory limit no plan meets. The message names the op, dimension and
+    mesh axis; the location is the user's source line."""

@@ -1,0 +1,21 @@
+"""`msir.parallel`: auto-parallel planning (issue 12, `../shared/parallel.md`).
+
+    plan = msir.parallel.auto_shard(step, (2, 4), (x, w1, w2),
+                                    cost_model=msir.parallel.CostModel(alpha=[1e-5, 1e-6],
+                                                                       bandwidth=[1e10, 1e11], flops=1e12))
+    plan.strategy_of("fc1")   # "m,n"
+    print(plan)               # one row per op: strategy, local shapes, collectives, cost
+
+The modules, one job each: `mesh_layout` (Mesh, Layout, strategies),
+`op_graph` (one node per op call, its einsum loop spec), `reshard` (§3's
+collectives), `cost_model` (§4's total), `search` (the exact optimum), `plan`
+(the Plan and its report), `api` (`auto_shard`, `shard`). Plans do not execute
+yet. scipy is imported only when a memory limit makes the search solve an ILP.
+"""
+
+from msir.parallel.api import auto_shard, shard
+from msir.parallel.cost_model import CostModel
+from msir.parallel.mesh_layout import Layout, Mesh
+from msir.parallel.plan import Plan
+
+__all__ = ["CostModel", "Layout", "Mesh", "Plan", "auto_shard", "shard"]

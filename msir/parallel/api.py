@@ -1,0 +1,150 @@
+"""The user's entry points: `auto_shard` (the search picks every strategy) and
+`shard` (semi-auto: the user's strategies fixed, the rest propagated by the
+same search), both returning a `Plan`.
+
+Defaults (`../shared/parallel.md` §6): every float argument needs a gradient
+and is a parameter; `argnums=()` plans inference only; `params` defaults to
+`argnums`. `argnums`/`params` are tuples of argument positions (an int is
+one position). The cost model defaults to `CostModel()`'s constants.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from msir.errors import PlanningError
+from msir.parallel.cost_model import CostModel, Setting
+from msir.parallel.mesh_layout import (
+    Layout,
+    Mesh,
+    Strategy,
+    format_strategy,
+    parse_strategy,
+    split_of,
+    strategy_from_slices,
+)
+from msir.parallel.op_graph import Graph, Node, build_graph
+from msir.parallel.plan import Plan
+from msir.parallel.search import build_problem, solve
+
+
+def auto_shard(fn, mesh, example_args: Sequence[Any], cost_model: CostModel | None = None,
+               argnums: int | Sequence[int] | None = None, params: int | Sequence[int] | None = None) -> Plan:
+    """The plan of least cost for `fn(*example_args)` on `mesh` (a `Mesh`, a
+    device count or a shape tuple) under `cost_model`."""
+    return shard(fn, mesh, example_args=example_args, cost_model=cost_model, argnums=argnums, params=params)
+
+
+def shard(fn, mesh, strategies: Mapping[str, Any] | None = None,
+          input_layouts: Mapping[int, Layout | str] | None = None, example_args: Sequence[Any] | None = None,
+          cost_model: CostModel | None = None, argnums: int | Sequence[int] | None = None,
+          params: int | Sequence[int] | None = None) -> Plan:
+    """The plan of `fn(*example_args)` on `mesh` with the ops named in
+    `strategies` fixed (text `"m,-"` or MindSpore slice tuples `((2, 1), (1, 4))`)
+    and the arguments in `input_layouts` (position -> `Layout` or its text)
+    stored as given; every other op gets the strategy of least cost."""
+    if example_args is None:
+        raise PlanningError("msir.parallel.shard needs example_args= (the arguments to plan for)")
+    mesh = Mesh.of(mesh)
+    model = cost_model if cost_model is not None else CostModel()
+    graph = build_graph(fn, tuple(example_args))
+    grad, param = _gradient_leaves(graph, example_args, argnums, params)
+    fixed_layouts = _input_layouts(graph, input_layouts or {}, mesh)
+    setting = Setting(graph, mesh, model, grad, param, frozenset(fixed_layouts))
+    fixed = {graph.nodes.index(graph.node(name)): _strategy(graph.node(name), s, mesh)
+             for name, s in (strategies or {}).items()}
+    problem = build_problem(setting, fixed, fixed_layouts)
+    return Plan(setting, problem, solve(problem, model.memory_limit))
+
+
+def _positions(value: int | Sequence[int] | None, what: str, graph: Graph) -> tuple[int, ...] | None:
+    if value is None:
+        return None
+    positions = (value,) if isinstance(value, int) else tuple(value)
+    for p in positions:
+        if not isinstance(p, int) or not 0 <= p < len(graph.arg_leaves):
+            raise PlanningError(f"{what}: {p!r} is not an argument position of '{graph.fn_name}' "
+                                f"({len(graph.arg_leaves)} arguments)", graph.loc)
+    return positions
+
+
+def _gradient_leaves(graph: Graph, example_args, argnums, params) -> tuple[set[int], set[int]]:
+    """Leaf positions needing a gradient, and those that are parameters."""
+    argnums_t = _positions(argnums, "argnums", graph)
+    params_t = _positions(params, "params", graph)
+    floats = [i for i, leaves in enumerate(graph.arg_leaves)
+              if leaves and all(graph.values[graph.leaves[j]].is_float for j in leaves)]
+    if argnums_t is None:
+        argnums_t = tuple(floats)
+    if params_t is None:
+        params_t = argnums_t
+    if not set(params_t) <= set(argnums_t):
+        raise PlanningError(f"params={params_t} must be among argnums={argnums_t}: a parameter is an argument "
+                            f"whose gradient the step computes", graph.loc)
+    grad = {j for i in argnums_t for j in graph.arg_leaves[i]}
+    return grad, {j for i in params_t for j in graph.arg_leaves[i]}
+
+
+def _input_layouts(graph: Graph, layouts: Mapping[int, Layout | str], mesh: Mesh) -> dict[int, Layout]:
+    out = {}
+    for pos, given in layouts.items():
+        if not isinstance(pos, int) or not 0 <= pos < len(graph.arg_leaves) or len(graph.arg_leaves[pos]) != 1:
+            raise PlanningError(f"input_layouts: {pos!r} is not the position of an array argument of "
+                                f"'{graph.fn_name}'", graph.loc)
+        name, loc = graph.arg_names[pos], graph.arg_locs[pos]
+        try:
+            layout = Layout.of(given)
+            layout.check_mesh(mesh)
+        except ValueError as e:
+            raise PlanningError(f"input_layouts[{pos}] for argument '{name}': {e}", loc) from None
+        if layout.partial:
+            raise PlanningError(f"input_layouts[{pos}] for argument '{name}': an argument cannot be partial "
+                                f"(layout {layout})", loc)
+        value = graph.values[graph.leaves[graph.arg_leaves[pos][0]]]
+        if layout.rank != len(value.shape):
+            raise PlanningError(f"input_layouts[{pos}]: layout {layout} has rank {layout.rank}, but argument "
+                                f"'{name}' has rank {len(value.shape)} (shape {value.shape})", loc)
+        for d, (n, axes) in enumerate(zip(value.shape, layout.dims)):
+            split = 1
+            for a in axes:
+                split *= mesh.shape[a]
+                if n % split:
+                    raise PlanningError(f"input_layouts[{pos}]: {mesh.axis_label(a)} splits dimension {d} "
+                                        f"(size {n}) of argument '{name}' {split} ways, which does not "
+                                        f"divide it", loc)
+        out[value.id] = layout
+    return out
+
+
+def _strategy(node: Node, given: Any, mesh: Mesh) -> Strategy:
+    """The user's strategy for `node`, converted and checked against its loop sizes."""
+    try:
+        if isinstance(given, str):
+            s = parse_strategy(given, mesh, node.loops)
+        else:
+            s = strategy_from_slices(given, [u.term for u in node.uses], mesh)
+    except ValueError as e:
+        raise PlanningError(f"op '{node.name}' ({node.spec}): {e}", node.loc) from None
+    for letter in dict.fromkeys(c for c in s if c):
+        split = 1
+        for a, c in enumerate(s):
+            if c != letter:
+                continue
+            split *= mesh.shape[a]
+            if node.sizes[letter] % split:
+                raise PlanningError(
+                    f"strategy {format_strategy(s)!r} of op '{node.name}' ({node.spec}): {mesh.axis_label(a)} "
+                    f"splits loop {letter} ({_where(node, letter)}, size {node.sizes[letter]}) "
+                    f"{split_of(s, letter, mesh)} ways, which does not divide it", node.loc)
+    return s
+
+
+def _where(node: Node, letter: str) -> str:
+    """Which dimension of which value loop `letter` is, for error messages."""
+    if letter in node.out_letters:
+        return f"dimension {node.out_letters.index(letter)} of the output"
+    for i, u in enumerate(node.uses):
+        if letter in u.letters:
+            return f"dimension {u.letters.index(letter)} of input {i}"
+    return "a loop"

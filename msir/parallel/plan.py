@@ -1,0 +1,134 @@
+"""A plan: the strategy of every op of a function, its §4 cost and a report.
+
+A `Plan` answers `strategy_of(name)` (the text form, `"m,-"`), `spec_of(name)`
+(the op's loop space as an einsum spec: `"mk,kn->mn"`), `layout_of(arg)` (how
+an argument is stored), `cost` (the total in seconds, a float) and
+`breakdown` (compute_s, comm_fwd_s, comm_bwd_s, memory_bytes), all recomputed
+from the cost model's terms for the chosen strategies, and prints a report
+with one row per op: its spec, strategy, local shapes, the collectives of its
+edges (forward; backward after `|`) and its cost. Step (a) of issue 12: a
+plan does not execute (`msir-shard` and the runtimes come next).
+"""
+
+from __future__ import annotations
+
+from msir.errors import PlanningError
+from msir.parallel.cost_model import Setting, Terms
+from msir.parallel.mesh_layout import Layout, Strategy, format_strategy
+from msir.parallel.search import Problem, Solution
+
+
+class Plan:
+    """The optimum the search found for one function on one mesh."""
+
+    def __init__(self, setting: Setting, problem: Problem, solution: Solution):
+        self.setting = setting
+        self.graph = setting.graph
+        self.mesh = setting.mesh
+        self.method = solution.method
+        self.strategies: dict[str, Strategy] = {}
+        self.leaf_layouts: dict[int, Layout] = {}
+        for var, c in zip(problem.variables, solution.choice):
+            if var.kind == "op":
+                self.strategies[var.name] = var.options[c]
+            else:
+                self.leaf_layouts[var.index] = var.options[c]
+        self.rows = [self._row_terms(i) for i in range(len(self.graph.nodes))]
+        self.leaf_rows = {v: setting.leaf_terms(v, layout) for v, layout in self.leaf_layouts.items()}
+        total = Terms(memory=problem.base_memory)
+        for t in (*self.rows, *self.leaf_rows.values()):
+            total.add(t)
+        self.totals = total
+
+    # -- the answers ---------------------------------------------------------
+
+    def strategy_of(self, name: str) -> str:
+        """The strategy of op `name` in text form: one loop letter or `-` per mesh axis."""
+        return format_strategy(self.strategies[self.graph.node(name).name])
+
+    def spec_of(self, name: str) -> str:
+        """The loop space of op `name` as an einsum spec (strategies are written in its letters)."""
+        return self.graph.node(name).spec
+
+    def layout_of(self, arg: int) -> Layout:
+        """How flattened argument `arg` is stored: its own layout if it is a
+        decision leaf, else the layout of its one use."""
+        if not 0 <= arg < len(self.graph.leaves):
+            raise PlanningError(f"argument {arg} out of range: '{self.graph.fn_name}' has "
+                                f"{len(self.graph.leaves)} array arguments", self.graph.loc)
+        value = self.graph.leaves[arg]
+        if value in self.leaf_layouts:
+            return self.leaf_layouts[value]
+        uses = self.setting.uses[value]
+        if not uses:
+            return Layout(((),) * len(self.graph.values[value].shape))
+        i, k = uses[0]
+        return self.setting.in_layout(self.graph.nodes[i].uses[k], self.strategies[self.graph.nodes[i].name])
+
+    @property
+    def cost(self) -> float:
+        """The §4 total of the plan, seconds per step."""
+        return self.totals.time
+
+    @property
+    def breakdown(self) -> dict:
+        t = self.totals
+        return {"compute_s": t.compute, "comm_fwd_s": t.comm_fwd, "comm_bwd_s": t.comm_bwd,
+                "memory_bytes": t.memory}
+
+    # -- the terms of each op --------------------------------------------------
+
+    def _row_terms(self, i: int) -> Terms:
+        """Op i's own terms plus those of the edges into it."""
+        node = self.graph.nodes[i]
+        s = self.strategies[node.name]
+        terms = self.setting.node_terms(i, s)
+        for k, use in enumerate(node.uses):
+            v = self.graph.values[use.value]
+            if v.producer is not None:
+                p = self.graph.nodes[v.producer]
+                terms.add(self.setting.edge_terms(i, k, self.strategies[p.name], s))
+            elif use.value in self.leaf_layouts:
+                terms.add(self.setting.leaf_edge_terms(i, k, self.leaf_layouts[use.value], s))
+        return terms
+
+    # -- the report ----------------------------------------------------------
+
+    def _local_shapes(self, i: int) -> str:
+        node = self.graph.nodes[i]
+        s = self.strategies[node.name]
+        ins = []
+        for use in node.uses:
+            v = self.graph.values[use.value]
+            shape = self.setting.in_layout(use, s).local_shape(v.shape, self.mesh)
+            ins.append("x".join(map(str, shape)) or "()")
+        out_v = self.graph.values[node.out]
+        out = "x".join(map(str, self.setting.out_layout(node, s).local_shape(out_v.shape, self.mesh))) or "()"
+        return f"{', '.join(ins)} -> {out}"
+
+    def report(self) -> str:
+        header = (f"plan of '{self.graph.fn_name}' on mesh {self.mesh.shape} ({self.method}): "
+                  f"cost {self.cost:.6g} s = compute {self.totals.compute:.6g} + comm fwd "
+                  f"{self.totals.comm_fwd:.6g} + comm bwd {self.totals.comm_bwd:.6g}; "
+                  f"memory {self.totals.memory:.6g} B per device")
+        rows = [("op", "spec", "strategy", "local shapes", "collectives (fwd | bwd)", "cost s")]
+        for v, layout in self.leaf_layouts.items():
+            value = self.graph.values[v]
+            rows.append((f"arg {value.name}", "", str(layout),
+                         "x".join(map(str, layout.local_shape(value.shape, self.mesh))), "", "0"))
+        for i, node in enumerate(self.graph.nodes):
+            t = self.rows[i]
+            comm = "; ".join(str(c) for c in t.fwd if c.kind != "all_slice")
+            back = "; ".join(str(c) for c in t.bwd if c.kind != "all_slice")
+            rows.append((node.name, node.spec, format_strategy(self.strategies[node.name]), self._local_shapes(i),
+                         f"{comm or '-'} | {back or '-'}", f"{t.time:.4g}"))
+        widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
+        lines = [header] + ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows]
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.report()
+
+    def __repr__(self) -> str:
+        ops = ", ".join(f"{n}: {format_strategy(s)!r}" for n, s in self.strategies.items())
+        return f"<Plan of {self.graph.fn_name} on {self.mesh.shape}: cost {self.cost:.6g} s; {ops}>"
