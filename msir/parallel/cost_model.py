@@ -23,7 +23,9 @@ parameters. It prices every term of the §4 total:
   of its producer under s: the forward reshard and, if the value needs a
   gradient, the backward reshard of the cotangent;
 * `leaf_edge_terms(i, k, layout, t)` and `leaf_terms(v, layout)`: the same for
-  a leaf with several uses (a decision leaf) stored in `layout`.
+  a leaf with several uses (a decision leaf) stored in `layout`;
+* `edge_table(i, k, sources, strategies)`: the times of an edge for every
+  pair of options at once (what the search prices its cost graph with).
 
 The total over all terms is the plan's cost; nothing overlaps.
 """
@@ -33,6 +35,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from msir.errors import PlanningError
 from msir.parallel.mesh_layout import Layout, Mesh, Strategy, axes_on, split_of
@@ -233,6 +237,23 @@ class Setting:
         terms.comm_fwd, terms.comm_bwd = self._time(terms.fwd), self._time(terms.bwd)
         return terms
 
+    def edge_table(self, i: int, k: int, sources: Sequence[Layout], strategies: Sequence[Strategy]) -> np.ndarray:
+        """Seconds of use k of node i under each of `strategies` (columns) reading its
+        value stored in each of `sources` (rows: the producer's output layouts, or a
+        decision leaf's layouts): `edge_terms` / `leaf_edge_terms` for every pair,
+        each distinct reshard priced once."""
+        use = self.graph.nodes[i].uses[k]
+        src, src_index = _distinct(sources)
+        dst, dst_index = _distinct([self.in_layout(use, t) for t in strategies])
+        fwd = np.array([[self._time(self._reshard(a, b, use.value)) for b in dst] for a in src])
+        table = fwd[np.ix_(src_index, dst_index)]
+        if self.needs_grad[use.value]:
+            ct, ct_index = _distinct([self.ct_layout(use, t) for t in strategies])
+            back, back_index = _distinct([layout.resolved() for layout in sources])
+            bwd = np.array([[self._time(self._reshard(c, b, use.value)) for c in ct] for b in back])
+            table = table + bwd[np.ix_(back_index, ct_index)]
+        return table
+
     def leaf_terms(self, value: int, layout: Layout) -> Terms:
         """The memory of a decision leaf stored in `layout`."""
         return Terms(memory=self.memory_factor(value) * self.local_bytes(value, layout))
@@ -244,3 +265,10 @@ class Setting:
         param_letters = {c for u in node.uses if self.graph.values[u.value].leaf in self.param_leaves
                          for c in u.letters if c}
         return sum(1 for c in s if c is not None and c not in param_letters)
+
+
+def _distinct(layouts: Sequence[Layout]) -> tuple[list[Layout], np.ndarray]:
+    """The distinct layouts, and the index of each given one among them."""
+    index: dict[Layout, int] = {}
+    positions = [index.setdefault(layout, len(index)) for layout in layouts]
+    return list(index), np.array(positions, dtype=np.intp)

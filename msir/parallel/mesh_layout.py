@@ -87,12 +87,12 @@ class Layout:
     @staticmethod
     def parse(text: str) -> Layout:
         """A layout from its text form, `dims=[[0],[]], partial=[1]` (`partial=` may be omitted)."""
-        m = re.fullmatch(r"\s*dims\s*=\s*\[(.*)\]\s*(?:,\s*partial\s*=\s*\[([\d\s,]*)\])?\s*", text)
+        axes = r"\[[\d\s,]*\]"
+        m = re.fullmatch(rf"\s*dims\s*=\s*\[((?:\s*{axes}\s*,?)*)\]\s*(?:,\s*partial\s*=\s*\[([\d\s,]*)\])?\s*",
+                         text)
         if m is None:
             raise ValueError(f"cannot read layout {text!r}: expected the form 'dims=[[0],[]], partial=[]'")
         dims = re.findall(r"\[([\d\s,]*)\]", m.group(1))
-        if re.sub(r"\[[\d\s,]*\]", "", m.group(1)).replace(",", "").strip():
-            raise ValueError(f"cannot read layout {text!r}: dims must be a list of lists of mesh axes")
         return Layout(tuple(_ints(d) for d in dims), _ints(m.group(2) or ""))
 
     @staticmethod

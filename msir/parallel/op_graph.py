@@ -7,8 +7,10 @@ Built from the msir IR the frontend produces for `fn(*example_args)`
 * **One node per op call.** The ops of one call share a key: their
   `msir.name` (`msir.ops`' `name=`) or, unnamed, their source location
   (`file.py:12:9`). A node is a maximal run of consecutive ops with one key
-  (constants do not break a run); a key met again later in the function (a
-  layer applied twice) names a second node `key#1`, then `key#2`, ...
+  (constants do not break a run) holding at most one contraction (a second
+  matmul or einsum, with the views feeding it, starts the next call); a key
+  met again (a layer applied twice) names a second node `key#1`, then
+  `key#2`, ...
   Constants (`msir.constant`, `msir.iota`) are not nodes: every device holds
   them, at no cost.
 * **Views fold into their consumer.** `broadcast_to`, `transpose` and
@@ -230,8 +232,10 @@ class _Builder:
                 raise PlanningError(f"the planner does not model '{op.name}' yet (in function '{self.fn_name}')",
                                     source_loc(op) or self.loc)
             key = _key(op)
-            if runs and runs[-1][0] == key:
+            if runs and runs[-1][0] == key and not (_is_contraction(op) and any(map(_is_contraction, runs[-1][1]))):
                 runs[-1][1].append(op)
+            elif runs and runs[-1][0] == key:  # a second contraction: the next call of the same name
+                runs.append((key, _views_feeding(runs[-1][1], op) + [op]))
             else:
                 runs.append((key, [op]))
         assert ret is not None
@@ -484,6 +488,23 @@ def _is_view(op) -> bool:
     import msir.dialects.msir as M
 
     return isinstance(op, (M.BroadcastToOp, M.TransposeOp, M.ReshapeOp))
+
+
+def _is_contraction(op) -> bool:
+    import msir.dialects.msir as M
+
+    return isinstance(op, (M.MatmulOp, M.EinsumOp))
+
+
+def _views_feeding(run: list, op) -> list:
+    """The view ops at the end of `run` that feed `op` (they belong to its call): removed from `run`."""
+    moved: list = []
+    wanted = {id(v) for v in op.operands}
+    while run and _is_view(run[-1]) and id(run[-1].results[0]) in wanted:
+        view = run.pop()
+        moved.insert(0, view)
+        wanted.add(id(view.operands[0]))
+    return moved
 
 
 def _is_reduce(op) -> bool:

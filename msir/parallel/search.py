@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from msir.errors import PlanningError
+from msir.errors import PlanningError, SourceLoc
 from msir.parallel.cost_model import Setting
 from msir.parallel.mesh_layout import Layout, Mesh, Strategy, enumerate_strategies
 
@@ -69,6 +69,7 @@ class Problem:
     tie: list[np.ndarray]
     pairwise: dict[tuple[int, int], np.ndarray] = field(default_factory=dict)
     base_memory: float = 0.0  # leaves no op reads: stored whole on every device
+    loc: SourceLoc | None = None  # the planned function's definition, for errors
 
     def assignments(self) -> int:
         return math.prod(len(v.options) for v in self.variables)
@@ -115,7 +116,7 @@ def build_problem(setting: Setting, fixed: dict[int, Strategy], fixed_layouts: d
         unary.append(np.array([t.time for t in terms]))
         memory.append(np.array([t.memory for t in terms]))
         tie.append(np.array(ties, dtype=np.int64))
-    problem = Problem(variables, unary, memory, tie)
+    problem = Problem(variables, unary, memory, tie, loc=g.loc)
     for leaf in g.leaves:
         if not setting.uses[leaf]:
             v = g.values[leaf]
@@ -127,14 +128,14 @@ def build_problem(setting: Setting, fixed: dict[int, Strategy], fixed_layouts: d
             v = g.values[use.value]
             if v.producer is not None:
                 vp = var_of_node[v.producer]
-                table = np.array([[setting.edge_terms(i, k, s, t).time for t in consumer]
-                                  for s in variables[vp].options])
+                producer = g.nodes[v.producer]
+                sources = [setting.out_layout(producer, s) for s in variables[vp].options]
             elif use.value in var_of_leaf:
                 vp = var_of_leaf[use.value]
-                table = np.array([[setting.leaf_edge_terms(i, k, layout, t).time for t in consumer]
-                                  for layout in variables[vp].options])
+                sources = variables[vp].options
             else:
                 continue
+            table = setting.edge_table(i, k, sources, consumer)
             key = (vp, vi)
             problem.pairwise[key] = problem.pairwise[key] + table if key in problem.pairwise else table
     return problem
@@ -163,7 +164,7 @@ def solve(problem: Problem, memory_limit: float | None = None, method: str | Non
         least = problem.base_memory + sum(float(m.min()) for m in problem.memory)
         if least > memory_limit:
             raise PlanningError(f"no plan fits memory_limit={memory_limit:.6g} bytes per device: the smallest "
-                                f"memory any plan needs is {least:.6g} bytes per device")
+                                f"memory any plan needs is {least:.6g} bytes per device", problem.loc)
         solution = Solution(_milp(problem, memory_limit), "milp")
     return solution
 
@@ -212,7 +213,7 @@ def _eliminate(problem: Problem, unary, pairwise) -> list[int]:
         shape = [len(problem.variables[u].options) for u in (*scope, v)]
         if math.prod(shape) > _TABLE_LIMIT:
             raise PlanningError(f"the cost graph is too densely connected for exact elimination at "
-                                f"'{problem.variables[v].name}' ({math.prod(shape)} table entries)")
+                                f"'{problem.variables[v].name}' ({math.prod(shape)} table entries)", problem.loc)
         total = None
         for vars_, table in mine:
             aligned = _align(table, vars_, (*scope, v))
@@ -283,6 +284,7 @@ def _milp(problem: Problem, memory_limit: float) -> list[int]:
     result = milp(cost, constraints=LinearConstraint(A.tocsr(), lo, hi), integrality=integrality,
                   bounds=Bounds(0, 1), options={"mip_rel_gap": 0})
     if result.x is None:
-        raise PlanningError(f"the ILP found no plan within memory_limit={memory_limit:.6g} bytes: {result.message}")
+        raise PlanningError(f"the ILP found no plan within memory_limit={memory_limit:.6g} bytes: {result.message}",
+                            problem.loc)
     x = result.x
     return [int(np.argmax(x[offsets[v]: offsets[v] + len(var.options)])) for v, var in enumerate(problem.variables)]
