@@ -322,6 +322,11 @@ class _Builder:
         uses = self._uses(ops, op_ids, contractions, feeds, letters_of)
         out_value = self._value(out)
         out_letters = letters_of(out)
+        for term in (*(u.letters for u in uses), out_letters):
+            repeated = [c for c in term if c and term.count(c) > 1]
+            if repeated:
+                raise PlanningError(f"op '{name}' reads a diagonal (loop {repeated[0]} on two dimensions of one "
+                                    f"value), which the planner does not model", loc)
         sizes = {}
         for op in ops:
             for ssa in (*op.operands, *op.results):

@@ -16,19 +16,21 @@ reshards of each edge). `solve(problem, memory_limit)` returns its optimum:
   checking that the least memory any plan needs fits.
 
 Exactness and ties. Enumeration and elimination minimise the same integer
-key: each term's time in femtoseconds (rounded term by term, so sums are
-exact and deterministic), times a weight, plus one unit per mesh axis an op
-spends on a loop that indexes none of the parameters it reads (fewer such
-units: less data parallelism), so that equal times go to the plan with more
-data parallelism. What remains tied goes to the first plan in the stated
-enumeration order: variables in program order (each decision leaf just
-before its first reader), plans compared lexicographically by option index;
-an op's options are enumerated per mesh axis as `-` then its loop letters
-(axis 0 most significant), a leaf's as unsplit then dimension 0, 1, ...
-Variable elimination eliminates in reverse program order and back-substitutes
-with the first minimising option, which yields exactly that plan. Under a
-binding memory limit HiGHS minimises the time to its default tolerances (ties
-there are HiGHS's choice).
+key: each term's time in whole femtoseconds (rounded term by term, so that
+sums are exact and deterministic) times a weight larger than any tie count,
+plus, per op, the number of mesh axes its strategy does not spend on data
+parallelism (unused, or on a loop of a parameter it reads; an op reading no
+parameter, as every op of an inference plan, counts each split as data
+parallel). Equal times thus go to the plan with more data parallelism. What
+remains tied goes to the first plan in the stated enumeration order:
+variables in program order (each decision leaf just before its first
+reader), plans compared lexicographically by option index; an op's options
+are enumerated per mesh axis as `-` then its loop letters (axis 0 most
+significant), a leaf's as unsplit then dimension 0, 1, ... Variable
+elimination eliminates in reverse program order and back-substitutes with the
+first minimising option, which yields exactly that plan. Under a binding
+memory limit HiGHS minimises the time (scaled to the largest term) to a zero
+relative gap; ties there are HiGHS's choice.
 """
 
 from __future__ import annotations

@@ -1,0 +1,74 @@
+"""`msir.parallel`'s entry points: reachable lazily from `import msir` (which
+stays light), scipy only imported for an ILP, `msir.jit` functions planned
+like plain ones, ties broken towards data parallelism, and argument checks."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import msir
+from msir import ops
+from msir.errors import PlanningError
+from msir.parallel import CostModel
+
+
+def test_import_msir_stays_light_and_scipy_waits_for_an_ilp():
+    code = (
+        "import sys, numpy as np, msir\n"
+        "assert 'msir.parallel' not in sys.modules\n"
+        "p = msir.parallel\n"
+        "assert not [m for m in ('xdsl', 'scipy', 'llvmlite') if m in sys.modules], sys.modules.keys()\n"
+        "from test_parallel_api import weights_first\n"
+        "plan = p.auto_shard(weights_first, (2,), (np.zeros((8, 8), np.float32),) * 2)\n"
+        "assert 'scipy' not in sys.modules and 'llvmlite' not in sys.modules\n"
+        "print(plan.strategy_of('mm'))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         cwd=__file__.rsplit("/", 1)[0])
+    assert out.returncode == 0, out.stderr[-2000:]
+
+
+def weights_first(w, x):
+    return ops.reduce_sum(ops.matmul(w, x, name="mm"), name="loss")
+
+
+def test_equal_costs_go_to_data_parallelism():
+    # No communication cost worth a femtosecond (alpha 0, bandwidth 1e30): splitting m (w's rows),
+    # n (x's columns) or k costs the same compute. The enumeration order would pick m first; the
+    # tie rule picks n, the loop the parameter w does not have.
+    model = CostModel(alpha=[0.0], bandwidth=[1e30], flops=1e12)
+    z = np.zeros((8, 8), np.float32)
+    plan = msir.parallel.auto_shard(weights_first, (2,), (z, z), cost_model=model, argnums=(0,), params=(0,))
+    assert plan.spec_of("mm") == "mk,kn->mn"
+    assert plan.strategy_of("mm") == "n"
+
+
+def test_jit_functions_are_planned_like_plain_ones():
+    z = np.zeros((8, 8), np.float32)
+    jitted = msir.jit(weights_first)
+    a = msir.parallel.auto_shard(jitted, (2,), (z, z))
+    b = msir.parallel.auto_shard(weights_first, (2,), (z, z))
+    assert a.strategies == b.strategies and a.cost == b.cost
+
+
+def test_argument_positions_are_checked():
+    z = np.zeros((8, 8), np.float32)
+    with pytest.raises(PlanningError, match=r"argnums: 5 is not an argument position of 'weights_first' "
+                                            r"\(2 arguments\)"):
+        msir.parallel.auto_shard(weights_first, (2,), (z, z), argnums=(5,))
+    with pytest.raises(PlanningError, match=r"params=\(0,\) must be among argnums=\(1,\)"):
+        msir.parallel.auto_shard(weights_first, (2,), (z, z), argnums=(1,), params=(0,))
+    with pytest.raises(PlanningError, match="CostModel.alpha has 1 entries; the mesh \\(2, 2\\) has 2 axes"):
+        msir.parallel.auto_shard(weights_first, (2, 2), (z, z), cost_model=CostModel(alpha=[1e-6]))
+
+
+def diagonal(x):
+    return np.einsum("ii->i", x)
+
+
+def test_diagonals_are_refused_at_their_line():
+    with pytest.raises(PlanningError, match="reads a diagonal") as e:
+        msir.parallel.auto_shard(diagonal, (2,), (np.zeros((4, 4), np.float32),))
+    assert e.value.loc.line == diagonal.__code__.co_firstlineno + 1
