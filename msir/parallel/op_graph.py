@@ -199,7 +199,6 @@ class _Builder:
         from xdsl.dialects import func
 
         self.loc = loc
-        self.module = module
         self.entry = next(op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == entry)
         self.fn_name = entry
         self.values: list[Value] = []
@@ -247,7 +246,7 @@ class _Builder:
         self.nodes: list[Node] = []
         for i, (key, ops) in enumerate(runs):
             if i in live and (not self.view_only[i] or self._returned(i, ret)):
-                self.nodes.append(self._node(names[i], i, ops, ret))
+                self.nodes.append(self._node(names[i], ops))
         outputs = [self._external(v) for v in ret.operands]
         return Graph(self.fn_name, self.loc, self.values, self.nodes, leaves,
                      [o for o in outputs if o is not None], arg_leaves, arg_names)
@@ -292,7 +291,7 @@ class _Builder:
 
     # -- one node -------------------------------------------------------------
 
-    def _node(self, name: str, run: int, own_ops: list, ret) -> Node:
+    def _node(self, name: str, own_ops: list) -> Node:
         import msir.dialects.msir as M
 
         ops = self._with_folded_views(own_ops)
@@ -313,7 +312,7 @@ class _Builder:
             reduced.extend(_relate(op, uf, name, loc))
         compute = [op for op in ops if not _is_view(op)]
         kind, normalised_dims = self._kind(name, loc, compute, contractions, reduced, out, uf)
-        letters = self._letters(kind, contractions, reduced, out, uf, ops)
+        letters = self._letters(kind, contractions, out, uf, ops)
 
         def letters_of(ssa) -> tuple[str | None, ...]:
             return tuple(letters.get(uf.find((id(ssa), d))) for d in range(len(M.shape_of(ssa.type))))
@@ -362,11 +361,8 @@ class _Builder:
 
         for op in own_ops:
             visit(op)
-        folded.sort(key=lambda op: self._order(op))
+        folded.sort(key=lambda op: self.run_of[id(op)])
         return folded + list(own_ops)
-
-    def _order(self, op) -> int:
-        return self.run_of[id(op)]
 
     def _kind(self, name, loc, compute, contractions, reduced, out, uf):
         out_loops = {uf.find((id(out), d)) for d in range(len(out.type.get_shape()))}
@@ -386,7 +382,7 @@ class _Builder:
         raise PlanningError(f"op '{name}' ({', '.join(sorted(op_names))}) is a composite the planner does not model "
                             f"yet (not a contraction, elementwise op, softmax, layer_norm or single reduction)", loc)
 
-    def _letters(self, kind, contractions, reduced, out, uf, ops) -> dict:
+    def _letters(self, kind, contractions, out, uf, ops) -> dict:
         """The letter of each loop (union-find root)."""
         import msir.dialects.msir as M
 
