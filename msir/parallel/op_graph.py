@@ -227,6 +227,10 @@ class _Builder:
             if isinstance(op, (M.ConstantOp, M.IotaOp)):
                 self.constants.update(id(r) for r in op.results)
                 continue
+            if isinstance(op, (M.ClosureOp, M.ApplyOp, M.GradOp, M.ValueAndGradOp, M.VjpOp, M.JvpOp)):
+                raise PlanningError(f"the planner does not plan a function that differentiates inside ('{op.name}' "
+                                    f"in '{self.fn_name}') yet: plan the loss, whose backward pass the cost model "
+                                    f"prices for the arguments in argnums", source_loc(op) or self.loc)
             if op.regions or isinstance(op, func.CallOp) or not _plannable(op):
                 raise PlanningError(f"the planner does not model '{op.name}' yet (in function '{self.fn_name}')",
                                     source_loc(op) or self.loc)

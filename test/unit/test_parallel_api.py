@@ -72,3 +72,18 @@ def test_diagonals_are_refused_at_their_line():
     with pytest.raises(PlanningError, match="reads a diagonal") as e:
         msir.parallel.auto_shard(diagonal, (2,), (np.zeros((4, 4), np.float32),))
     assert e.value.loc.line == diagonal.__code__.co_firstlineno + 1
+
+
+def inner_loss(w, x):
+    return np.sum(np.tanh(x @ w))
+
+
+def differentiates_inside(w, x):
+    return msir.grad(inner_loss)(w, x)
+
+
+def test_a_function_that_differentiates_inside_is_refused_at_its_line():
+    z = np.zeros((4, 4), np.float32)
+    with pytest.raises(PlanningError, match="does not plan a function that differentiates inside") as e:
+        msir.parallel.auto_shard(differentiates_inside, (2,), (z, z))
+    assert e.value.loc.line == differentiates_inside.__code__.co_firstlineno + 1
