@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from msir.errors import PlanningError
+from msir.errors import PlanningError, SourceLoc
 from msir.parallel.mesh_layout import Layout, Mesh, Strategy, axes_on, split_of
 from msir.parallel.op_graph import Graph, Node, Use
 from msir.parallel.reshard import Collective, reshard
@@ -60,19 +60,19 @@ class CostModel:
     flops: float = 1e12
     memory_limit: float | None = None
 
-    def for_mesh(self, mesh: Mesh) -> tuple[tuple[float, ...], tuple[float, ...]]:
-        """(alpha, bandwidth) with one entry per axis of `mesh`."""
+    def for_mesh(self, mesh: Mesh, loc: SourceLoc | None = None) -> tuple[tuple[float, ...], tuple[float, ...]]:
+        """(alpha, bandwidth) with one entry per axis of `mesh` (errors at `loc`)."""
         out = []
         for what, v in (("alpha", self.alpha), ("bandwidth", self.bandwidth)):
             values = (float(v),) * mesh.rank if isinstance(v, (int, float)) else tuple(float(x) for x in v)
             if len(values) != mesh.rank:
                 raise PlanningError(f"CostModel.{what} has {len(values)} entries; the mesh {mesh.shape} has "
-                                    f"{mesh.rank} axes")
+                                    f"{mesh.rank} axes", loc)
             if any(x < 0 for x in values) or (what == "bandwidth" and any(x == 0 for x in values)):
-                raise PlanningError(f"CostModel.{what} must be positive, got {values}")
+                raise PlanningError(f"CostModel.{what} must be positive, got {values}", loc)
             out.append(values)
         if self.flops <= 0:
-            raise PlanningError(f"CostModel.flops must be positive, got {self.flops}")
+            raise PlanningError(f"CostModel.flops must be positive, got {self.flops}", loc)
         return out[0], out[1]
 
 
@@ -112,7 +112,7 @@ class Setting:
         use (the user fixed it)."""
         self.graph, self.mesh, self.model = graph, mesh, model
         self.own_layout = own_layout
-        self.alpha, self.bandwidth = model.for_mesh(mesh)
+        self.alpha, self.bandwidth = model.for_mesh(mesh, graph.loc)
         self.grad_leaves, self.param_leaves = grad_leaves, param_leaves
         self.needs_grad = self._needs_grad()
         self.uses = {v: graph.uses_of(v) for v in graph.leaves}

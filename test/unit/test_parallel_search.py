@@ -100,13 +100,33 @@ def test_memory_limit_rules_out_data_parallelism():
     limit = 0.9 * free.breakdown["memory_bytes"]
     model = CostModel(alpha=[1e-5], bandwidth=[1e10], flops=1e12, memory_limit=limit)
     plan = msir.parallel.auto_shard(mlp, (4,), args, cost_model=model, argnums=(0, 1, 2), params=(1, 2))
-    assert plan.method == "milp"
+    assert plan.method == "pareto elimination"
     assert plan.breakdown["memory_bytes"] <= limit
     assert "m" not in (plan.strategy_of("fc1"), plan.strategy_of("fc2"))  # the weights are split
     # exact: the cheapest of all plans within the limit, by brute force over the cost graph
     problem = build_problem(plan.setting, {}, {})
     best = min(_all_plans(problem, limit))
     assert plan.cost == pytest.approx(best, rel=1e-9)
+    by_ilp = solve(problem, limit, method="milp")
+    assert by_ilp.method == "milp"
+    assert _cost(problem, by_ilp.choice) == pytest.approx(best, rel=1e-9)
+    assert plan_memory(problem, by_ilp.choice) <= limit
+
+
+@pytest.mark.parametrize("fraction", [0.3, 0.5, 0.8, 0.95])
+def test_pareto_elimination_and_ilp_equal_brute_force_under_memory_limits(fraction):
+    # the residual block: x has its own layout and two readers, so two fronts meet at the skip add
+    plan = msir.parallel.auto_shard(residual, (4,), (z(256, 64), z(64, 64), z(64, 64)), cost_model=ONE_AXIS,
+                                    argnums=(0, 1, 2), params=(1, 2))
+    problem = build_problem(plan.setting, {}, {})
+    least = problem.base_memory + sum(float(m.min()) for m in problem.memory)
+    limit = least + fraction * (plan.breakdown["memory_bytes"] - least)
+    best = min(_all_plans(problem, limit))
+    for method in (None, "milp"):
+        solution = solve(problem, limit, method=method)
+        assert solution.method == ("pareto elimination" if method is None else "milp")
+        assert plan_memory(problem, solution.choice) <= limit
+        assert _cost(problem, solution.choice) == pytest.approx(best, rel=1e-9)
 
 
 def _all_plans(problem, limit):
