@@ -123,7 +123,11 @@ def _strategy(node: Node, given: Any, mesh: Mesh) -> Strategy:
         if isinstance(given, str):
             s = parse_strategy(given, mesh, node.loops)
         else:
-            s = strategy_from_slices(given, [u.term for u in node.uses], mesh)
+            terms = [u.term for u in node.uses]
+            contraction = [u.term for u in node.uses if u.contraction]
+            if contraction and len(given) == len(contraction) < len(terms):
+                terms = contraction  # MindSpore's MatMul/Dense strategies slice the product's operands only
+            s = strategy_from_slices(given, terms, mesh)
     except ValueError as e:
         raise PlanningError(f"op '{node.name}' ({node.spec}): {e}", node.loc) from None
     for letter in dict.fromkeys(c for c in s if c):

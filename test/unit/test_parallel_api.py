@@ -87,3 +87,22 @@ def test_a_function_that_differentiates_inside_is_refused_at_its_line():
     with pytest.raises(PlanningError, match="does not plan a function that differentiates inside") as e:
         msir.parallel.auto_shard(differentiates_inside, (2,), (z, z))
     assert e.value.loc.line == differentiates_inside.__code__.co_firstlineno + 1
+
+
+def dense_layer(x, w, b):
+    return ops.reduce_sum(ops.dense(x, w, b, name="fc"), name="loss")
+
+
+def test_semi_auto_slices_of_a_dense_and_several_axes_on_one_loop():
+    x, w, b = np.zeros((64, 32), np.float32), np.zeros((16, 32), np.float32), np.zeros(16, np.float32)
+    mesh = msir.parallel.Mesh((2, 4), axis_names=("data", "model"))
+    # MindSpore's Dense strategy slices its two matrix operands: x's rows in 2, w's rows (out) in 4
+    plan = msir.parallel.shard(dense_layer, mesh, {"fc": ((2, 1), (4, 1))}, example_args=(x, w, b))
+    assert plan.spec_of("fc") == "mk,nk,n->mn" and plan.strategy_of("fc") == "m,n"
+    # both axes on the contraction: split 8 ways, axis 0 major
+    plan = msir.parallel.shard(dense_layer, mesh, {"fc": "k,k"}, example_args=(x, w, b))
+    assert plan.layout_of(1) == msir.parallel.Layout(((), (0, 1)))
+    with pytest.raises(PlanningError, match=r"mesh axis 1 \('model', size 8\) splits loop n \(dimension 1 of the "
+                                            r"output, size 16\) 32 ways, which does not divide it"):
+        msir.parallel.shard(dense_layer, msir.parallel.Mesh((4, 8), ("data", "model")), {"fc": "n,n"},
+                            example_args=(x, w, b))
