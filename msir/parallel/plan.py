@@ -79,10 +79,10 @@ class Plan:
     # -- the terms of each op --------------------------------------------------
 
     def _row_terms(self, i: int) -> Terms:
-        """Op i's own terms plus those of the edges into it."""
+        """The terms of the edges into op i, then op i's own (the report's order: inputs first)."""
         node = self.graph.nodes[i]
         s = self.strategies[node.name]
-        terms = self.setting.node_terms(i, s)
+        terms = Terms()
         for k, use in enumerate(node.uses):
             v = self.graph.values[use.value]
             if v.producer is not None:
@@ -90,7 +90,7 @@ class Plan:
                 terms.add(self.setting.edge_terms(i, k, self.strategies[p.name], s))
             elif use.value in self.leaf_layouts:
                 terms.add(self.setting.leaf_edge_terms(i, k, self.leaf_layouts[use.value], s))
-        return terms
+        return terms.add(self.setting.node_terms(i, s))
 
     # -- the report ----------------------------------------------------------
 
