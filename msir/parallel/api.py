@@ -46,9 +46,15 @@ def shard(fn, mesh, strategies: Mapping[str, Any] | None = None,
     stored as given; every other op gets the strategy of least cost."""
     if example_args is None:
         raise PlanningError("msir.parallel.shard needs example_args= (the arguments to plan for)")
-    mesh = Mesh.of(mesh)
+    try:
+        mesh = Mesh.of(mesh)
+    except (TypeError, ValueError) as e:
+        raise PlanningError(f"mesh {mesh!r}: {e}; give a device count or a shape tuple like (2, 4)") from None
     model = cost_model if cost_model is not None else CostModel()
+    if not isinstance(model, CostModel):
+        raise PlanningError(f"cost_model must be a msir.parallel.CostModel, got {type(model).__name__}")
     graph = build_graph(fn, tuple(example_args))
+    model.for_mesh(mesh, graph.loc)
     grad, param = _gradient_leaves(graph, example_args, argnums, params)
     fixed_layouts = _input_layouts(graph, input_layouts or {}, mesh)
     setting = Setting(graph, mesh, model, grad, param, frozenset(fixed_layouts))
@@ -94,6 +100,9 @@ def _input_layouts(graph: Graph, layouts: Mapping[int, Layout | str], mesh: Mesh
                                 f"'{graph.fn_name}'", graph.loc)
         name, loc = graph.arg_names[pos], graph.arg_locs[pos]
         try:
+            if not isinstance(given, (Layout, str)):
+                raise ValueError(f"expected a msir.parallel.Layout or its text 'dims=[[0],[]], partial=[]', "
+                                 f"got {given!r}")
             layout = Layout.of(given)
             layout.check_mesh(mesh)
         except ValueError as e:
@@ -122,6 +131,8 @@ def _strategy(node: Node, given: Any, mesh: Mesh) -> Strategy:
     try:
         if isinstance(given, str):
             s = parse_strategy(given, mesh, node.loops)
+        elif not _is_slices(given):
+            raise ValueError(f"a strategy is text ('m,-') or MindSpore slice tuples ((2, 1), (1, 4)), got {given!r}")
         else:
             terms = [u.term for u in node.uses]
             contraction = [u.term for u in node.uses if u.contraction]
@@ -142,6 +153,11 @@ def _strategy(node: Node, given: Any, mesh: Mesh) -> Strategy:
                     f"splits loop {letter} ({_where(node, letter)}, size {node.sizes[letter]}) "
                     f"{split_of(s, letter, mesh)} ways, which does not divide it", node.loc)
     return s
+
+
+def _is_slices(given: Any) -> bool:
+    return isinstance(given, (tuple, list)) and all(
+        isinstance(t, (tuple, list)) and all(isinstance(c, int) and not isinstance(c, bool) for c in t) for t in given)
 
 
 def _where(node: Node, letter: str) -> str:

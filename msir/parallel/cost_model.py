@@ -33,6 +33,7 @@ The total over all terms is the plan's cost; nothing overlaps.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -61,18 +62,27 @@ class CostModel:
     memory_limit: float | None = None
 
     def for_mesh(self, mesh: Mesh, loc: SourceLoc | None = None) -> tuple[tuple[float, ...], tuple[float, ...]]:
-        """(alpha, bandwidth) with one entry per axis of `mesh` (errors at `loc`)."""
+        """(alpha, bandwidth) with one entry per axis of `mesh`, every constant
+        checked (errors at `loc`)."""
         out = []
         for what, v in (("alpha", self.alpha), ("bandwidth", self.bandwidth)):
-            values = (float(v),) * mesh.rank if isinstance(v, (int, float)) else tuple(float(x) for x in v)
+            try:
+                values = (float(v),) * mesh.rank if isinstance(v, numbers.Real) else tuple(float(x) for x in v)
+            except (TypeError, ValueError):
+                raise PlanningError(f"CostModel.{what} must be a number or one number per mesh axis, got {v!r}",
+                                    loc) from None
             if len(values) != mesh.rank:
                 raise PlanningError(f"CostModel.{what} has {len(values)} entries; the mesh {mesh.shape} has "
                                     f"{mesh.rank} axes", loc)
-            if any(x < 0 for x in values) or (what == "bandwidth" and any(x == 0 for x in values)):
+            if any(not x >= 0 for x in values) or (what == "bandwidth" and any(x == 0 for x in values)):
                 raise PlanningError(f"CostModel.{what} must be positive, got {values}", loc)
             out.append(values)
-        if self.flops <= 0:
-            raise PlanningError(f"CostModel.flops must be positive, got {self.flops}", loc)
+        for what, v, optional in (("flops", self.flops, False), ("memory_limit", self.memory_limit, True)):
+            if optional and v is None:
+                continue
+            if isinstance(v, bool) or not isinstance(v, numbers.Real) or not v > 0:
+                raise PlanningError(f"CostModel.{what} must be a positive number{' or None' if optional else ''}, "
+                                    f"got {v!r}", loc)
         return out[0], out[1]
 
 

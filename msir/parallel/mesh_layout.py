@@ -24,6 +24,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 Strategy = tuple  # one loop letter (str) or None per mesh axis
 
 
@@ -35,6 +37,8 @@ class Mesh:
     axis_names: tuple[str, ...] | None = None
 
     def __post_init__(self):
+        if not all(isinstance(n, (int, np.integer)) and not isinstance(n, bool) for n in self.shape):
+            raise ValueError(f"a mesh shape is a tuple of device counts, got {self.shape!r}")
         shape = tuple(int(n) for n in self.shape)
         if not shape or any(n < 1 for n in shape):
             raise ValueError(f"a mesh needs one or more axes of size >= 1, got shape {self.shape}")
@@ -50,8 +54,10 @@ class Mesh:
         """A `Mesh`, from a Mesh, a device count or a shape tuple."""
         if isinstance(mesh, Mesh):
             return mesh
-        if isinstance(mesh, int):
+        if isinstance(mesh, (int, np.integer)):
             return Mesh((mesh,))
+        if not isinstance(mesh, (tuple, list)):
+            raise ValueError(f"a mesh is a Mesh, a device count or a shape tuple, got {type(mesh).__name__}")
         return Mesh(tuple(mesh))
 
     @property

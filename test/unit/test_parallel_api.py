@@ -106,3 +106,21 @@ def test_semi_auto_slices_of_a_dense_and_several_axes_on_one_loop():
                                             r"output, size 16\) 32 ways, which does not divide it"):
         msir.parallel.shard(dense_layer, msir.parallel.Mesh((4, 8), ("data", "model")), {"fc": "n,n"},
                             example_args=(x, w, b))
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda a: msir.parallel.auto_shard(weights_first, "2x4", a), r"mesh '2x4': a mesh is a Mesh, a device count"),
+    (lambda a: msir.parallel.auto_shard(weights_first, (2, 0), a), r"one or more axes of size >= 1"),
+    (lambda a: msir.parallel.auto_shard(weights_first, (2,), a, cost_model=CostModel(alpha="fast")),
+     r"CostModel.alpha must be a number or one number per mesh axis, got 'fast'"),
+    (lambda a: msir.parallel.auto_shard(weights_first, (2,), a, cost_model=CostModel(memory_limit=-1)),
+     r"CostModel.memory_limit must be a positive number or None, got -1"),
+    (lambda a: msir.parallel.shard(weights_first, (2,), {"mm": 5}, example_args=a),
+     r"op 'mm' \(mk,kn->mn\): a strategy is text \('m,-'\) or MindSpore slice tuples"),
+    (lambda a: msir.parallel.shard(weights_first, (2,), input_layouts={0: 5}, example_args=a),
+     r"input_layouts\[0\] for argument 'w': expected a msir.parallel.Layout or its text"),
+])
+def test_bad_arguments_are_msir_errors(call, message):
+    z = np.zeros((8, 8), np.float32)
+    with pytest.raises(PlanningError, match=message):
+        call((z, z))
