@@ -109,3 +109,56 @@ def test_collective_times():
     # all_gather of a quarter on axis 1: alpha + (n-1) s / B; slices are free
     assert time_of(Layout(((1,), ())), Layout(((), ()))) == pytest.approx(2e-6 + 3 * (s / 4) / 4e10, rel=1e-12)
     assert time_of(Layout(((), ())), Layout(((0,), (1,)))) == 0.0
+
+
+def _apply(steps, cur: Layout, shape, itemsize, mesh):
+    """Replay `steps` on `cur`, checking each is legal where it stands and the buffer sizes it records."""
+    import math
+
+    dims, partial = [list(d) for d in cur.dims], list(cur.partial)
+
+    def local():
+        return itemsize * math.prod(n // math.prod(mesh.shape[a] for a in d) for n, d in zip(shape, dims))
+
+    for c in steps:
+        assert c.in_bytes == local(), c
+        if c.kind == "all_reduce":
+            partial.remove(c.axis)
+        elif c.kind == "reduce_scatter":
+            partial.remove(c.axis)
+            dims[c.dim].append(c.axis)
+        elif c.kind == "all_gather":
+            assert dims[c.dim][-1] == c.axis, c
+            dims[c.dim].pop()
+        elif c.kind == "all_to_all":
+            assert dims[c.dim][-1] == c.axis, c
+            dims[c.dim].pop()
+            dims[c.to_dim].append(c.axis)
+        else:
+            assert c.kind == "all_slice" and not partial, c
+            dims[c.dim].append(c.axis)
+    return Layout(tuple(tuple(d) for d in dims), tuple(partial))
+
+
+def test_every_reshard_on_a_2x4_mesh_ends_at_its_destination():
+    import itertools
+
+    shape = (8, 16)
+    choices = [(None, 0, 1)] * 2  # each mesh axis splits dim 0, dim 1 or nothing
+    layouts = []
+    for pick in itertools.product(*choices):
+        for order in ((0, 1), (1, 0)):  # both major-to-minor orders when two axes share a dim
+            dims = tuple(tuple(a for a in order if pick[a] == i) for i in range(2))
+            layouts.append(Layout(dims))
+    layouts = list(dict.fromkeys(layouts))
+    partials = [Layout(layout.dims, p) for layout in layouts for p in ((0,), (1,), (0, 1))
+                if not set(p) & {a for d in layout.dims for a in d}]
+    count = 0
+    for cur in layouts + partials:
+        for dst in layouts:
+            steps = reshard(cur, dst, shape, 4, MESH)
+            assert _apply(steps, cur, shape, 4, MESH) == dst, (cur, dst, steps)
+            assert [c.kind for c in steps] == sorted((c.kind for c in steps), key=lambda k: (
+                k not in ("all_reduce", "reduce_scatter"), k == "all_slice")), (cur, dst, steps)
+            count += 1
+    assert count == len(layouts) * (len(layouts) + len(partials))

@@ -232,3 +232,16 @@ def test_report_has_one_row_per_op():
     assert set(rows) >= {"fc1", "act", "fc2", "loss"}
     assert "64x1024, 1024x1024 -> 64x1024" in rows["fc1"]
     assert "reduce_scatter" in rows["loss"] or "all_reduce" in rows["loss"]
+
+
+def test_pareto_elimination_on_a_2d_mesh_equals_brute_force():
+    plan = msir.parallel.auto_shard(mlp, (2, 2), (z(64, 32), z(32, 128), z(128, 32)), cost_model=MODELS[0],
+                                    argnums=(0, 1, 2), params=(1, 2))
+    problem = build_problem(plan.setting, {}, {})
+    least = problem.base_memory + sum(float(m.min()) for m in problem.memory)
+    for fraction in (0.1, 0.6):
+        limit = least + fraction * (plan.breakdown["memory_bytes"] - least)
+        solution = solve(problem, limit)
+        assert solution.method == "pareto elimination"
+        assert plan_memory(problem, solution.choice) <= limit
+        assert _cost(problem, solution.choice) == pytest.approx(min(_all_plans(problem, limit)), rel=1e-9)
