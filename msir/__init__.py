@@ -33,6 +33,7 @@ _LAZY = {
     "errors": "msir.errors",
     "ops": "msir.ops",
     "viz": "msir.viz",
+    "SummaryRecord": "msir.viz.summary",
     "DonationWarning": "msir.errors",
 }
 

@@ -3,8 +3,14 @@
 * `graph(f, *example_args, stage=...)`: the function's IR at a stage of the
   pipeline as a graph (DOT text; SVG through Graphviz's `dot` when installed),
   see `msir.viz.ir_graph`; `msir-opt ... --emit-dot` prints the same.
+* `SummaryRecord(log_dir)` writes a training run's summary (scalars,
+  hyper-parameters, model facts, the network's IR) as JSON lines, and
+  `load_run(dir)` / `load_runs(root)` read runs back, see `msir.viz.summary`
+  (the format: docs/summary-format.md).
 """
 
 from msir.viz.ir_graph import IRGraph, VizError, dot_available, graph, stage_names, to_dot
+from msir.viz.summary import Run, Scalar, SummaryError, SummaryRecord, load_run, load_runs
 
-__all__ = ["IRGraph", "VizError", "dot_available", "graph", "stage_names", "to_dot"]
+__all__ = ["IRGraph", "Run", "Scalar", "SummaryError", "SummaryRecord", "VizError", "dot_available", "graph",
+           "load_run", "load_runs", "stage_names", "to_dot"]
