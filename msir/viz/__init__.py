@@ -7,10 +7,14 @@
   hyper-parameters, model facts, the network's IR) as JSON lines, and
   `load_run(dir)` / `load_runs(root)` read runs back, see `msir.viz.summary`
   (the format: docs/summary-format.md).
+* `curves(summary_dir, path=...)`: loss, accuracy and learning-rate curves of
+  one run or of every run under a folder, as PNG (matplotlib, the `viz`
+  extra), see `msir.viz.curves`.
 """
 
+from msir.viz.curves import curves
 from msir.viz.ir_graph import IRGraph, VizError, dot_available, graph, stage_names, to_dot
 from msir.viz.summary import Run, Scalar, SummaryError, SummaryRecord, load_run, load_runs
 
-__all__ = ["IRGraph", "Run", "Scalar", "SummaryError", "SummaryRecord", "VizError", "dot_available", "graph",
-           "load_run", "load_runs", "stage_names", "to_dot"]
+__all__ = ["IRGraph", "Run", "Scalar", "SummaryError", "SummaryRecord", "VizError", "curves", "dot_available",
+           "graph", "load_run", "load_runs", "stage_names", "to_dot"]

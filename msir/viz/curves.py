@@ -1,0 +1,101 @@
+"""Training curves: a run's (or several runs') scalars drawn as PNG.
+
+`curves(summary_dir, path=...)` reads the run in `summary_dir`, or every run
+under it when it is a folder of runs (`msir.viz.summary.load_runs`), and
+draws one panel per quantity, side by side — loss, accuracy, learning rate by
+default — with steps on x and one line per run (the same colour for a run in
+every panel; values recorded in eval mode dashed). A quantity is found under
+its usual tags (`TAG_ALIASES`: accuracy is also "acc", the learning rate
+"lr"); a quantity no run recorded has no panel. A learning rate spanning more
+than a factor of 20 is drawn on a log scale.
+
+matplotlib (the `viz` extra: `pip install 'msir[viz]'`) is imported only
+here, through its object API and the Agg canvas, so that drawing changes no
+global pyplot state of the caller's.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from msir.viz.ir_graph import VizError
+from msir.viz.summary import Run, SummaryError, load_runs
+
+DEFAULT_QUANTITIES = ("loss", "accuracy", "learning_rate")
+
+TAG_ALIASES = {
+    "loss": ("loss", "train_loss"),
+    "accuracy": ("accuracy", "acc", "Accuracy", "top_1_accuracy"),
+    "learning_rate": ("learning_rate", "lr"),
+}
+"""The tags under which a quantity is looked for, first match per run wins."""
+
+TITLES = {"loss": "loss", "accuracy": "accuracy", "learning_rate": "learning rate"}
+
+LOG_SCALE_RATIO = 20.0
+
+
+def tag_of(run: Run, quantity: str) -> str | None:
+    """The tag under which `run` recorded `quantity`, None if it did not."""
+    tags = set(run.tags)
+    return next((t for t in TAG_ALIASES.get(quantity, (quantity,)) if t in tags), None)
+
+
+def _matplotlib():
+    """matplotlib's Figure, its Agg canvas and its rcParams (for the colour cycle)."""
+    try:
+        from matplotlib import rcParams
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError as e:
+        raise VizError("msir.viz.curves draws with matplotlib, which is not installed: "
+                       "pip install 'msir[viz]' (or matplotlib>=3.7)") from e
+    return Figure, FigureCanvasAgg, rcParams
+
+
+def curves(summary_dir: str | os.PathLike[str], path: str | os.PathLike[str] | None = None, *,
+           quantities: Sequence[str] = DEFAULT_QUANTITIES, title: str | None = None, dpi: int = 100) -> Path:
+    """Draw the curves of the runs in `summary_dir` to the PNG `path`
+    (default: `summary_dir/curves.png`) and return its path."""
+    figure_class, canvas_class, rc_params = _matplotlib()
+    runs = load_runs(summary_dir)
+    panels = [q for q in quantities if any(tag_of(r, q) for r in runs)]
+    if not panels:
+        recorded = sorted({t for r in runs for t in r.tags})
+        raise SummaryError(f"no run under '{summary_dir}' recorded {', '.join(quantities)}; the tags recorded are: "
+                           + (", ".join(recorded) if recorded else "none"))
+    out = Path(path) if path is not None else Path(summary_dir) / "curves.png"
+
+    figure = figure_class(figsize=(4.2 * len(panels), 3.4), dpi=dpi, layout="constrained")
+    canvas_class(figure)
+    axes = figure.subplots(1, len(panels), squeeze=False)[0]
+    cycle = [c["color"] for c in rc_params["axes.prop_cycle"]]
+    for ax, quantity in zip(axes, panels, strict=True):
+        drawn: list[float] = []
+        for i, run in enumerate(runs):
+            tag = tag_of(run, quantity)
+            if tag is None:
+                continue
+            for mode, style in (("train", "-"), ("eval", "--")):
+                steps, values = run.series(tag, mode)
+                if not steps:
+                    continue
+                label = run.name if mode == "train" else f"{run.name} (eval)"
+                ax.plot(steps, values, style, color=cycle[i % len(cycle)], label=label, linewidth=1.4,
+                        marker="o" if len(steps) == 1 else None)
+                drawn.extend(values)
+        positive = [v for v in drawn if v > 0]
+        if quantity == "learning_rate" and len(positive) == len(drawn) and max(drawn) > LOG_SCALE_RATIO * min(drawn):
+            ax.set_yscale("log")
+        ax.set_title(TITLES.get(quantity, quantity))
+        ax.set_xlabel("step")
+        ax.grid(True, alpha=0.3)
+        if len(ax.lines) > 1:
+            ax.legend(fontsize=8)
+    if title:
+        figure.suptitle(title)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(out, format="png")
+    return out
