@@ -1,7 +1,8 @@
 """`msir.viz.lineage` and `msir-lineage`: the page's table (rows, values,
 blanks), its parallel-coordinates SVG (each run crossing each axis where its
 value puts it), that it is self-contained, and the page rendered by a real
-headless Chromium: the sort script reorders the rows, the picture is drawn."""
+headless Chromium: the sort script reorders the rows (from the address, and
+on a click driven through ChromeDriver), hovering highlights, the picture is drawn."""
 
 from __future__ import annotations
 
@@ -279,3 +280,109 @@ def test_the_picture_is_drawn_in_chromium(page_path, tmp_path):
         on_white = 0.85 * colour + 0.15 * 255  # the lines' opacity
         near = np.all(np.abs(rgb - on_white) <= 24, axis=-1) | np.all(np.abs(rgb - colour) <= 24, axis=-1)
         assert np.sum(near) > 800, (run, colours[run], int(np.sum(near)))
+
+
+class WebDriver:
+    """Chromium driven through ChromeDriver's W3C WebDriver protocol (plain
+    HTTP on localhost, so the test needs no client library): clicks and mouse
+    moves as a user makes them."""
+
+    ELEMENT = "element-6066-11e4-a52e-4f735466cecf"
+
+    def __init__(self, tmp_path):
+        import socket
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.process = subprocess.Popen([shutil.which("chromedriver"), f"--port={self.port}"],
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self._wait_until_ready()
+        profile = tmp_path / "driver-profile"
+        profile.mkdir()
+        options = {"binary": browser(), "args": ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                                                 "--no-first-run", "--disable-background-networking",
+                                                 "--disable-component-update", "--disable-sync",
+                                                 f"--user-data-dir={profile}", "--window-size=1200,900"]}
+        reply = self.call("POST", "/session", {"capabilities": {"alwaysMatch": {"goog:chromeOptions": options}}})
+        self.session = f"/session/{reply['sessionId']}"
+
+    def _wait_until_ready(self):
+        import time
+        import urllib.error
+
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if self.call("GET", "/status")["ready"]:
+                    return
+            except (urllib.error.URLError, ConnectionError):
+                pass
+            assert time.monotonic() < deadline, "chromedriver did not start in 30 s"
+            time.sleep(0.1)
+
+    def call(self, method, path, body=None):
+        import json
+        import urllib.request
+
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", data=data, method=method,
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return json.loads(response.read())["value"]
+
+    def open(self, url):
+        self.call("POST", f"{self.session}/url", {"url": url})
+
+    def element(self, css):
+        return self.call("POST", f"{self.session}/element", {"using": "css selector", "value": css})[self.ELEMENT]
+
+    def click(self, css):
+        self.call("POST", f"{self.session}/element/{self.element(css)}/click", {})
+
+    def hover(self, css):
+        move = {"type": "pointerMove", "duration": 0, "origin": {self.ELEMENT: self.element(css)}, "x": 0, "y": 0}
+        self.call("POST", f"{self.session}/actions", {"actions": [
+            {"type": "pointer", "id": "mouse", "parameters": {"pointerType": "mouse"}, "actions": [move]}]})
+
+    def run(self, script):
+        return self.call("POST", f"{self.session}/execute/sync", {"script": script, "args": []})
+
+    def quit(self):
+        try:
+            self.call("DELETE", self.session)
+        finally:
+            self.process.terminate()
+            self.process.wait(timeout=30)
+
+
+needs_driver = pytest.mark.skipif(browser() is None or shutil.which("chromedriver") is None,
+                                  reason="no chromium and chromedriver on PATH (.ci/run installs Debian's "
+                                         "chromium and chromium-driver with apt-get where it can)")
+
+
+@needs_driver
+def test_clicking_a_header_sorts_and_hovering_highlights_in_chromium(page_path, tmp_path):
+    driver = WebDriver(tmp_path)
+    try:
+        driver.open(page_path.as_uri())
+        names = "return Array.from(document.querySelectorAll('#runs tbody tr')).map(r => r.cells[0].textContent)"
+        assert driver.run(names) == ["a", "b", "c", "d"]
+        driver.click('th[data-key="final_loss"]')
+        assert driver.run(names) == ["d", "a", "b", "c"]
+        driver.click('th[data-key="final_loss"]')  # again: the other way
+        assert driver.run(names) == ["c", "b", "a", "d"]
+        driver.click('th[data-key="final_accuracy"]')  # d has none: last either way
+        assert driver.run(names) == ["c", "b", "a", "d"]
+        assert driver.run("return location.hash") == "#sort=final_accuracy"
+        driver.click('th[data-key="final_accuracy"]')
+        assert driver.run(names) == ["a", "b", "c", "d"]
+
+        driver.hover('#runs tr[data-run="1"]')
+        highlighted = "return Array.from(document.querySelectorAll('.highlight')).map(e => e.tagName + e.dataset.run)"
+        assert sorted(driver.run(highlighted)) == ["TR1", "g1"]
+        assert driver.run("return document.getElementById('lineage-picture').classList.contains('has-highlight')")
+        driver.hover("h1")
+        assert driver.run(highlighted) == []
+    finally:
+        driver.quit()
