@@ -409,12 +409,13 @@ def _read_json_lines(path: Path) -> tuple[dict[str, Any] | None, list[tuple[int,
         return None, [], ignored
     number, header = records[0]
     version = header.get("format")
-    if not isinstance(version, int):
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         raise SummaryError(f"'{path.name}' does not start with a summary header (\"format\": {FORMAT})",
                            SourceLoc(str(path), number, 1))
     if version > FORMAT:
         raise SummaryError(f"'{path.name}' has summary format {version}, newer than this msir reads "
                            f"(format {FORMAT}): upgrade msir", SourceLoc(str(path), number, 1))
+    _field(path, number, header, "wall_time", (int, float))
     return header, records[1:], ignored
 
 
@@ -423,6 +424,14 @@ def _field(path: Path, number: int, record: Mapping[str, Any], key: str, kinds: 
     if not isinstance(value, kinds) or isinstance(value, bool) and bool not in kinds:
         raise SummaryError(f"a summary record without a valid '{key}'", SourceLoc(str(path), number, 1))
     return value
+
+
+def _number_field(path: Path, number: int, record: Mapping[str, Any], key: str) -> float:
+    """A number, or one of the strings the format writes for non-finite numbers."""
+    value = _decode_number(_field(path, number, record, key, (int, float, str)))
+    if isinstance(value, str):
+        raise SummaryError(f"a summary record whose '{key}' is not a number", SourceLoc(str(path), number, 1))
+    return float(value)
 
 
 def _plain_values(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -444,7 +453,6 @@ def load_run(path: str | os.PathLike[str], name: str | None = None) -> Run:
         raise SummaryError(f"'{path}' holds no msir summary ({' or '.join(RUN_FILES)}, "
                            f"written by msir.viz.SummaryRecord)")
     run = Run(path=path, name=name if name is not None else path.resolve().name)
-    number_kinds = (int, float, str)
     scalars_path = path / SCALARS_FILE
     if scalars_path.is_file():
         header, records, ignored = _read_json_lines(scalars_path)
@@ -456,7 +464,7 @@ def load_run(path: str | os.PathLike[str], name: str | None = None) -> Run:
                 step=_field(scalars_path, number, r, "step", (int,)),
                 epoch=epoch if isinstance(epoch, int) else None,
                 wall_time=float(_field(scalars_path, number, r, "wall_time", (int, float))),
-                value=float(_decode_number(_field(scalars_path, number, r, "value", number_kinds))),
+                value=_number_field(scalars_path, number, r, "value"),
                 mode=_field(scalars_path, number, r, "mode", (str,)),
             ))
         if header is not None:

@@ -130,6 +130,22 @@ def test_a_half_written_last_line_is_ignored_then_cut_off_by_the_next_writer(tmp
                                                                                0.25, 0.125])
 
 
+def test_a_run_cut_at_any_byte_reads_as_the_lines_before_the_cut(tmp_path):
+    write_run(tmp_path / "whole")
+    data = (tmp_path / "whole" / "scalars.jsonl").read_bytes()
+    steps, values = load_run(tmp_path / "whole").series("loss")
+    cut = tmp_path / "cut"
+    cut.mkdir()
+    for size in range(len(data) + 1):
+        (cut / "scalars.jsonl").write_bytes(data[:size])
+        run = load_run(cut)
+        complete_lines = data[:size].count(b"\n")
+        assert run.ignored_lines == (0 if size == 0 or data[size - 1:size] == b"\n" else 1)
+        assert len(run.scalars) == max(complete_lines - 1, 0)  # the header is not a value
+        n = len(run.series("loss")[0])
+        assert run.series("loss") == (steps[:n], values[:n])
+
+
 def test_a_killed_writer_loses_nothing_it_recorded(tmp_path):
     script = textwrap.dedent(f"""
         import os, signal
@@ -162,11 +178,15 @@ def test_a_damaged_line_is_an_error_at_its_file_line_and_column(tmp_path):
     assert e.value.message.startswith("a summary line that is not JSON (Expecting property name")
     assert str(e.value).startswith(f"{scalars}:3:27: error: a summary line that is not JSON")
 
-    lines[2] = '{"tag": "loss", "value": 2}\n'
-    scalars.write_text("".join(lines))
-    with pytest.raises(SummaryError, match="a summary record without a valid 'step'") as e:
-        load_run(tmp_path)
-    assert e.value.loc.line == 3
+    for line, message in (('{"tag": "loss", "value": 2}', "a summary record without a valid 'step'"),
+                          ('{"tag": "loss", "step": 1, "wall_time": 0, "value": "low", "mode": "train"}',
+                           "a summary record whose 'value' is not a number"),
+                          ('[1, 2]', "a summary line must be a JSON object")):
+        lines[2] = line + "\n"
+        scalars.write_text("".join(lines))
+        with pytest.raises(SummaryError) as e:
+            load_run(tmp_path)
+        assert e.value.message == message and (e.value.loc.file, e.value.loc.line) == (str(scalars), 3)
 
 
 def test_a_newer_format_is_refused_by_name(tmp_path):
@@ -176,6 +196,9 @@ def test_a_newer_format_is_refused_by_name(tmp_path):
         load_run(tmp_path)
     (tmp_path / "scalars.jsonl").write_text('{"tag": "loss"}\n')
     with pytest.raises(SummaryError, match="does not start with a summary header"):
+        load_run(tmp_path)
+    (tmp_path / "scalars.jsonl").write_text('{"format": 1, "file": "scalars"}\n')
+    with pytest.raises(SummaryError, match="a summary record without a valid 'wall_time'"):
         load_run(tmp_path)
 
 
