@@ -386,3 +386,31 @@ def test_clicking_a_header_sorts_and_hovering_highlights_in_chromium(page_path, 
         assert driver.run(highlighted) == []
     finally:
         driver.quit()
+
+
+def test_odd_and_missing_values_show_as_they_are_never_as_errors(tmp_path):
+    with SummaryRecord(tmp_path / "numbers") as summary:
+        summary.set_hyper_params({"learning_rate": 0.1, "augment": True, "layers": [784, 10]})
+        summary.add_value("scalar", "loss", float("nan"))  # diverged
+        summary.record(0)
+    with SummaryRecord(tmp_path / "schedule") as summary:
+        summary.set_hyper_params({"learning_rate": "cosine", "augment": False})
+        summary.add_value("scalar", "loss", 0.5)
+        summary.record(0)
+    SummaryRecord(tmp_path / "nothing").close()  # a run that recorded nothing
+    page = Page(lineage(tmp_path).read_text())
+    assert [r["cells"][0]["text"] for r in page.rows] == ["nothing", "numbers", "schedule"]
+    assert [c["text"] for c in page.column("learning_rate")] == ["", "0.1", "cosine"]
+    assert [c["text"] for c in page.column("augment")] == ["", "true", "false"]
+    assert [c["text"] for c in page.column("layers")] == ["", "[784, 10]", ""]
+    assert [c["text"] for c in page.column("final_loss")] == ["", "nan", "0.5"]
+    assert [c["value"] for c in page.column("final_loss")] == [None, "NaN", "0.5"]
+    kinds = {h["key"]: h["kind"] for h in page.headers}
+    assert kinds["learning_rate"] == "text" and kinds["final_loss"] == "number"
+    axis = {a["key"]: a for a in page.axes}
+    assert [label for _, label in axis["learning_rate"]["ticks"]] == ["0.1", "cosine"]  # mixed: categories
+    assert [label for _, label in axis["augment"]["ticks"]] == ["false", "true"]
+    assert page.runs["0"]["points"] == [] and page.runs["0"]["path"] is None
+    loss_x = axis["final_loss"]["x"]
+    assert [x for x, _ in page.runs["1"]["points"]].count(loss_x) == 0  # NaN: a gap on the loss axis
+    assert [x for x, _ in page.runs["2"]["points"]].count(loss_x) == 1
