@@ -11,17 +11,23 @@ than a factor of 20 is drawn on a log scale.
 
 matplotlib (the `viz` extra: `pip install 'msir[viz]'`) is imported only
 here, through its object API and the Agg canvas, so that drawing changes no
-global pyplot state of the caller's.
+global pyplot state of the caller's. `curves_figure(runs)` returns the
+Figure instead of saving it.
 """
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from msir.viz.ir_graph import VizError
 from msir.viz.summary import Run, SummaryError, load_runs
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 DEFAULT_QUANTITIES = ("loss", "accuracy", "learning_rate")
 
@@ -55,19 +61,16 @@ def _matplotlib():
     return Figure, FigureCanvasAgg, rcParams
 
 
-def curves(summary_dir: str | os.PathLike[str], path: str | os.PathLike[str] | None = None, *,
-           quantities: Sequence[str] = DEFAULT_QUANTITIES, title: str | None = None, dpi: int = 100) -> Path:
-    """Draw the curves of the runs in `summary_dir` to the PNG `path`
-    (default: `summary_dir/curves.png`) and return its path."""
+def curves_figure(runs: Sequence[Run], *, quantities: Sequence[str] = DEFAULT_QUANTITIES,
+                  title: str | None = None, dpi: int = 100) -> Figure:
+    """The matplotlib Figure of `runs`' curves (see the module docstring),
+    for a notebook or further drawing; `curves` saves one."""
     figure_class, canvas_class, rc_params = _matplotlib()
-    runs = load_runs(summary_dir)
     panels = [q for q in quantities if any(tag_of(r, q) for r in runs)]
     if not panels:
         recorded = sorted({t for r in runs for t in r.tags})
-        raise SummaryError(f"no run under '{summary_dir}' recorded {', '.join(quantities)}; the tags recorded are: "
-                           + (", ".join(recorded) if recorded else "none"))
-    out = Path(path) if path is not None else Path(summary_dir) / "curves.png"
-
+        raise SummaryError(f"no run of {', '.join(r.name for r in runs)} recorded {', '.join(quantities)}; "
+                           "the tags recorded are: " + (", ".join(recorded) if recorded else "none"))
     figure = figure_class(figsize=(4.2 * len(panels), 3.4), dpi=dpi, layout="constrained")
     canvas_class(figure)
     axes = figure.subplots(1, len(panels), squeeze=False)[0]
@@ -85,9 +88,8 @@ def curves(summary_dir: str | os.PathLike[str], path: str | os.PathLike[str] | N
                 label = run.name if mode == "train" else f"{run.name} (eval)"
                 ax.plot(steps, values, style, color=cycle[i % len(cycle)], label=label, linewidth=1.4,
                         marker="o" if len(steps) == 1 else None)
-                drawn.extend(values)
-        positive = [v for v in drawn if v > 0]
-        if quantity == "learning_rate" and len(positive) == len(drawn) and max(drawn) > LOG_SCALE_RATIO * min(drawn):
+                drawn.extend(v for v in values if math.isfinite(v))
+        if quantity == "learning_rate" and drawn and min(drawn) > 0 and max(drawn) > LOG_SCALE_RATIO * min(drawn):
             ax.set_yscale("log")
         ax.set_title(TITLES.get(quantity, quantity))
         ax.set_xlabel("step")
@@ -96,6 +98,15 @@ def curves(summary_dir: str | os.PathLike[str], path: str | os.PathLike[str] | N
             ax.legend(fontsize=8)
     if title:
         figure.suptitle(title)
+    return figure
+
+
+def curves(summary_dir: str | os.PathLike[str], path: str | os.PathLike[str] | None = None, *,
+           quantities: Sequence[str] = DEFAULT_QUANTITIES, title: str | None = None, dpi: int = 100) -> Path:
+    """Draw the curves of the runs in `summary_dir` to the PNG `path`
+    (default: `summary_dir/curves.png`) and return its path."""
+    figure = curves_figure(load_runs(summary_dir), quantities=quantities, title=title, dpi=dpi)
+    out = Path(path) if path is not None else Path(summary_dir) / "curves.png"
     out.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(out, format="png")
     return out

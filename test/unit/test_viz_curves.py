@@ -8,7 +8,8 @@ import sys
 import numpy as np
 import pytest
 
-from msir.viz import SummaryError, SummaryRecord, VizError, curves
+from msir.viz import SummaryError, SummaryRecord, VizError, curves, load_runs
+from msir.viz.curves import curves_figure
 
 image = pytest.importorskip("matplotlib.image", reason="matplotlib is not installed (pip install -e '.[test]')")
 
@@ -65,7 +66,8 @@ def test_no_known_quantity_names_the_tags_there_are(tmp_path):
     with SummaryRecord(tmp_path) as summary:
         summary.add_value("scalar", "grad_norm", 1.0)
         summary.record(0)
-    with pytest.raises(SummaryError, match="recorded loss, accuracy, learning_rate; the tags recorded are: grad_norm"):
+    with pytest.raises(SummaryError, match="no run of .* recorded loss, accuracy, learning_rate; the tags recorded "
+                                           "are: grad_norm"):
         curves(tmp_path)
     out = curves(tmp_path, quantities=["grad_norm"], dpi=50)
     assert np.any(pixels(out) < 250)
@@ -76,3 +78,21 @@ def test_without_matplotlib_the_error_names_the_extra(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # what an environment without it imports
     with pytest.raises(VizError, match=r"matplotlib, which is not installed: pip install 'msir\[viz\]'"):
         curves(tmp_path)
+
+
+def test_the_lines_are_the_recorded_values_and_a_wide_learning_rate_is_log(tmp_path):
+    write_run(tmp_path / "fast", 0.3)
+    write_run(tmp_path / "slow", 0.003)
+    runs = load_runs(tmp_path)
+    figure = curves_figure(runs, title="two runs")
+    loss, accuracy, learning_rate = figure.axes
+    assert [a.get_title() for a in figure.axes] == ["loss", "accuracy", "learning rate"]
+    assert figure.get_suptitle() == "two runs"
+    for line, run in zip(loss.lines, runs, strict=True):
+        assert line.get_label() == run.name
+        np.testing.assert_array_equal(line.get_xydata(), np.column_stack(run.series("loss")))
+    assert [line.get_label() for line in accuracy.lines] == ["fast (eval)", "slow (eval)"]
+    assert [line.get_linestyle() for line in accuracy.lines] == ["--", "--"]
+    np.testing.assert_array_equal(learning_rate.lines[1].get_xydata(), np.column_stack(runs[1].series("lr")))
+    assert learning_rate.get_yscale() == "log" and loss.get_yscale() == "linear"  # 0.3 over 0.003 * 0.9**19
+    assert curves_figure(runs[:1]).axes[2].get_yscale() == "linear"  # 0.3 to 0.3 * 0.9**19: a factor of 7
