@@ -22,5 +22,4 @@ from msir.viz.lineage import lineage
 from msir.viz.summary import Run, Scalar, SummaryError, SummaryRecord, load_run, load_runs
 
 __all__ = ["IRGraph", "Run", "Scalar", "SummaryError", "SummaryRecord", "VizError", "curves", "curves_figure",
-           "dot_available",
-           "graph", "lineage", "load_run", "load_runs", "stage_names", "to_dot"]
+           "dot_available", "graph", "lineage", "load_run", "load_runs", "stage_names", "to_dot"]
