@@ -5,8 +5,8 @@ under it when it is a folder of runs (`msir.viz.summary.load_runs`), and
 draws one panel per quantity, side by side — loss, accuracy, learning rate by
 default — with steps on x and one line per run (the same colour for a run in
 every panel; values recorded in eval mode dashed). A quantity is found under
-its usual tags (`TAG_ALIASES`: accuracy is also "acc", the learning rate
-"lr"); a quantity no run recorded has no panel. A learning rate spanning more
+its usual tags (`msir.viz.summary.QUANTITY_TAGS`: accuracy is also "acc",
+the learning rate "lr"); a quantity no run recorded has no panel. A learning rate spanning more
 than a factor of 20 is drawn on a log scale.
 
 matplotlib (the `viz` extra: `pip install 'msir[viz]'`) is imported only
@@ -31,22 +31,9 @@ if TYPE_CHECKING:
 
 DEFAULT_QUANTITIES = ("loss", "accuracy", "learning_rate")
 
-TAG_ALIASES = {
-    "loss": ("loss", "train_loss"),
-    "accuracy": ("accuracy", "acc", "Accuracy", "top_1_accuracy"),
-    "learning_rate": ("learning_rate", "lr"),
-}
-"""The tags under which a quantity is looked for, first match per run wins."""
-
 TITLES = {"loss": "loss", "accuracy": "accuracy", "learning_rate": "learning rate"}
 
 LOG_SCALE_RATIO = 20.0
-
-
-def tag_of(run: Run, quantity: str) -> str | None:
-    """The tag under which `run` recorded `quantity`, None if it did not."""
-    tags = set(run.tags)
-    return next((t for t in TAG_ALIASES.get(quantity, (quantity,)) if t in tags), None)
 
 
 def _matplotlib():
@@ -66,7 +53,7 @@ def curves_figure(runs: Sequence[Run], *, quantities: Sequence[str] = DEFAULT_QU
     """The matplotlib Figure of `runs`' curves (see the module docstring),
     for a notebook or further drawing; `curves` saves one."""
     figure_class, canvas_class, rc_params = _matplotlib()
-    panels = [q for q in quantities if any(tag_of(r, q) for r in runs)]
+    panels = [q for q in quantities if any(r.tag_of(q) for r in runs)]
     if not panels:
         recorded = sorted({t for r in runs for t in r.tags})
         raise SummaryError(f"no run of {', '.join(r.name for r in runs)} recorded {', '.join(quantities)}; "
@@ -78,7 +65,7 @@ def curves_figure(runs: Sequence[Run], *, quantities: Sequence[str] = DEFAULT_QU
     for ax, quantity in zip(axes, panels, strict=True):
         drawn: list[float] = []
         for i, run in enumerate(runs):
-            tag = tag_of(run, quantity)
+            tag = run.tag_of(quantity)
             if tag is None:
                 continue
             for mode, style in (("train", "-"), ("eval", "--")):

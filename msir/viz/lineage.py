@@ -37,14 +37,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from msir.viz.summary import Run, load_runs
+from msir.viz.summary import QUANTITY_TAGS, Run, load_runs
 
 STANDARD_HYPER_PARAMS = ("learning_rate", "batch_size", "optimizer", "epochs")
 """MindInsight's lineage columns, shown first and always (blank where unknown)."""
-
-LOSS_TAGS = ("loss", "train_loss")
-ACCURACY_TAGS = ("accuracy", "acc", "Accuracy", "top_1_accuracy")
-LEARNING_RATE_TAGS = ("learning_rate", "lr")
 
 LOG_SCALE_RATIO = 20.0
 
@@ -63,13 +59,8 @@ _HEIGHT = 350
 # -- the lineage of one run ----------------------------------------------------
 
 
-def _first_tag(run: Run, tags: Sequence[str]) -> str | None:
-    recorded = set(run.tags)
-    return next((t for t in tags if t in recorded), None)
-
-
-def _final(run: Run, tags: Sequence[str]) -> float | None:
-    tag = _first_tag(run, tags)
+def _final(run: Run, quantity: str) -> float | None:
+    tag = run.tag_of(quantity)
     return run.final(tag) if tag is not None else None
 
 
@@ -78,7 +69,7 @@ def hyper_params(run: Run) -> dict[str, Any]:
     count, the first learning rate it recorded and the last epoch it reached."""
     values = dict(run.hyper_params)
     if values.get("learning_rate") is None:
-        tag = _first_tag(run, LEARNING_RATE_TAGS)
+        tag = run.tag_of("learning_rate")
         if tag is not None:
             values["learning_rate"] = run.series(tag)[1][0]
     if values.get("epochs") is None:
@@ -153,9 +144,9 @@ def columns(runs: Sequence[Run]) -> list[Column]:
     out = [Column("run", "run", [r.name for r in runs], str)]
     for key in (*STANDARD_HYPER_PARAMS, *extra_params):
         out.append(Column(key, key.replace("_", " "), [p.get(key) for p in params], format_value, on_axis=True))
-    named = set(LOSS_TAGS) | set(ACCURACY_TAGS) | set(LEARNING_RATE_TAGS)
-    out.append(Column("final_loss", "final loss", [_final(r, LOSS_TAGS) for r in runs], format_value, on_axis=True))
-    out.append(Column("final_accuracy", "final accuracy", [_final(r, ACCURACY_TAGS) for r in runs], format_value,
+    named = {tag for tags in QUANTITY_TAGS.values() for tag in tags}
+    out.append(Column("final_loss", "final loss", [_final(r, "loss") for r in runs], format_value, on_axis=True))
+    out.append(Column("final_accuracy", "final accuracy", [_final(r, "accuracy") for r in runs], format_value,
                       on_axis=True))
     for tag in sorted({t for r in runs for t in r.tags} - named):
         out.append(Column(f"final_{tag}", f"final {tag}", [r.final(tag) for r in runs], format_value))

@@ -64,6 +64,14 @@ GRAPHS_FILE = "graphs.jsonl"
 RUN_FILES = (SCALARS_FILE, LINEAGE_FILE)
 """A directory holding either of these is a run."""
 
+QUANTITY_TAGS = {
+    "loss": ("loss", "train_loss"),
+    "accuracy": ("accuracy", "acc", "Accuracy", "top_1_accuracy"),
+    "learning_rate": ("learning_rate", "lr"),
+}
+"""The tags under which the quantities that curves and lineage know are
+recorded (`Run.tag_of`: the first one a run has)."""
+
 PLUGINS = ("scalar", "graph")
 MODES = ("train", "eval")
 
@@ -362,6 +370,12 @@ class Run:
         """The steps and values of `tag` (of one mode, or all), in recording order."""
         points = [s for s in self.scalars if s.tag == tag and (mode is None or s.mode == mode)]
         return [s.step for s in points], [s.value for s in points]
+
+    def tag_of(self, quantity: str) -> str | None:
+        """The tag under which this run recorded `quantity` (`QUANTITY_TAGS`;
+        another quantity is its own tag), None if it did not."""
+        recorded = {s.tag for s in self.scalars}
+        return next((t for t in QUANTITY_TAGS.get(quantity, (quantity,)) if t in recorded), None)
 
     def final(self, tag: str) -> float | None:
         """The last value recorded for `tag`, None when it never was."""
