@@ -34,6 +34,7 @@ _LAZY = {
     "ops": "msir.ops",
     "viz": "msir.viz",
     "parallel": "msir.parallel",
+    "SummaryRecord": "msir.viz.summary",
     "DonationWarning": "msir.errors",
 }
 

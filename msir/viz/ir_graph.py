@@ -66,7 +66,7 @@ _ROLE_TITLES = {"primal": "", "forward": "  (forward)", "adjoint": "  (adjoint)"
 
 
 class VizError(MsirError):
-    """A picture that cannot be made: an unknown stage, or no Graphviz for SVG."""
+    """A picture that cannot be made: an unknown stage, no Graphviz for SVG, no matplotlib for PNG."""
 
 
 def function_role(name: str) -> str:
