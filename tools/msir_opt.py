@@ -87,12 +87,19 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
         super().add_text(str(text) if isinstance(text, _PassListing) else text)
 
 
+def _ascend_dialect():
+    from msir.dialects.ascend import Ascend
+
+    return Ascend
+
+
 class MsirOptMain(xDSLOptMain):
     def register_all_dialects(self):
         super().register_all_dialects()
         from msir.dialects.msir import Msir
 
         self.ctx.register_dialect("msir", lambda: Msir)
+        self.ctx.register_dialect("ascend", _ascend_dialect)
 
     def register_all_passes(self):
         # msir's first: `-p`'s list in --help starts with them
