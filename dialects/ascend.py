@@ -142,6 +142,8 @@ class TargetSpec:
     gm_bytes_per_cycle: int
     """GM bandwidth of the whole chip, shared by the cores that run a kernel."""
     cube_macs_per_cycle: int = 4096
+    """One 16x16x16 fp16 step per cycle (Hot Chips 31); 16x16x32 for int8."""
+    cube_latency: int = 10
     vector_latency: int = 5
     vector_cpi: dict[str, int] = field(default_factory=lambda: {"vexp": 4, "vln": 4, "vdiv": 4, "vrec": 2, "vsqrt": 2})
     """Cycles per repeat of the vector ops that take more than one."""
