@@ -35,17 +35,6 @@ def format_output(i: int, a: np.ndarray) -> str:
     return f"result {i}: tensor<{shape}x{name}> = {values}"
 
 
-def load_input(text: str) -> np.ndarray:
-    """An `--input`: `@file.npy` or `literal:dtype` (msir-run's syntax)."""
-    from msir.tools.msir_opt import fail
-    from msir.tools.msir_run import parse_input
-
-    try:
-        return parse_input(text)
-    except (OSError, ValueError) as e:
-        raise fail("msir-run", f"cannot read input '{text}': {e}") from None
-
-
 def run(path: str, text: str, entry: str, inputs: list[np.ndarray]) -> None:
     """Parse `text` (the contents of `path`), run `entry`, print; exit 1 on error."""
     from xdsl.parser import Parser
@@ -53,9 +42,10 @@ def run(path: str, text: str, entry: str, inputs: list[np.ndarray]) -> None:
 
     from msir.ascend import emulator
     from msir.errors import MsirError
-    from msir.tools.msir_opt import format_parse_error
+    from msir.tools.msir_opt import check_string_literals, format_parse_error
 
     try:
+        check_string_literals(text, path)
         module = Parser(make_context(), text, path).parse_module()
         result = emulator.run(module, entry, inputs)
     except ParseError as e:

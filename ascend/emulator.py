@@ -10,10 +10,13 @@ they never share written bytes). For each core:
    trace of pipe instructions, each with the bytes it reads and writes and
    its functional effect; dynamic rules are checked here (tiles and vector
    footprints inside their buffers, alignment of what is addressed);
-2. `timing.schedule` runs the trace through the pipe queues; at each
-   instruction's start the happens-before tracker (`hazards`) checks its
-   accesses, then the instruction executes on the core's memories (one byte
-   array per on-chip memory and per GM argument).
+2. `timing.schedule` runs the trace through the pipe queues: cycles, the flag
+   protocol, deadlocks;
+3. the happens-before tracker (`hazards`) checks each instruction's accesses,
+   then it executes on the core's memories (one byte array per on-chip
+   memory and per GM argument), in program order (or, if a wait precedes
+   the set it consumes, in the order the instructions start): without a
+   race every order the flags allow gives the same values.
 
 Numerics: copies move bytes (narrowing out of L0C rounds to nearest even),
 mmad multiplies in f32 (f16/bf16 products are exact there) and accumulates
@@ -90,20 +93,27 @@ def run(module, entry: str, inputs: list[np.ndarray]) -> Result:
     ownership = CoreOwnership(gm_sizes)
     block_dim = kernel.block_dim.value.data
     profiles = []
+    tokens: dict[int, np.ndarray] = {}
     for block in range(block_dim):
         core = _Core(kernel, spec, gm, block, block_dim)
         trace = core.trace()
         hb = HappensBefore(len(trace), {**gm_sizes, **core.region_sizes})
-
-        def start(ins: Instruction, hb=hb, block=block) -> None:
-            hb.access(ins.index, ins.op, ins.pipe, ins.reads, ins.writes)
-            gm_reads = [a for a in ins.reads if a.region[0] == "gm"]
-            gm_writes = [a for a in ins.writes if a.region[0] == "gm"]
-            if gm_reads or gm_writes:
-                ownership.access(block, ins.op, gm_reads, gm_writes)
-            ins.execute()
-
-        profiles.append(schedule(trace, start, hb, spec, block_dim))
+        timed = schedule(trace, spec, block_dim)
+        for ins in _checking_order(trace, timed):
+            if ins.kind == "set":
+                tokens[ins.index] = hb.token(ins.pipe)
+            elif ins.kind == "wait":
+                hb.wait(ins.pipe, tokens[timed.consumed[ins.index].index])
+            elif ins.kind == "barrier":
+                hb.barrier(ins.pipe)
+            else:
+                hb.access(ins.index, ins.op, ins.pipe, ins.reads, ins.writes)
+                gm_reads = [a for a in ins.reads if a.region[0] == "gm"]
+                gm_writes = [a for a in ins.writes if a.region[0] == "gm"]
+                if gm_reads or gm_writes:
+                    ownership.access(block, ins.op, gm_reads, gm_writes)
+                ins.execute()
+        profiles.append(timed.profile)
     slowest = max(profiles, key=lambda p: p.cycles)
     slowest.instructions = max(p.instructions for p in profiles)
     outs = []
@@ -111,6 +121,16 @@ def run(module, entry: str, inputs: list[np.ndarray]) -> Result:
         t = arg.type
         outs.append(data.view(numpy_dtype(t.dtype, kernel)).reshape(t.dims).copy())
     return Result(outs, slowest)
+
+
+def _checking_order(trace: list[Instruction], timed) -> list[Instruction]:
+    """Program order, in which a race is reported at the later of its two
+    accesses as the kernel is written, when every wait comes after the set it
+    consumes (then program order respects every happens-before edge); else
+    the order the pipes start the instructions in."""
+    if all(timed.consumed[i.index].index < i.index for i in trace if i.kind == "wait"):
+        return trace
+    return timed.order
 
 
 def _gm_arrays(kernel, inputs: list[np.ndarray]) -> list[np.ndarray]:
@@ -140,8 +160,15 @@ class _Buffer:
     name: str
 
 
-def _byte_indices(base: int, elements: np.ndarray, element_bytes: int) -> np.ndarray:
-    start = base + elements.reshape(-1).astype(np.int64) * element_bytes
+def _byte_indices(base: int, elements: np.ndarray, element_bytes: int) -> np.ndarray | slice:
+    """The bytes of `elements` (storage indices) of a buffer at `base`: a slice
+    when they are one contiguous range (whole buffers, whole rows), which the
+    shadow memory reads and writes much faster than an index array."""
+    flat = elements.reshape(-1)
+    first, last = int(flat.min()), int(flat.max())
+    if last - first + 1 == flat.size:  # distinct indices filling their range
+        return slice(base + first * element_bytes, base + (last + 1) * element_bytes)
+    start = base + flat.astype(np.int64) * element_bytes
     if element_bytes == 1:
         return start
     return (start[:, None] + np.arange(element_bytes, dtype=np.int64)).reshape(-1)
@@ -211,9 +238,9 @@ class _Core:
         space = t.space.data
         region = (space,)
         if region not in self.memory:
-            capacity = self.spec.capacity[space]
-            self.memory[region] = np.zeros(capacity, dtype=np.uint8)
-            self.region_sizes[region] = capacity
+            self.memory[region] = np.zeros(self.spec.capacity[space], dtype=np.uint8)
+        # the shadow memory covers the bytes buffers use, not the whole memory
+        self.region_sizes[region] = max(self.region_sizes.get(region, 0), op.end)
         self.buffers[op.buffer] = _Buffer(region, op.start, t, f"%{op.buffer.name_hint or 'buffer'}")
 
     def _issue(self, op, kind: str, pipe: str, **fields) -> None:
@@ -307,7 +334,9 @@ class _Core:
         wide = np.int64 if c.type.dtype == "i32" else np.float32
 
         def execute() -> None:
-            product = np.matmul(a_view[a_idx].astype(wide), b_view[b_idx].astype(wide))
+            # einsum's own loop, not the BLAS: a threaded BLAS on a loaded
+            # machine takes 20x longer for these small products
+            product = np.einsum("mk,kn->mn", a_view[a_idx].astype(wide), b_view[b_idx].astype(wide))
             if not init:
                 product = product + c_view[c_idx]
             c_view[c_idx] = product.astype(c_view.dtype)

@@ -41,11 +41,17 @@ class Access:
     core, or one GM argument)."""
 
     region: tuple
-    bytes: np.ndarray
+    bytes: np.ndarray | slice
+    """Byte indices in the region, or one contiguous range of them."""
     buffer: str
     """The buffer's name as written (`%a_l1`)."""
     base: int
     size: int
+
+    def indices(self) -> np.ndarray:
+        if isinstance(self.bytes, slice):
+            return np.arange(self.bytes.start, self.bytes.stop)
+        return self.bytes
 
 
 class HappensBefore:
@@ -86,13 +92,13 @@ class HappensBefore:
 
     def _writer(self, region: tuple) -> np.ndarray:
         if region not in self.writer:
-            self.writer[region] = np.full(self.region_sizes[region], -1, dtype=np.int64)
+            self.writer[region] = np.full(self.region_sizes[region], -1, dtype=np.int32)
         return self.writer[region]
 
     def _reader(self, region: tuple, pipe: int) -> np.ndarray:
         key = (region, pipe)
         if key not in self.readers:
-            self.readers[key] = np.full(self.region_sizes[region], -1, dtype=np.int64)
+            self.readers[key] = np.full(self.region_sizes[region], -1, dtype=np.int32)
         return self.readers[key]
 
     def access(self, index: int, op, pipe: str, reads: list[Access], writes: list[Access]) -> None:
@@ -104,7 +110,7 @@ class HappensBefore:
         for acc in reads:
             self._check_writer("RAW", index, op, p, known, acc, is_mmad)
         for acc in writes:
-            self._check_writer("WAW", index, op, p, known, acc, is_mmad)
+            self._check_writer("WAW", index, op, p, known, acc, is_mmad, same_pipe=False)
             for q in range(len(PIPES)):
                 if q != p and (acc.region, q) in self.readers:
                     self._check(self.readers[(acc.region, q)][acc.bytes], "WAR", op, p, known, acc)
@@ -119,10 +125,12 @@ class HappensBefore:
                     readers[acc.bytes] = -1
             self._writer(acc.region)[acc.bytes] = index
 
-    def _check_writer(self, kind, index, op, p, known, acc: Access, is_mmad: bool) -> None:
+    def _check_writer(self, kind, index, op, p, known, acc: Access, is_mmad: bool, same_pipe: bool = True) -> None:
         if acc.region not in self.writer:
             return
         previous = self.writer[acc.region][acc.bytes]
+        if not same_pipe:
+            previous = np.where(self.op_pipe[np.maximum(previous, 0)] == p, -1, previous)
         if is_mmad and acc.region[0] == "l0c":
             previous = np.where(self.op_is_mmad[np.maximum(previous, 0)], -1, previous)
         self._check(previous, kind, op, p, known, acc)
@@ -137,7 +145,7 @@ class HappensBefore:
             return
         first = int(np.argmax(unordered))
         producer = int(previous[first])
-        conflict = acc.bytes[unordered & (previous == producer)]
+        conflict = acc.indices()[unordered & (previous == producer)]
         lo, hi = int(conflict.min()), int(conflict.max()) + 1
         raise _race(kind, self.ops[producer], PIPES[self.op_pipe[producer]], op, PIPES[p], acc, lo, hi)
 
@@ -147,7 +155,7 @@ def _race(kind: str, producer, producer_pipe: str, consumer, consumer_pipe: str,
     verb = {"RAW": "reads", "WAW": "writes", "WAR": "writes"}[kind]
     earlier = {"RAW": "written", "WAW": "written", "WAR": "read"}[kind]
     if producer_pipe == consumer_pipe:
-        missing = f"no ascend.pipe_barrier {consumer_pipe} between them"
+        missing = f"no ascend.pipe_barrier {consumer_pipe} nor flags through another pipe between them"
     else:
         missing = f"no ascend.set_flag/wait_flag {producer_pipe} to {consumer_pipe} between them"
     space = acc.region[0]
@@ -188,7 +196,7 @@ class CoreOwnership:
         if not clash.any():
             return
         first = int(np.argmax(clash))
-        conflict = acc.bytes[clash]
+        conflict = acc.indices()[clash]
         lo, hi = int(conflict.min()), int(conflict.max()) + 1
         who = "other cores" if other[first] == self.MANY else f"core {int(other[first])}"
         verb = "reads" if kind == "RAW" else "writes"

@@ -14,9 +14,8 @@ An instruction of pipe p starts at the earliest cycle when
 
 It then occupies p for `occupancy` cycles and its result is ready `latency`
 cycles after that. The schedule processes instructions in order of their
-start cycle (ties in program order), and calls back the emulator at each
-start, so that the functional execution and the happens-before checks see the
-order the model predicts. When no pipe can proceed while instructions remain,
+start cycle (ties in program order) and returns that order and, for each wait, the
+set it consumed. When no pipe can proceed while instructions remain,
 the kernel is deadlocked: the error names the waits that can never fire.
 
 Costs (`cost`), from the target's constants (`TargetSpec`): a copy occupies its
@@ -101,10 +100,17 @@ def vector_cost(spec, name: str, repeats: int) -> tuple[int, int]:
     return repeats * spec.vector_cpi.get(name, 1), spec.vector_latency
 
 
-def schedule(instructions: list[Instruction], on_start, hb, spec, block_dim: int) -> Profile:
-    """Run one core's trace through the pipe queues (see the module docstring);
-    `on_start(instruction)` executes it; `hb` (`HappensBefore`) learns the
-    orders the sync instructions create."""
+@dataclass
+class Schedule:
+    profile: Profile
+    order: list[Instruction]
+    """The instructions in the order they start."""
+    consumed: dict[int, Instruction]
+    """For each wait_flag (by index), the set_flag it consumed."""
+
+
+def schedule(instructions: list[Instruction], spec, block_dim: int) -> Schedule:
+    """Run one core's trace through the pipe queues (see the module docstring)."""
     used = tuple(sorted({ins.pipe for ins in instructions if ins.pipe != "all"})) or ("v",)
 
     def queues_of(ins: Instruction) -> tuple[str, ...]:
@@ -118,7 +124,9 @@ def schedule(instructions: list[Instruction], on_start, hb, spec, block_dim: int
     ready = dict.fromkeys(queues, 0)
     done = dict.fromkeys(queues, 0)
     busy: dict[str, int] = {}
-    flags: dict[tuple, tuple[int, Instruction, object]] = {}
+    flags: dict[tuple, tuple[int, Instruction]] = {}
+    order: list[Instruction] = []
+    consumed: dict[int, Instruction] = {}
     end = max((ins.issue for ins in instructions), default=0)
     while any(queues.values()):
         best = None
@@ -138,29 +146,27 @@ def schedule(instructions: list[Instruction], on_start, hb, spec, block_dim: int
             if key in flags:
                 raise SyncError(f"{ins.op.name} {key[0]} to {key[1]} event {key[2]} sets a flag that is still set "
                                 f"(by {describe(flags[key][1].op)}) and not yet waited", source_loc(ins.op))
-            flags[key] = (start, ins, hb.token(ins.pipe))
+            flags[key] = (start, ins)
         elif ins.kind == "wait":
-            _, _, token = flags.pop(ins.op.key)
+            _, consumed[ins.index] = flags.pop(ins.op.key)
             ready[ins.pipe] = max(ready[ins.pipe], start)
-            hb.wait(ins.pipe, token)
         elif ins.kind == "barrier":
             for pipe in queues_of(ins):
                 ready[pipe] = max(ready[pipe], start)
-            hb.barrier(ins.pipe)
         else:
-            on_start(ins)
             ready[ins.pipe] = start + ins.occupancy
             done[ins.pipe] = max(done[ins.pipe], start + ins.occupancy + ins.latency)
             busy[ins.pipe] = busy.get(ins.pipe, 0) + ins.occupancy
             end = max(end, done[ins.pipe])
+        order.append(ins)
         for pipe in queues_of(ins):
             queues[pipe].popleft()
     if flags:
-        _, ins, _ = min(flags.values(), key=lambda f: f[1].index)
+        _, ins = min(flags.values(), key=lambda f: f[1].index)
         key = ins.op.key
         raise SyncError(f"{ins.op.name} {key[0]} to {key[1]} event {key[2]} is never waited: every set_flag needs "
                         "its wait_flag", source_loc(ins.op))
-    return Profile(end, busy, block_dim, spec.name, len(instructions))
+    return Schedule(Profile(end, busy, block_dim, spec.name, len(instructions)), order, consumed)
 
 
 def _start(ins: Instruction, pipe: str, queues, ready, done, flags, queues_of) -> int | None:

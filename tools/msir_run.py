@@ -86,8 +86,11 @@ def main(argv: list[str] | None = None) -> None:
     if args.target == ASCEND:
         from msir.ascend import cli
 
-        check_string_literals(text, args.input_file)
-        return cli.run(args.input_file, text, args.entry, [cli.load_input(t) for t in args.input])
+        try:
+            inputs = [parse_input(t) for t in args.input]
+        except (OSError, ValueError) as e:
+            raise fail("msir-run", f"cannot read an input: {e}") from None
+        return cli.run(args.input_file, text, args.entry, inputs)
     try:
         check_string_literals(text, args.input_file)
         module = Parser(make_context(), text, args.input_file).parse_module()
