@@ -115,6 +115,8 @@ class MsirOptMain(xDSLOptMain):
 
         def callback(previous: ModulePass | None, module: ModuleOp, following: ModulePass | None) -> None:
             nonlocal start
+            if following is not None and following.name in pipeline.PASSES:
+                pipeline.refuse_target_ops(module, following.name)
             if previous is not None:
                 timings.append((str(previous.pipeline_pass_spec()), time.perf_counter() - start))
             if not self.args.disable_verify:
