@@ -303,7 +303,7 @@ class BufferType(ParametrizedAttribute, TypeAttribute):
         return [StringAttr(space), ArrayAttr([IntAttr(d) for d in shape]), element_type, StringAttr(layout)]
 
     def print_parameters(self, printer: Printer) -> None:
-        dims = "".join(f"{d}x" for d in self.dims)
+        dims = "".join(f"{d if d >= 0 else '?'}x" for d in self.dims)
         printer.print_string(f"<{self.space.data}, {dims}")
         printer.print_attribute(self.element_type)
         if self.layout.data != "nd":
@@ -383,12 +383,6 @@ def target_of(op: Operation) -> TargetSpec:
     if kernel is None:
         raise AscendVerifyException(op, "kernel", "must be inside an ascend.kernel")
     return kernel.target.spec
-
-
-def buffer_type(op: Operation, value: SSAValue, what: str) -> BufferType:
-    if not isinstance(value.type, BufferType):
-        raise AscendVerifyException(op, "type", f"{what} must be an !ascend.buf, got {value.type}")
-    return value.type
 
 
 def _record_location(cls: type[IRDLOperation]) -> type[IRDLOperation]:
@@ -633,8 +627,6 @@ class CopyOp(IRDLOperation):
         layouts = (s.layout.data, d.layout.data)
         if layouts[0] != layouts[1] and layouts not in LAYOUT_CONVERSIONS:
             raise AscendVerifyException(self, "path", f"cannot convert layout {layouts[0]} to {layouts[1]}")
-        if layouts[1] in ("zZ", "nZ") and layouts[0] != "zN":
-            raise AscendVerifyException(self, "path", f"loads {layouts[1]} from zN fractals, not from {layouts[0]}")
         if s.dtype != d.dtype and not (path[0] == "l0c" and (s.dtype, d.dtype) in
                                        (("f32", "f16"), ("f32", "bf16"), ("i32", "i8"))):
             raise AscendVerifyException(self, "type", f"copies {s.dtype} to {d.dtype}: only the way out of l0c "
@@ -755,8 +747,7 @@ class VectorOp(IRDLOperation):
         return blk, rep
 
     def elements_per_repeat(self) -> int:
-        widest = max(buffer_type(self, v, n).element_bytes for (v, _), n in zip(self.operand_buffers(),
-                                                                                self.OPERANDS))
+        widest = max(v.type.element_bytes for v, _ in self.operand_buffers())
         return REPEAT_BYTES // widest
 
     def lanes(self) -> list[int]:
@@ -773,7 +764,7 @@ class VectorOp(IRDLOperation):
         target_of(self)
         names = self.OPERANDS
         for (value, _), name in zip(self.operand_buffers(), names):
-            t = buffer_type(self, value, name)
+            t = value.type
             if t.space.data != "ub":
                 raise AscendVerifyException(self, "vector", f"operand {name} must be in ub, got {t}")
         per_repeat = self.elements_per_repeat()
