@@ -26,7 +26,7 @@ NumPy does (float16 arithmetic is correctly rounded). bf16 needs `ml_dtypes`.
 
 from __future__ import annotations
 
-import math
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -94,8 +94,9 @@ def run(module, entry: str, inputs: list[np.ndarray]) -> Result:
     block_dim = kernel.block_dim.value.data
     profiles = []
     tokens: dict[int, np.ndarray] = {}
+    byte_cache: dict = {}
     for block in range(block_dim):
-        core = _Core(kernel, spec, gm, block, block_dim)
+        core = _Core(kernel, spec, gm, block, block_dim, byte_cache)
         trace = core.trace()
         hb = HappensBefore(len(trace), {**gm_sizes, **core.region_sizes})
         timed = schedule(trace, spec, block_dim)
@@ -178,8 +179,11 @@ class _Core:
     """One AI core running the kernel: its memories, the scalar unit's
     interpretation, and the instructions it issues."""
 
-    def __init__(self, kernel, spec, gm: list[np.ndarray], block: int, block_dim: int):
+    def __init__(self, kernel, spec, gm: list[np.ndarray], block: int, block_dim: int, byte_cache: dict):
         self.kernel, self.spec, self.block, self.block_dim = kernel, spec, block, block_dim
+        self.byte_cache = byte_cache
+        """Byte indices of the element indices a tile uses, shared by the cores
+        (keyed by the identity of the memoised index array, kept alive with it)."""
         self.memory: dict[tuple, np.ndarray] = {("gm", i): a for i, a in enumerate(gm)}
         self.region_sizes: dict[tuple, int] = {}
         self.values: dict = {}
@@ -262,8 +266,10 @@ class _Core:
         return data.view(numpy_dtype(buf.type.dtype, op))
 
     def _access(self, buf: _Buffer, elements: np.ndarray) -> Access:
-        return Access(buf.region, _byte_indices(buf.base, elements, buf.type.element_bytes), buf.name, buf.base,
-                      buf.type.size_bytes)
+        key = (buf.base, buf.type.element_bytes, id(elements))
+        if key not in self.byte_cache or self.byte_cache[key][0] is not elements:
+            self.byte_cache[key] = (elements, _byte_indices(buf.base, elements, buf.type.element_bytes))
+        return Access(buf.region, self.byte_cache[key][1], buf.name, buf.base, buf.type.size_bytes)
 
     # -- data movement --------------------------------------------------
 
@@ -309,7 +315,7 @@ class _Core:
             if offsets[0] % fr or offsets[1] % fc:
                 raise E.AlignmentError(f"{op.name}: tile at {list(offsets)} of {buf.name} ({t}) does not start on "
                                        f"a {fr}x{fc} fractal", E.source_loc(op))
-        idx = tile_index(t, offsets, sizes)
+        idx = _tile_index(t, offsets, sizes)
         align = self.spec.alignment[space]
         if space != "gm" and layout in ("nd", "nc1hwc0"):
             misaligned = (buf.base + _burst_starts(idx) * t.element_bytes) % align
@@ -326,9 +332,9 @@ class _Core:
         c, a, b = self.buffers[op.c], self.buffers[op.a], self.buffers[op.b]
         m, n, k = op.mnk
         mp, np_ = -(-m // 16) * 16, -(-n // 16) * 16
-        a_idx = tile_index(a.type, (0, 0), (mp, k))
-        b_idx = tile_index(b.type, (0, 0), (k, np_))
-        c_idx = tile_index(c.type, (0, 0), (mp, np_))
+        a_idx = _tile_index(a.type, (0, 0), (mp, k))
+        b_idx = _tile_index(b.type, (0, 0), (k, np_))
+        c_idx = _tile_index(c.type, (0, 0), (mp, np_))
         a_view, b_view, c_view = self._view(a, op), self._view(b, op), self._view(c, op)
         init = op.init is not None
         wide = np.int64 if c.type.dtype == "i32" else np.float32
@@ -394,6 +400,13 @@ class _Core:
         return buf, (byte // size).reshape(-1)
 
 
+@functools.lru_cache(maxsize=512)
+def _tile_index(t, offsets: tuple[int, ...], sizes: tuple[int, ...]) -> np.ndarray:
+    """`layouts.tile_index`, memoised: the cores of a kernel and its loop
+    iterations address the same tiles again and again."""
+    return tile_index(t, offsets, sizes)
+
+
 def _burst_starts(idx: np.ndarray) -> np.ndarray:
     """Storage indices where a contiguous run of a tile's rows begins."""
     rows = idx.reshape(-1, idx.shape[-1]) if idx.ndim else idx.reshape(1, 1)
@@ -441,10 +454,10 @@ _SCALAR = {
     "arith.muli": _arith(lambda a, b: a * b),
     "arith.divui": _arith(lambda a, b: a // b),
     "arith.floordivsi": _arith(lambda a, b: a // b),
-    "arith.divsi": _arith(lambda a, b: int(a / b)),
+    "arith.divsi": _arith(lambda a, b: _truncated_div(a, b)),
     "arith.ceildivsi": _arith(lambda a, b: -(-a // b)),
     "arith.remui": _arith(lambda a, b: a % b),
-    "arith.remsi": _arith(lambda a, b: int(math.fmod(a, b))),
+    "arith.remsi": _arith(lambda a, b: a - b * _truncated_div(a, b)),
     "arith.minsi": _arith(min),
     "arith.maxsi": _arith(max),
     "arith.minui": _arith(min),
@@ -453,6 +466,12 @@ _SCALAR = {
     "arith.select": _arith(lambda c, a, b: a if c else b),
     "arith.cmpi": _cmpi,
 }
+
+
+def _truncated_div(a: int, b: int) -> int:
+    """Signed division rounding toward zero, as arith.divsi does."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
 
 
 def _dtype_fn(fn):

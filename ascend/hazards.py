@@ -12,7 +12,7 @@ orders between instructions are the ones the kernel creates:
 `HappensBefore` keeps a vector clock per pipe (`known[p][q]`: how many
 instructions of q are known finished before the next instruction of p starts)
 and shadow memory per region (the last writer of every byte, and its last
-reader per pipe). Every access is checked against the shadow: a read of a byte
+reader per pipe, as instruction index + 1, 0 for none). Every access is checked against the shadow: a read of a byte
 whose writer is not known finished is a RAW race, a write over an unfinished
 write a WAW race, a write over an unfinished read of another pipe a WAR race.
 Exempt: a write after a read on the same pipe (a pipe reads its operands when
@@ -92,60 +92,63 @@ class HappensBefore:
 
     def _writer(self, region: tuple) -> np.ndarray:
         if region not in self.writer:
-            self.writer[region] = np.full(self.region_sizes[region], -1, dtype=np.int32)
+            self.writer[region] = np.zeros(self.region_sizes[region], dtype=np.int32)
         return self.writer[region]
 
     def _reader(self, region: tuple, pipe: int) -> np.ndarray:
         key = (region, pipe)
         if key not in self.readers:
-            self.readers[key] = np.full(self.region_sizes[region], -1, dtype=np.int32)
+            self.readers[key] = np.zeros(self.region_sizes[region], dtype=np.int32)
         return self.readers[key]
 
     def access(self, index: int, op, pipe: str, reads: list[Access], writes: list[Access]) -> None:
         """Check instruction `index` (`op` on `pipe`) against the shadow
         memory, then record its accesses."""
         p = PIPE_INDEX[pipe]
-        known = self.known[p]
         is_mmad = op.name == "ascend.mmad"
-        for acc in reads:
-            self._check_writer("RAW", index, op, p, known, acc, is_mmad)
-        for acc in writes:
-            self._check_writer("WAW", index, op, p, known, acc, is_mmad, same_pipe=False)
-            for q in range(len(PIPES)):
-                if q != p and (acc.region, q) in self.readers:
-                    self._check(self.readers[(acc.region, q)][acc.bytes], "WAR", op, p, known, acc)
+        # the shadow holds instruction index + 1 (0: no access yet);
+        # ordered[i + 1]: instruction i is known finished before this one
+        # starts. One table lookup per byte instead of comparing pipes and
+        # counts per byte.
+        ordered = np.empty(len(self.op_pipe) + 1, dtype=bool)
+        ordered[0] = True
+        ordered[1:] = self.known[p][self.op_pipe] >= self.op_seq
+        if reads:
+            raw = ordered
+            if is_mmad:  # the cube accumulates into L0C in order
+                raw = ordered.copy()
+                raw[1:] |= self.op_is_mmad
+            for acc in reads:
+                if acc.region in self.writer:
+                    table = raw if acc.region[0] == "l0c" else ordered
+                    self._check(self.writer[acc.region][acc.bytes], table, "RAW", op, p, acc)
+        if writes:
+            waw = ordered.copy()
+            waw[1:] |= self.op_pipe == p  # a pipe retires its writes in order
+            for acc in writes:
+                if acc.region in self.writer:
+                    self._check(self.writer[acc.region][acc.bytes], waw, "WAW", op, p, acc)
+                for q in range(len(PIPES)):
+                    if q != p and (acc.region, q) in self.readers:
+                        self._check(self.readers[(acc.region, q)][acc.bytes], ordered, "WAR", op, p, acc)
         self.count[p] += 1
         self.op_pipe[index], self.op_seq[index], self.op_is_mmad[index] = p, self.count[p], is_mmad
         self.ops[index] = op
         for acc in reads:
-            self._reader(acc.region, p)[acc.bytes] = index
+            self._reader(acc.region, p)[acc.bytes] = index + 1
         for acc in writes:
             for (region, _), readers in self.readers.items():
                 if region == acc.region:
-                    readers[acc.bytes] = -1
-            self._writer(acc.region)[acc.bytes] = index
+                    readers[acc.bytes] = 0
+            self._writer(acc.region)[acc.bytes] = index + 1
 
-    def _check_writer(self, kind, index, op, p, known, acc: Access, is_mmad: bool, same_pipe: bool = True) -> None:
-        if acc.region not in self.writer:
-            return
-        previous = self.writer[acc.region][acc.bytes]
-        if not same_pipe:
-            previous = np.where(self.op_pipe[np.maximum(previous, 0)] == p, -1, previous)
-        if is_mmad and acc.region[0] == "l0c":
-            previous = np.where(self.op_is_mmad[np.maximum(previous, 0)], -1, previous)
-        self._check(previous, kind, op, p, known, acc)
-
-    def _check(self, previous: np.ndarray, kind: str, op, p: int, known: np.ndarray, acc: Access) -> None:
-        present = previous >= 0
-        if not present.any():
-            return
-        prev = np.where(present, previous, 0)
-        unordered = present & (known[self.op_pipe[prev]] < self.op_seq[prev])
+    def _check(self, previous: np.ndarray, ordered: np.ndarray, kind: str, op, p: int, acc: Access) -> None:
+        unordered = ~ordered[previous]
         if not unordered.any():
             return
         first = int(np.argmax(unordered))
-        producer = int(previous[first])
-        conflict = acc.indices()[unordered & (previous == producer)]
+        producer = int(previous[first]) - 1
+        conflict = acc.indices()[unordered & (previous == producer + 1)]
         lo, hi = int(conflict.min()), int(conflict.max()) + 1
         raise _race(kind, self.ops[producer], PIPES[self.op_pipe[producer]], op, PIPES[p], acc, lo, hi)
 
@@ -174,8 +177,8 @@ class CoreOwnership:
     MANY = -2
 
     def __init__(self, region_sizes: dict[tuple, int]):
-        self.writer = {r: np.full(n, -1, dtype=np.int64) for r, n in region_sizes.items()}
-        self.reader = {r: np.full(n, -1, dtype=np.int64) for r, n in region_sizes.items()}
+        self.writer = {r: np.full(n, -1, dtype=np.int32) for r, n in region_sizes.items()}
+        self.reader = {r: np.full(n, -1, dtype=np.int32) for r, n in region_sizes.items()}
 
     def access(self, block: int, op, reads: list[Access], writes: list[Access]) -> None:
         for acc in reads:
