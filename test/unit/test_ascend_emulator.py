@@ -3,6 +3,7 @@ NumPy on 910A and 910B, vector mask/repeat/stride semantics against a plain
 reference, the cost model's bounds, and one hand-made kernel per error class,
 each checked for its class, message (op, buffer, byte range) and location."""
 
+import math
 import pathlib
 import time
 
@@ -484,3 +485,105 @@ def test_inputs_must_match_the_kernel():
     with pytest.raises(E.KernelError, match=r"input 0 of @k \(%x\) must be a \(256,\) array of float16, got \(256,\) "
                        "float32"):
         emulator.run(parse(kernel("")), "k", [np.zeros(256, np.float32)])
+
+
+# ---------------------------------------------------------------------------
+# Other dtypes, and the cost model of data movement
+# ---------------------------------------------------------------------------
+
+
+def one_shot_matmul(dtype: str, acc: str, m: int, k: int, n: int, target: str = "910B") -> str:
+    """c = a @ b through L1 and L0 in one step per operand (flags in order)."""
+    a_gm, b_gm, c_gm = (f"!ascend.buf<gm, {m}x{k}x{dtype}>", f"!ascend.buf<gm, {k}x{n}x{dtype}>",
+                        f"!ascend.buf<gm, {m}x{n}x{acc}>")
+    a1, b1 = f"!ascend.buf<l1, {m}x{k}x{dtype}, zN>", f"!ascend.buf<l1, {k}x{n}x{dtype}, zN>"
+    a0, b0, c0 = (f"!ascend.buf<l0a, {m}x{k}x{dtype}, zZ>", f"!ascend.buf<l0b, {k}x{n}x{dtype}, nZ>",
+                  f"!ascend.buf<l0c, {m}x{n}x{acc}, zN>")
+    return f"""ascend.kernel @mm #ascend.target<"{target}"> block_dim 1 ins(%a : {a_gm}, %b : {b_gm}) outs(%c : {c_gm}) {{
+  %c0 = arith.constant 0 : index
+  %a1 = ascend.alloc at 0 : {a1}
+  %b1 = ascend.alloc at 65536 : {b1}
+  %a0 = ascend.alloc at 0 : {a0}
+  %b0 = ascend.alloc at 0 : {b0}
+  %acc = ascend.alloc at 0 : {c0}
+  ascend.copy mte2 %a[%c0, %c0] to %a1[%c0, %c0] sizes [{m}, {k}] : {a_gm} to {a1}
+  ascend.copy mte2 %b[%c0, %c0] to %b1[%c0, %c0] sizes [{k}, {n}] : {b_gm} to {b1}
+  ascend.set_flag mte2 to mte1 event 0
+  ascend.wait_flag mte2 to mte1 event 0
+  ascend.copy mte1 %a1[%c0, %c0] to %a0[%c0, %c0] sizes [{m}, {k}] : {a1} to {a0}
+  ascend.copy mte1 %b1[%c0, %c0] to %b0[%c0, %c0] sizes [{k}, {n}] : {b1} to {b0}
+  ascend.set_flag mte1 to m event 0
+  ascend.wait_flag mte1 to m event 0
+  ascend.mmad %acc, %a0, %b0 m {m} n {n} k {k} init : {c0}, {a0}, {b0}
+  ascend.set_flag m to fix event 0
+  ascend.wait_flag m to fix event 0
+  ascend.copy fix %acc[%c0, %c0] to %c[%c0, %c0] sizes [{m}, {n}] : {c0} to {c_gm}
+}}
+"""
+
+
+def test_int8_matmul_accumulates_in_int32():
+    a = RNG.integers(-128, 128, (32, 64), dtype=np.int8)
+    b = RNG.integers(-128, 128, (64, 32), dtype=np.int8)
+    result = emulator.run(parse(one_shot_matmul("i8", "i32", 32, 64, 32)), "mm", [a, b])
+    np.testing.assert_array_equal(result.outputs[0], a.astype(np.int32) @ b.astype(np.int32))
+    # 2 x 2 output fractals x 2 steps of k0 = 32
+    assert result.profile.busy["m"] == 8
+
+
+def test_bf16_matmul_on_910b():
+    ml_dtypes = pytest.importorskip("ml_dtypes", reason="bf16 arrays need the optional ml_dtypes package")
+    a = RNG.uniform(-1, 1, (32, 32)).astype(ml_dtypes.bfloat16)
+    b = RNG.uniform(-1, 1, (32, 32)).astype(ml_dtypes.bfloat16)
+    (c,) = emulator.run(parse(one_shot_matmul("bf16", "f32", 32, 32, 32)), "mm", [a, b]).outputs
+    np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-5, atol=1e-5)
+
+
+def test_bf16_without_ml_dtypes_is_a_clear_error():
+    try:
+        import ml_dtypes  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        pytest.skip("ml_dtypes is installed: bf16 runs")
+    with pytest.raises(E.KernelError, match=r"bf16 buffers need the ml_dtypes package"):
+        emulator.run(parse(one_shot_matmul("bf16", "f32", 32, 32, 32)), "mm", [np.zeros((32, 32))] * 2)
+
+
+def copy_kernel(offset: int, target: str = "910B") -> str:
+    return kernel(f"""  %o = arith.constant {offset} : index
+  %u = ascend.alloc at 0 : !ascend.buf<ub, 4096xf16>
+  ascend.copy mte2 %x[%o] to %u[%c0] sizes [4096] : !ascend.buf<gm, 8192xf16> to !ascend.buf<ub, 4096xf16>
+  ascend.set_flag mte2 to mte3 event 0
+  ascend.wait_flag mte2 to mte3 event 0
+  ascend.copy mte3 %u[%c0] to %y[%c0] sizes [4096] : !ascend.buf<ub, 4096xf16> to !ascend.buf<gm, 4096xf16>
+""", target=target, ins="%x : !ascend.buf<gm, 8192xf16>", outs="%y : !ascend.buf<gm, 4096xf16>")
+
+
+@pytest.mark.parametrize("target", ["910A", "910B"])
+def test_copy_costs_latency_plus_bytes_over_bandwidth(target):
+    x = np.arange(8192).astype(np.float16)
+    result = emulator.run(parse(copy_kernel(0, target)), "k", [x])
+    np.testing.assert_array_equal(result.outputs[0], x[:4096])
+    # 8 KiB at 64 B/cycle on each of MTE2 and MTE3, 100 cycles of latency each,
+    # the second starting when the first has finished; issued at cycle 4
+    assert result.profile.busy == {"mte2": 128, "mte3": 128}
+    assert result.profile.cycles == 4 + 2 * (128 + 100)
+
+
+def test_gm_bursts_off_512_bytes_run_at_70_percent():
+    aligned = emulator.run(parse(copy_kernel(0)), "k", [np.zeros(8192, np.float16)]).profile
+    shifted = emulator.run(parse(copy_kernel(16)), "k", [np.zeros(8192, np.float16)]).profile
+    assert aligned.busy["mte2"] == 128 and shifted.busy["mte2"] == math.ceil(8192 / (64 * 0.7))
+
+
+def test_cores_share_the_gm_bandwidth():
+    text = kernel("""  %blk = ascend.block_idx : index
+  %c4096 = arith.constant 4096 : index
+  %o = arith.muli %blk, %c4096 : index
+  %u = ascend.alloc at 0 : !ascend.buf<ub, 4096xf16>
+  ascend.copy mte2 %x[%o] to %u[%c0] sizes [4096] : !ascend.buf<gm, 196608xf16> to !ascend.buf<ub, 4096xf16>
+""", ins="%x : !ascend.buf<gm, 196608xf16>", outs="%y : !ascend.buf<gm, 16xf16>", block_dim=48)
+    profile = emulator.run(parse(text), "k", [np.zeros(196608, np.float16)]).profile
+    # 48 vector cores share 1000 B/cycle: 20.8 B/cycle each instead of 64
+    assert profile.busy["mte2"] == math.ceil(8192 / (1000 / 48))
