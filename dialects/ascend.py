@@ -472,16 +472,14 @@ class KernelOp(IRDLOperation):
         printer.print_string(self.sym_name.data)
         printer.print_string(" ")
         printer.print_attribute(self.target)
-        printer.print_string(f" block_dim {self.block_dim.value.data} ")
+        printer.print_string(f" block_dim {self.block_dim.value.data}")
         for keyword, args in (("ins", self.ins), ("outs", self.outs)):
-            printer.print_string(keyword)
+            printer.print_string(f" {keyword}")
             with printer.in_parens():
                 printer.print_list(args, printer.print_block_argument)
-            printer.print_string(" ")
-        if self.attributes:
-            printer.print_op_attributes(self.attributes, print_keyword=True)
-            printer.print_string(" ")
-        printer.print_region(self.body, print_entry_block_args=False)
+        printer.print_op_attributes(self.attributes, print_keyword=True)
+        printer.print_string(" ")
+        printer.print_region(self.body, print_entry_block_args=False, print_empty_block=False)
 
     def kind(self) -> str:
         """"cube", "vector" or "mix": which units the kernel's buffers need."""
@@ -715,7 +713,9 @@ _VECTOR_MODIFIERS = ("(`mask` $mask^)? (`mask_bits` $mask_bits^)? (`repeat` $rep
 class VectorOp(IRDLOperation):
     """Common part of the vector instructions (Ascend C's level-0 API): one
     instruction runs `repeat` (<= 255) repeats; a repeat processes 8 blocks of
-    32 bytes of each operand. Operand `x`'s block `b` of repeat `r` starts
+    32 bytes of each operand. An operand's offset is an element index into
+    its buffer's storage, whatever the buffer's layout (the vector unit sees
+    addresses). Operand `x`'s block `b` of repeat `r` starts
     `offset + (r * rep_stride[x] + b * blk_stride[x]) * 32` bytes into its
     buffer (strides in 32-byte blocks, operands in the order written, the
     destination first; defaults 1 and 8, i.e. contiguous). `mask` enables the

@@ -116,3 +116,8 @@ ascend.kernel @vector #ascend.target<"910A"> block_dim 1 ins(%x: !ascend.buf<gm,
   ascend.copy mte3 %u[%c0, %c0, %c0, %c0] to %y[%c0, %c0, %c0, %c0] sizes [1, 16, 4, 4] : !ascend.buf<ub, 1x16x4x4xf16, nc1hwc0> to !ascend.buf<gm, 1x16x4x4xf16>
   ascend.pipe_barrier v
 }
+
+// CHECK:      ascend.kernel @empty #ascend.target<"910A"> block_dim 32 ins() outs() attributes {note = "no buffers"} {
+// CHECK-NEXT: }
+ascend.kernel @empty #ascend.target<"910A"> block_dim 32 ins() outs() attributes {note = "no buffers"} {
+}
