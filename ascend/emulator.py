@@ -26,6 +26,7 @@ NumPy does (float16 arithmetic is correctly rounded). bf16 needs `ml_dtypes`.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 
@@ -92,36 +93,40 @@ def run(module, entry: str, inputs: list[np.ndarray]) -> Result:
     gm_sizes = {("gm", i): a.size for i, a in enumerate(gm)}
     ownership = CoreOwnership(gm_sizes)
     block_dim = kernel.block_dim.value.data
-    profiles = []
-    tokens: dict[int, np.ndarray] = {}
     byte_cache: dict = {}
-    for block in range(block_dim):
-        core = _Core(kernel, spec, gm, block, block_dim, byte_cache)
-        trace = core.trace()
-        hb = HappensBefore(len(trace), {**gm_sizes, **core.region_sizes})
-        timed = schedule(trace, spec, block_dim)
-        for ins in _checking_order(trace, timed):
-            if ins.kind == "set":
-                tokens[ins.index] = hb.token(ins.pipe)
-            elif ins.kind == "wait":
-                hb.wait(ins.pipe, tokens[timed.consumed[ins.index].index])
-            elif ins.kind == "barrier":
-                hb.barrier(ins.pipe)
-            else:
-                hb.access(ins.index, ins.op, ins.pipe, ins.reads, ins.writes)
-                gm_reads = [a for a in ins.reads if a.region[0] == "gm"]
-                gm_writes = [a for a in ins.writes if a.region[0] == "gm"]
-                if gm_reads or gm_writes:
-                    ownership.access(block, ins.op, gm_reads, gm_writes)
-                ins.execute()
-        profiles.append(timed.profile)
+    profiles = [_run_core(_Core(kernel, spec, gm, block, block_dim, byte_cache), gm_sizes, ownership)
+                for block in range(block_dim)]
     slowest = max(profiles, key=lambda p: p.cycles)
-    slowest.instructions = max(p.instructions for p in profiles)
+    profile = dataclasses.replace(slowest, instructions=max(p.instructions for p in profiles))
     outs = []
     for arg, data in zip(kernel.outs, gm[len(kernel.ins):]):
         t = arg.type
         outs.append(data.view(numpy_dtype(t.dtype, kernel)).reshape(t.dims).copy())
-    return Result(outs, slowest)
+    return Result(outs, profile)
+
+
+def _run_core(core: _Core, gm_sizes: dict, ownership: CoreOwnership) -> Profile:
+    """One core: its trace, its schedule, then each instruction checked and
+    executed (see the module docstring)."""
+    trace = core.trace()
+    hb = HappensBefore(len(trace), {**gm_sizes, **core.region_sizes})
+    timed = schedule(trace, core.spec, core.block_dim)
+    tokens: dict[int, np.ndarray] = {}
+    for ins in _checking_order(trace, timed):
+        if ins.kind == "set":
+            tokens[ins.index] = hb.token(ins.pipe)
+        elif ins.kind == "wait":
+            hb.wait(ins.pipe, tokens[timed.consumed[ins.index].index])
+        elif ins.kind == "barrier":
+            hb.barrier(ins.pipe)
+        else:
+            hb.access(ins.index, ins.op, ins.pipe, ins.reads, ins.writes)
+            gm_reads = [a for a in ins.reads if a.region[0] == "gm"]
+            gm_writes = [a for a in ins.writes if a.region[0] == "gm"]
+            if gm_reads or gm_writes:
+                ownership.access(core.block, ins.op, gm_reads, gm_writes)
+            ins.execute()
+    return timed.profile
 
 
 def _checking_order(trace: list[Instruction], timed) -> list[Instruction]:
