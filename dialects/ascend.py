@@ -371,6 +371,11 @@ class BufferType(ParametrizedAttribute, TypeAttribute):
 # ---------------------------------------------------------------------------
 
 
+def value_name(value: SSAValue) -> str:
+    """`%a_l1 ` as written, or nothing for an unnamed value."""
+    return f"%{value.name_hint} " if value.name_hint else ""
+
+
 def kernel_of(op: Operation) -> KernelOp | None:
     parent = op.parent_op()
     while parent is not None and not isinstance(parent, KernelOp):
@@ -514,8 +519,9 @@ class KernelOp(IRDLOperation):
             allocs.sort(key=lambda a: a.start)
             for a, b in zip(allocs, allocs[1:]):
                 if b.start < a.end:
-                    raise AscendVerifyException(b, "capacity", f"{space} buffer at [{b.start}, {b.end}) overlaps "
-                                                f"the {space} buffer at [{a.start}, {a.end})")
+                    raise AscendVerifyException(b, "capacity", f"{space} buffer {value_name(b.buffer)}at "
+                                                f"[{b.start}, {b.end}) overlaps {space} buffer "
+                                                f"{value_name(a.buffer)}at [{a.start}, {a.end})")
 
 
 @op_definition
@@ -560,12 +566,14 @@ class AllocOp(IRDLOperation):
         space = t.space.data
         if space == "gm":
             raise AscendVerifyException(self, "kernel", "gm buffers are kernel arguments, not allocations")
+        name = value_name(self.buffer)
         if self.start < 0 or self.start % spec.alignment[space]:
-            raise AscendVerifyException(self, "alignment", f"{space} offset {self.start} is not a multiple of "
-                                        f"{spec.alignment[space]} bytes, the {space} alignment of {spec.name}")
+            raise AscendVerifyException(self, "alignment", f"{space} offset {self.start} of {name}is not a multiple "
+                                        f"of {spec.alignment[space]} bytes, the {space} alignment of {spec.name}")
         if self.end > spec.capacity[space]:
-            raise AscendVerifyException(self, "capacity", f"{space} overflow: {t} requires {t.size_bytes} bytes at "
-                                        f"offset {self.start}, {spec.capacity[space]} available on {spec.name}")
+            raise AscendVerifyException(self, "capacity", f"{space} overflow: {name}({t}) requires {t.size_bytes} "
+                                        f"bytes at offset {self.start}, {spec.capacity[space]} available on "
+                                        f"{spec.name}")
 
 
 # ---------------------------------------------------------------------------
@@ -618,7 +626,10 @@ class CopyOp(IRDLOperation):
         path = (s.space.data, d.space.data)
         pipe = spec.paths.get(path)
         if pipe is None:
-            raise AscendVerifyException(self, "path", f"{path[0]} -> {path[1]} is not a data path of {spec.name}")
+            both = self.src.name_hint and self.dst.name_hint
+            names = f" (%{self.src.name_hint} to %{self.dst.name_hint})" if both else ""
+            raise AscendVerifyException(self, "path", f"{path[0]} -> {path[1]}{names} is not a data path of "
+                                        f"{spec.name}")
         if pipe != self.pipe.data.value:
             raise AscendVerifyException(self, "path", f"{path[0]} -> {path[1]} runs on pipe {pipe} on {spec.name}, "
                                         f"not {self.pipe.data.value}")

@@ -122,7 +122,7 @@ ascend.kernel @k #ascend.target<"910B"> block_dim 1 ins() outs(%y : !ascend.buf<
   %a = ascend.alloc at 0 : !ascend.buf<ub, 256xf16>
   %b = ascend.alloc at 256 : !ascend.buf<ub, 256xf16>
 }
-// CHECK: {{^}}'ascend.alloc' ub buffer at [256, 768) overlaps the ub buffer at [0, 512){{$}}
+// CHECK: {{^}}'ascend.alloc' ub buffer %b at [256, 768) overlaps ub buffer %a at [0, 512){{$}}
 
 // -----
 
@@ -140,7 +140,7 @@ ascend.kernel @k #ascend.target<"910B"> block_dim 1 ins() outs(%y : !ascend.buf<
   %c0 = arith.constant 0 : index
   %a = ascend.alloc at 16 : !ascend.buf<ub, 256xf16>
 }
-// CHECK: {{^}}'ascend.alloc' ub offset 16 is not a multiple of 32 bytes, the ub alignment of 910B{{$}}
+// CHECK: {{^}}'ascend.alloc' ub offset 16 of %a is not a multiple of 32 bytes, the ub alignment of 910B{{$}}
 
 // -----
 
@@ -149,7 +149,7 @@ ascend.kernel @k #ascend.target<"910B"> block_dim 1 ins() outs(%y : !ascend.buf<
   %c0 = arith.constant 0 : index
   %a = ascend.alloc at 0 : !ascend.buf<l0a, 256x256xf16, zZ>
 }
-// CHECK: {{^}}'ascend.alloc' l0a overflow: !ascend.buf<l0a, 256x256xf16, zZ> requires 131072 bytes at offset 0, 65536 available on 910B{{$}}
+// CHECK: {{^}}'ascend.alloc' l0a overflow: %a (!ascend.buf<l0a, 256x256xf16, zZ>) requires 131072 bytes at offset 0, 65536 available on 910B{{$}}
 
 // -----
 
@@ -160,7 +160,7 @@ ascend.kernel @k #ascend.target<"910A"> block_dim 1 ins() outs(%y : !ascend.buf<
   %u = ascend.alloc at 0 : !ascend.buf<ub, 16x16xf16>
   ascend.copy mte1 %u[%c0, %c0] to %a[%c0, %c0] sizes [16, 16] : !ascend.buf<ub, 16x16xf16> to !ascend.buf<l0a, 16x16xf16, zZ>
 }
-// CHECK: {{^}}'ascend.copy' ub -> l0a is not a data path of 910A{{$}}
+// CHECK: {{^}}'ascend.copy' ub -> l0a (%u to %a) is not a data path of 910A{{$}}
 
 // -----
 
