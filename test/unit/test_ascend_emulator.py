@@ -588,3 +588,30 @@ def test_cores_share_the_gm_bandwidth():
     profile = emulator.run(parse(text), "k", [np.zeros(196608, np.float16)]).profile
     # 48 vector cores share 1000 B/cycle: 20.8 B/cycle each instead of 64
     assert profile.busy["mte2"] == math.ceil(8192 / (1000 / 48))
+
+
+def test_vconv_widens_64_lanes_per_repeat_with_the_source_stride_halved():
+    # f16 -> f32: a repeat converts 64 lanes, 4 source blocks; rep_stride 4
+    # on the source makes its repeats contiguous
+    text = kernel("""  %u = ascend.alloc at 0 : !ascend.buf<ub, 256xf16>
+  %w = ascend.alloc at 512 : !ascend.buf<ub, 128xf32>
+  ascend.copy mte2 %x[%c0] to %u[%c0] sizes [256] : !ascend.buf<gm, 256xf16> to !ascend.buf<ub, 256xf16>
+  ascend.set_flag mte2 to v event 0
+  ascend.wait_flag mte2 to v event 0
+  ascend.vconv %w[%c0], %u[%c0] repeat 2 rep_stride [8, 4] : !ascend.buf<ub, 128xf32>, !ascend.buf<ub, 256xf16>
+  ascend.set_flag v to mte3 event 0
+  ascend.wait_flag v to mte3 event 0
+  ascend.copy mte3 %w[%c0] to %y[%c0] sizes [128] : !ascend.buf<ub, 128xf32> to !ascend.buf<gm, 128xf32>
+""", outs="%y : !ascend.buf<gm, 128xf32>")
+    x = RNG.uniform(-4, 4, 256).astype(np.float16)
+    (y,) = emulator.run(parse(text), "k", [x]).outputs
+    np.testing.assert_array_equal(y, x[:128].astype(np.float32))
+
+
+@pytest.mark.parametrize("op, reference", [("vadds", np.add), ("vmuls", np.multiply), ("vmaxs", np.maximum),
+                                           ("vmins", np.minimum)])
+def test_vector_scalar_ops(op, reference):
+    text = vector_kernel(f"ascend.{op} %u[%c0], %u[%c0], %s repeat 4 : {{t}}, {{t}}, {{dtype}}")
+    x = RNG.uniform(-10, 10, 512).astype(np.float16)
+    (y,) = emulator.run(parse(text), "k", [x]).outputs
+    np.testing.assert_array_equal(y, reference(x, np.float16(7)))
