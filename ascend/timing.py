@@ -1,7 +1,8 @@
 """The timing model of one AI core: per-pipe queues, a discrete-event schedule.
 
 The scalar unit issues the kernel's instructions in program order, one per
-cycle (scalar `arith`/`scf` work included), into one in-order queue per pipe.
+cycle (scalar `arith`/`scf` work included), into one in-order queue per pipe
+(unbounded: the model never stalls the scalar unit on a full queue).
 An instruction of pipe p starts at the earliest cycle when
 
 * it has been issued,
@@ -13,12 +14,14 @@ An instruction of pipe p starts at the earliest cycle when
   it does once every earlier instruction of q has finished.
 
 It then occupies p for `occupancy` cycles and its result is ready `latency`
-cycles after that. The schedule processes instructions in order of their
-start cycle (ties in program order) and returns that order and, for each wait, the
-set it consumed. When no pipe can proceed while instructions remain,
-the kernel is deadlocked: the error names the waits that can never fire.
+cycles after that. A flag holds one set at a time: setting it again before
+its wait has consumed it is an error, as is a set never waited. The schedule
+processes instructions in order of their start cycle (ties in program order)
+and returns that order and, for each wait, the set it consumed. When no pipe
+can proceed while instructions remain, the kernel is deadlocked: the error
+names the waits that can never fire.
 
-Costs (`cost`), from the target's constants (`TargetSpec`): a copy occupies its
+Costs (`copy_cost`, `mmad_cost`, `vector_cost`), from the target's constants (`TargetSpec`): a copy occupies its
 pipe `bytes / bandwidth` (GM transfers share the chip's GM bandwidth among
 the `block_dim` cores, and a GM burst that is not 512-byte aligned runs at
 70 %); an mmad one cycle per 16x16xC0 fractal step; a vector instruction
