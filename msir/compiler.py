@@ -51,7 +51,16 @@ def make_context() -> Context:
     ctx = Context()
     for d in (builtin.Builtin, func.Func, arith.Arith, math.Math, memref.MemRef, scf.Scf, llvm.LLVM, Msir):
         ctx.load_dialect(d)
+    # loaded only when a module holds ascend ops, for the pipeline to refuse
+    # them at their location (msir.pipeline.refuse_target_ops)
+    ctx.register_dialect("ascend", _ascend_dialect)
     return ctx
+
+
+def _ascend_dialect():
+    from msir.dialects.ascend import Ascend
+
+    return Ascend
 
 
 @dataclass

@@ -27,6 +27,15 @@ the module). Everything else is derived from that one declaration:
 * `timing_report`: the table `MSIR_TIME_PASSES=1` and `msir-opt
   --time-passes` print on stderr.
 
+Target dialects
+===============
+msir's passes and the CPU pipeline work on `msir` and the dialects below it
+on the way to LLVM. A target's own dialect (`TARGET_DIALECTS`: `ascend`) is
+foreign to them: `refuse_target_ops` rejects its ops, naming the first one and
+its location, before `run` applies a pipeline and before `msir-opt` applies
+an msir pass (passes that do work on the dialect are listed with it), so
+that no pass silently skips or mangles them.
+
 This module imports neither xDSL nor any pass (the cache key of a trace-cache
 hit is computed from it).
 """
@@ -59,6 +68,27 @@ PASSES: dict[str, str] = {
     "msir-lower-to-llvm": "msir.lowering.to_llvm:MsirLowerToLlvm",
 }
 """Every msir pass: command-line name -> "module:Class" (imported on first use)."""
+
+
+TARGET_DIALECTS: dict[str, tuple[frozenset[str], str]] = {
+    "ascend": (frozenset(), "ascend kernels run on the emulator: msir-run --target ascend"),
+}
+"""Target dialect -> (the msir passes that accept its ops, how to run them)."""
+
+
+def refuse_target_ops(module: ModuleOp, stage: str) -> None:
+    """A `CompileError` at the first op of a target dialect that `stage`
+    does not accept."""
+    from msir.errors import CompileError, SourceLoc
+
+    for op in module.walk():
+        dialect = op.name.partition(".")[0]
+        if dialect in TARGET_DIALECTS and stage not in TARGET_DIALECTS[dialect][0]:
+            loc = op.location
+            where = (SourceLoc(loc.filename.data, loc.line.data, loc.column.data)
+                     if hasattr(loc, "filename") else None)
+            raise CompileError(f"{stage} cannot run on {op.name}, an op of the {dialect} target dialect; "
+                               f"{TARGET_DIALECTS[dialect][1]}", where)
 
 
 def load(location: str) -> Any:
@@ -176,7 +206,11 @@ def run(
     module: ModuleOp,
     after: Callable[[Stage, ModuleOp, float], None],
 ) -> None:
-    """Apply the stages in order; `after(stage, module, seconds)` follows each."""
+    """Apply the stages in order; `after(stage, module, seconds)` follows each.
+    The module, which comes from the frontend, holds no target dialect op
+    (`refuse_target_ops`; no msir pass makes one)."""
+    if pipeline.stages:
+        refuse_target_ops(module, pipeline.stages[0].label)
     for stage in pipeline.stages:
         start = time.perf_counter()
         stage.apply(ctx, module)

@@ -89,12 +89,19 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
         super().add_text(str(text) if isinstance(text, _PassListing) else text)
 
 
+def _ascend_dialect():
+    from msir.dialects.ascend import Ascend
+
+    return Ascend
+
+
 class MsirOptMain(xDSLOptMain):
     def register_all_dialects(self):
         super().register_all_dialects()
         from msir.dialects.msir import Msir
 
         self.ctx.register_dialect("msir", lambda: Msir)
+        self.ctx.register_dialect("ascend", _ascend_dialect)
 
     def register_all_passes(self):
         # msir's first: `-p`'s list in --help starts with them
@@ -110,6 +117,8 @@ class MsirOptMain(xDSLOptMain):
 
         def callback(previous: ModulePass | None, module: ModuleOp, following: ModulePass | None) -> None:
             nonlocal start
+            if following is not None and following.name in pipeline.PASSES:
+                pipeline.refuse_target_ops(module, following.name)
             if previous is not None:
                 timings.append((str(previous.pipeline_pass_spec()), time.perf_counter() - start))
             if not self.args.disable_verify:

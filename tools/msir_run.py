@@ -6,7 +6,8 @@
 Each `--input` is a Python literal (nested lists for arrays) and an element type
 (f32, f64, i1, i32, i64), or `@file.npy`. Every result is printed on one line as
 `result N: <type> = <values>`. `--target` chooses the compile target by name
-(`msir.targets`; default cpu).
+(`msir.targets`; default cpu); `--target ascend` runs an `ascend.kernel` on
+the emulator instead (`msir.ascend.cli`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ import ast
 import sys
 
 import numpy as np
+
+ASCEND = "ascend"
+"""`--target ascend` runs an `ascend.kernel` on the emulator (not yet a compile target of `msir.targets`)."""
 
 _DTYPES = {"f32": np.float32, "f64": np.float64, "i1": np.bool_, "i32": np.int32, "i64": np.int64}
 
@@ -67,7 +71,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("input_file")
     p.add_argument("--entry", required=True, help="the function to run")
     p.add_argument("--input", action="append", default=[], help="an argument: literal:dtype or @file.npy")
-    p.add_argument("--target", default=targets.DEFAULT, help=f"the compile target ({', '.join(targets.TARGETS)})")
+    p.add_argument("--target", default=targets.DEFAULT,
+                   help=f"the compile target ({', '.join(targets.TARGETS)}), or {ASCEND}: run an ascend.kernel on "
+                   "the emulator (msir.ascend) and print its cycles")
     args = p.parse_args(argv)
     if args.input_file.endswith(".py"):
         raise fail("msir-run", f"{args.input_file} is a Python file; msir-run runs an msir module: "
@@ -77,6 +83,14 @@ def main(argv: list[str] | None = None) -> None:
             text = f.read()
     except OSError as e:
         raise fail("msir-run", f"cannot read {args.input_file}: {e.strerror}") from None
+    if args.target == ASCEND:
+        from msir.ascend import cli
+
+        try:
+            inputs = [parse_input(t) for t in args.input]
+        except (OSError, ValueError) as e:
+            raise fail("msir-run", f"cannot read an input: {e}") from None
+        return cli.run(args.input_file, text, args.entry, inputs)
     try:
         check_string_literals(text, args.input_file)
         module = Parser(make_context(), text, args.input_file).parse_module()
