@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import io
+import os
 import re
 import sys
 import textwrap
@@ -29,11 +30,13 @@ from typing import IO
 from xdsl.dialects.builtin import FileLineColLoc, ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.printer import Printer
-from xdsl.utils.exceptions import ParseError
+from xdsl.utils.exceptions import ParseError, VerifyException
 from xdsl.utils.lexer import Input, Span
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from msir import pipeline
+from msir.errors import MsirError
+from msir.verify import IRVerificationError, parse_module, verify_module
 from msir.viz.ir_graph import MAX_REGION_OPS
 
 
@@ -96,6 +99,9 @@ def _ascend_dialect():
 
 
 class MsirOptMain(xDSLOptMain):
+    _sources = None
+    """Where each op of the parsed input starts (`msir.verify.SourceMap`), for located errors."""
+
     def register_all_dialects(self):
         super().register_all_dialects()
         from msir.dialects.msir import Msir
@@ -121,8 +127,11 @@ class MsirOptMain(xDSLOptMain):
                 pipeline.refuse_target_ops(module, following.name)
             if previous is not None:
                 timings.append((str(previous.pipeline_pass_spec()), time.perf_counter() - start))
-            if not self.args.disable_verify:
-                module.verify()
+            if not self.args.disable_verify and previous is not None:  # the input was verified when parsed
+                try:
+                    verify_module(module, self._sources)
+                except IRVerificationError as e:  # a pass produced invalid IR: a bug of that pass
+                    raise MsirError(f"internal error: the IR does not verify after {previous.name}:\n{e}") from None
             if previous is not None and following is not None and self.args.print_between_passes:
                 print(f"IR after {previous.name}:")
                 Printer(stream=sys.stdout).print_op(module)
@@ -184,7 +193,20 @@ class MsirOptMain(xDSLOptMain):
         if (self.args.frontend or file_extension) != "py":
             text = chunk.read().decode()
             check_string_literals(text, self.get_input_name())
-            return super().parse_chunk(io.BytesIO(text.encode()), file_extension, start_offset)
+            if (self.args.frontend or file_extension) == "mlir" and not self.args.no_implicit_module \
+                    and start_offset == 0:
+                module, self._sources = parse_module(self.ctx, text, self.get_input_name())
+            else:
+                module = super().parse_chunk(io.BytesIO(text.encode()), file_extension, start_offset)
+                self._sources = None
+            if module is not None and not self.args.disable_verify:
+                try:
+                    verify_module(module, self._sources)
+                except IRVerificationError as e:
+                    if self.args.verify_diagnostics:  # xDSL's mode prints a DiagnosticException's message
+                        raise VerifyException(e.problem) from None
+                    raise
+            return module
         from msir.frontend.driver import module_from_file
 
         self._check_python_arguments(chunk.read().decode())
@@ -222,8 +244,6 @@ def _check_lowered_to_llvm(module: ModuleOp) -> None:
 def main(argv: list[str] | None = None) -> None:
     from xdsl.utils.exceptions import DiagnosticException
 
-    from msir.errors import MsirError
-
     try:
         MsirOptMain(description="msir modular optimizer driver", args=argv).run()
     except (MsirError, ParseError, DiagnosticException) as e:
@@ -235,6 +255,11 @@ def main(argv: list[str] | None = None) -> None:
             text = str(e).rstrip()
         print(text, file=sys.stderr)
         sys.exit(1)
+    except Exception as e:  # a bug in msir or xDSL: one line, not a traceback (MSIR_TRACEBACK=1 shows it)
+        if os.environ.get("MSIR_TRACEBACK"):
+            raise
+        print(f"msir-opt: internal error: {type(e).__name__}: {e} (MSIR_TRACEBACK=1 shows where)", file=sys.stderr)
+        sys.exit(2)
 
 
 if __name__ == "__main__":
