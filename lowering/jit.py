@@ -299,6 +299,7 @@ class NativeModule:
 
 
 _ELEMENT_DTYPES = {
+    "f16": np.dtype(np.float16),
     "f32": np.dtype(np.float32),
     "f64": np.dtype(np.float64),
     "index": np.dtype(np.int64),
@@ -316,6 +317,10 @@ def abi_type(t: Any) -> tuple[np.dtype, tuple[int, ...] | None]:
     -1 for a dynamic dim. `t` is an xDSL attribute or its printed text; a
     CompileError for anything else (e.g. a strided memref)."""
     text = t if isinstance(t, str) else str(t)
+    if "bf16" in text and "bf16" not in _ELEMENT_DTYPES:
+        from msir.dialects.primitives import numpy_dtype
+
+        _ELEMENT_DTYPES["bf16"] = numpy_dtype("bfloat16")  # ml_dtypes: imported only when used
     dtype = _ELEMENT_DTYPES.get(text)
     if dtype is not None:
         return dtype, None
@@ -328,6 +333,7 @@ def abi_type(t: Any) -> tuple[np.dtype, tuple[int, ...] | None]:
 
 # struct formats of a scalar in its 8-byte slot (low bytes, little endian)
 _SLOT_FORMAT = {
+    np.dtype(np.float16): "<e",
     np.dtype(np.float32): "<f",
     np.dtype(np.float64): "<d",
     np.dtype(np.bool_): "<?",
@@ -411,7 +417,9 @@ class _MemrefArg:
         if nbytes < allocator.CACHED_FROM:
             return np.empty(self.shape, self.dtype)
         # large: a recycled block of msir's allocator, returned when the array dies
-        return np.asarray(_NativeBuffer(allocator.alloc(nbytes), self.shape, self.dtype))
+        block = np.asarray(_NativeBuffer(allocator.alloc(nbytes), self.shape, self.dtype))
+        # the array interface spells an ml_dtypes dtype (bfloat16) as raw bytes: view it as itself
+        return block if block.dtype == self.dtype else block.view(self.dtype)
 
     def check_output(self, x) -> np.ndarray:
         """A caller's output buffer: written in place, so never copied."""

@@ -5,7 +5,7 @@ Contract
 
 Expects
     A `builtin.module` of `func.func` ops whose bodies hold `msir` ops on ranked
-    tensors (f32, f64, i1, i32, i64; static shapes, `?` dims only where they come
+    tensors (f16, bf16, f32, f64, i1, i32, i64; static shapes, `?` dims only where they come
     from function arguments), `func.call` between functions of the module and
     `func.return` of any number of values. Tuples only as
     `msir.get_tuple(msir.make_tuple(...))`, which folds to the element. Non-tensor
@@ -89,6 +89,12 @@ warns); anything to bool is `!= 0`.
 Integer `pow` uses repeated squaring; a negative exponent (an error in NumPy)
 yields the integer part of the real power: 1 for base 1, +-1 for base -1, else 0.
 
+Half precision (f16, bf16) is computed in f32: the pass first rewrites the
+module's half-precision arithmetic as f32 ops between casts
+(`msir.lowering.widen_half`, which states the rounding), so a half value is
+only loaded, stored, selected or converted (`arith.extf`/`arith.truncf`), and
+the adds of `scatter_add` and `tape_add` extend, add in f32 and truncate.
+
 Per function, the pass first plans the buffers (`bufferize.FunctionPlanner`,
 with this pass's schedule: its matmul updates and row groups), then walks the
 function once and builds the output directly (a dispatch table keyed by op
@@ -109,8 +115,10 @@ from xdsl.context import Context
 from xdsl.dialects import arith, func, math, memref, scf
 from xdsl.dialects.builtin import (
     ArrayAttr,
+    BFloat16Type,
     DenseArrayBase,
     DictionaryAttr,
+    Float16Type,
     Float32Type,
     Float64Type,
     FloatAttr,
@@ -134,6 +142,7 @@ from xdsl.passes import ModulePass
 from msir.dialects import msir, primitives
 from msir.errors import CompileError
 from msir.lowering import blas, bufferize
+from msir.lowering.widen_half import widen_half
 from msir.lowering.bufferize import DYN, FunctionPlan, LoopPlan, PushMode, SlotKind, source_loc
 from msir.lowering.bufferize import is_static_tensor as _is_static_tensor
 from msir.lowering.bufferize import memref_type as _memref_type
@@ -166,7 +175,14 @@ _UINT_PRED = {"lt": "ult", "le": "ule", "gt": "ugt", "ge": "uge", "eq": "eq", "n
 
 
 def _is_float(t: Attribute) -> bool:
-    return isinstance(t, Float32Type | Float64Type)
+    return isinstance(t, Float16Type | BFloat16Type | Float32Type | Float64Type)
+
+
+def _is_half(t: Attribute) -> bool:
+    return isinstance(t, Float16Type | BFloat16Type)
+
+
+_F32 = Float32Type()
 
 
 @functools.cache
@@ -278,6 +294,9 @@ class _Lowering:
     # -- scalar arithmetic ----------------------------------------------------
 
     def add(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        if _is_half(a.type):  # NumPy's half add: in float32, rounded once
+            wide = self.v(arith.AddfOp, self.v(arith.ExtFOp, a, type=_F32), self.v(arith.ExtFOp, b, type=_F32))
+            return self.v(arith.TruncFOp, wide, type=a.type)
         return self.v(arith.AddfOp if _is_float(a.type) else arith.AddiOp, a, b)
 
     def sub(self, a: SSAValue, b: SSAValue) -> SSAValue:
@@ -795,14 +814,15 @@ def _op(cls: type[Operation]) -> Callable[..., SSAValue]:
 
 
 def _cast(L: _Lowering, x: SSAValue, to: Attribute) -> SSAValue:
-    """NumPy's astype between f32, f64, i1, i32, i64."""
+    """NumPy's astype between f32, f64, i1, i32, i64, and between f16/bf16 and
+    f32 or f64 -> f16 (`widen_half` routes the other half casts through f32)."""
     src = x.type
     if src == to:
         return x
     if to == i1:
         return L.cmp("ne", x, L.const(0.0 if _is_float(src) else 0, src))
     if _is_float(src) and _is_float(to):
-        wider = isinstance(to, Float64Type)
+        wider = to.bitwidth > src.bitwidth  # type: ignore[attr-defined]
         return L.v(arith.ExtFOp if wider else arith.TruncFOp, x, type=to)
     if _is_float(src):
         return L.v(arith.FPToSIOp, x, type=to)
@@ -2006,6 +2026,7 @@ def _schedule(ops: list[Operation], folded: set[Operation]) -> tuple[
 
 def lower_module(module: ModuleOp) -> None:
     """Rewrite `module` in place to the loops level (see the module docstring)."""
+    widen_half(module)
     plan = bufferize.ModulePlan(module, PASS_NAME)
     mod = _Module(module, plan)
     funcs = [op for op in module.body.block.ops if isinstance(op, func.FuncOp)]
