@@ -6,7 +6,8 @@ Contract
 --------
 Expects: verified `msir` IR, anywhere in a module (regions and fusion bodies
 included). Inside a fusion the casts it inserts are scalar conversions in the
-fused loop; outside one each is a loop of its own.
+fused loop; an elementwise op outside one becomes a fusion of its own (its
+casts and itself), so it is still one loop without buffers in between.
 
 Rewrites: every op that computes with the values of a float16 or bfloat16
 tensor — elementwise ops, `msir.compare`, the reductions, `argmax`/`argmin`,
@@ -37,8 +38,10 @@ float16, shapes, slices, take/scatter, select, tuples, control flow, tapes;
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, Float64Type, ModuleOp, TensorType
-from xdsl.ir import Attribute, Operation, SSAValue
+from collections.abc import Callable, Sequence
+
+from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, Float64Type, LocationAttr, ModuleOp, TensorType
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from msir.dialects import msir as M
 
@@ -67,31 +70,62 @@ def _widened(t: Attribute) -> Attribute:
     return TensorType(_F32, t.get_shape()) if is_half(t) else t  # type: ignore[attr-defined]
 
 
-def _cast_before(op: Operation, value: SSAValue, element: Attribute) -> SSAValue:
-    """`value` cast to element type `element`, the cast inserted before `op` at its location."""
-    cast = M.CastOp.create(operands=[value], result_types=[TensorType(element, value.type.get_shape())])  # type: ignore[attr-defined]
-    cast.location = op.location
-    op.parent_block().insert_op_before(cast, op)  # type: ignore[union-attr]
-    return cast.results[0]
+class _Emitter:
+    """Builds ops at one place (before an op, or into a new fusion body), each at `loc`."""
+
+    def __init__(self, loc: LocationAttr, before: Operation | None = None, block: Block | None = None):
+        self.loc, self.before, self.block = loc, before, block
+
+    def add(self, op: Operation) -> SSAValue:
+        op.location = self.loc
+        if self.before is not None:
+            self.before.parent_block().insert_op_before(op, self.before)  # type: ignore[union-attr]
+        else:
+            self.block.add_op(op)  # type: ignore[union-attr]
+        return op.results[0] if op.results else None  # type: ignore[return-value]
+
+    def cast(self, value: SSAValue, to: Attribute) -> SSAValue:
+        """`value` cast to tensor type `to` (same shape)."""
+        return self.add(M.CastOp.create(operands=[value], result_types=[to]))
+
+    def f32(self, value: SSAValue) -> SSAValue:
+        return self.cast(value, TensorType(_F32, value.type.get_shape()))  # type: ignore[attr-defined]
 
 
-def _widen(op: Operation) -> None:
-    """Rebuild `op` on float32 operands and results, casting back its half results."""
-    operands = [_cast_before(op, v, _F32) if is_half(v.type) else v for v in op.operands]
+def _widened_op(e: _Emitter, op: Operation, operands: Sequence[SSAValue]) -> list[SSAValue]:
+    """`op` rebuilt on float32 (its half operands cast up, its half results cast back): its results."""
     wide = type(op).create(
-        operands=operands,
+        operands=[e.f32(v) if is_half(v.type) else v for v in operands],
         result_types=[_widened(r.type) for r in op.results],
         properties=dict(op.properties),
         attributes=dict(op.attributes),
     )
-    wide.location = op.location
-    op.parent_block().insert_op_before(wide, op)  # type: ignore[union-attr]
-    for old, new in zip(op.results, wide.results):
-        if is_half(old.type):
-            narrow = M.CastOp.create(operands=[new], result_types=[old.type])
-            narrow.location = op.location
-            op.parent_block().insert_op_before(narrow, op)  # type: ignore[union-attr]
-            new = narrow.results[0]
+    e.add(wide)
+    return [e.cast(new, old.type) if is_half(old.type) else new for old, new in zip(op.results, wide.results)]
+
+
+def _routed_cast(e: _Emitter, op: M.CastOp, operands: Sequence[SSAValue]) -> list[SSAValue]:
+    return [e.cast(e.f32(operands[0]), op.result.type)]
+
+
+def _replace(op: Operation, build: Callable[[_Emitter, Operation, Sequence[SSAValue]], list[SSAValue]]) -> None:
+    """Replace `op` by what `build` emits for it: in place inside a fusion or for an
+    op no fusion may hold, else in a fusion of its own (one loop, no buffers between
+    the casts and the op)."""
+    parent = op.parent_op()
+    if isinstance(parent, M.FusionOp) or not isinstance(op, M.FUSIBLE_ELEMENTWISE):
+        results = build(_Emitter(op.location, before=op), op, op.operands)
+    else:
+        block = Block(arg_types=[v.type for v in op.operands])
+        yielded = build(_Emitter(op.location, block=block), op, block.args)
+        yield_ = M.YieldOp(*yielded)
+        yield_.location = op.location
+        block.add_op(yield_)
+        fusion = M.FusionOp(list(op.operands), [r.type for r in op.results], Region(block))
+        fusion.location = op.location
+        op.parent_block().insert_op_before(fusion, op)  # type: ignore[union-attr]
+        results = list(fusion.outputs)
+    for old, new in zip(op.results, results):
         old.replace_all_uses_with(new)
     op.detach()
     op.erase()
@@ -104,19 +138,18 @@ def _is_direct_cast(src: Attribute, to: Attribute) -> bool:
     return isinstance(src, Float64Type) and isinstance(to, Float16Type)
 
 
-def _route_cast(op: M.CastOp) -> None:
-    """A cast from or to a half dtype through float32, where it is not direct."""
+def _needs_routing(op: M.CastOp) -> bool:
+    """Is `op` a cast from or to a half dtype that goes through float32?"""
     src, to = op.input.type.element_type, op.result.type.element_type  # type: ignore[attr-defined]
-    if src == to or not (is_half(src) or is_half(to)) or _is_direct_cast(src, to):
-        return
-    op.operands[0] = _cast_before(op, op.input, _F32)
+    return src != to and (is_half(src) or is_half(to)) and not _is_direct_cast(src, to)
 
 
 def widen_half(module: ModuleOp) -> None:
     """Rewrite `module` in place as the module docstring says."""
     for op in list(module.walk()):
         if isinstance(op, M.CastOp):
-            _route_cast(op)
+            if _needs_routing(op):
+                _replace(op, _routed_cast)
         elif isinstance(op, _COMPUTING) and any(is_half(v.type) for v in (*op.operands, *op.results)):
-            _widen(op)
+            _replace(op, _widened_op)
 
