@@ -183,7 +183,9 @@ def compile_llvm_module(
                 # Inlining a public function into its wrapper would compile
                 # its body twice and trade `noalias` params for scoped metadata.
                 ir_module.get_global(name).attributes.add("noinline")
-            mod = llvm.parse_assembly(str(ir_module))
+            text = str(ir_module)
+            _check_half_support(text)
+            mod = llvm.parse_assembly(text)
             mod.verify()
         except (NotImplementedError, RuntimeError, KeyError) as e:
             raise CompileError(f"LLVM export failed: {e}") from e
@@ -195,6 +197,16 @@ def compile_llvm_module(
         engine.finalize_object()
         engine.run_static_constructors()
     return NativeModule(engine, optimised, metadata, list(sites or []))
+
+
+def _check_half_support(llvm_ir: str) -> None:
+    """x86-64 converts float16 in one instruction with F16C (every CPU with AVX2);
+    without it LLVM would call compiler-rt, which a JIT-loaded module cannot
+    resolve (MCJIT aborts the process): a CompileError instead."""
+    triple, _, features = host()
+    if triple.startswith("x86_64") and "+f16c" not in features.split(",") and " half" in llvm_ir:
+        raise CompileError("float16 needs a CPU with F16C (x86-64 with AVX2); this one has none: "
+                           "compute in float32 (x.astype(np.float32))")
 
 
 def load_native_module(

@@ -423,6 +423,12 @@ class FunctionLowering:
                 raise CompileError(
                     f"msir-lower-to-llvm: unsupported op '{op.name}'", _loc_of(op)
                 )
+            if type(op) in _HALF_ARITHMETIC and _half_type(op) is not None:
+                raise CompileError(
+                    f"msir-lower-to-llvm: '{op.name}' on {_half_type(op)} is not supported: half precision "
+                    "computes in f32 (arith.extf, the op, arith.truncf), as convert-msir-to-loops emits it",
+                    _loc_of(op),
+                )
             try:
                 lower(self, op)
             except CompileError:
@@ -514,6 +520,14 @@ class FunctionLowering:
         self.emit(llvm.BrOp(header, next_iv, *self.flatten_all(yield_op.operands)))
         self.start_block(exit_block)
         return carried
+
+
+def _half_type(op: Operation) -> Attribute | None:
+    """The first f16 or bf16 operand or result type of `op`, if any."""
+    for v in (*op.operands, *op.results):
+        if isinstance(v.type, Float16Type | BFloat16Type):
+            return v.type
+    return None
 
 
 def _zero_attr(t: Attribute) -> Attribute:
@@ -1173,6 +1187,13 @@ def _while(fl: FunctionLowering, op: scf.WhileOp) -> None:
 # ---------------------------------------------------------------------------
 # The pass
 # ---------------------------------------------------------------------------
+
+
+_HALF_ARITHMETIC = frozenset(
+    t for t in LOWERINGS
+    if t.name.startswith(("arith.", "math.")) and t not in (arith.ExtFOp, arith.TruncFOp, arith.ConstantOp, arith.SelectOp)
+)
+"""The arith and math ops that compute: never on f16 or bf16 (bf16 is an i16 in LLVM)."""
 
 
 @dataclass(frozen=True)
