@@ -452,3 +452,31 @@ def test_value_and_grad_in_both_modes_agree():
     (v0, g0), (v1, g1) = results
     assert np.asarray(v0).dtype == np.asarray(v1).dtype == F16
     assert ulps(np.asarray(v0), np.asarray(v1)) <= 2 and ulps(g0, g1) <= 2
+
+
+# ---------------------------------------------------------------------------
+# Compositions the frontend builds from primitives
+# ---------------------------------------------------------------------------
+
+
+def compositions(x):
+    return (np.var(x, axis=1), np.std(x), msir.ops.softmax(x), x ** 2, x ** 0.5, np.clip(x, -0.5, 0.5),
+            np.square(x), x.T @ x)
+
+
+def test_float16_compositions_are_numpys(mode):
+    x = rand((4, 6), F16, 23, 0.1, 2)
+    out = msir.jit(compositions)(x)
+    ref = (np.var(x, axis=1), np.std(x), None, x ** 2, x ** 0.5, np.clip(x, -0.5, 0.5), np.square(x), x.T @ x)
+    for o, r in zip(out, ref):
+        if r is not None:
+            assert ulps(o, r) <= 1 and o.dtype == F16
+    softmax = np.exp(x - x.max(axis=-1, keepdims=True))
+    softmax = softmax / softmax.sum(axis=-1, keepdims=True)
+    assert out[2].dtype == F16 and ulps(out[2], softmax) <= 1
+
+
+def test_bfloat16_scalars_in_and_out(mode):
+    out = msir.jit(identity_and_double)(ml_dtypes.bfloat16(1.5))
+    assert all(np.asarray(o).dtype == BF16 for o in out)
+    assert float(out[0]) == 1.5 and float(out[1]) == 3.0
