@@ -56,8 +56,8 @@ else. `export_attributes` carries such function attributes, which xDSL's
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 import struct
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import NamedTuple
@@ -83,7 +83,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from msir.errors import CompileError
 from msir.lowering import allocator
-from msir.lowering.llvm_ops import I1, I8, I32, I64, PTR, icmp
+from msir.lowering.llvm_ops import I1, I8, I16, I32, I64, PTR, icmp
 from msir.lowering.loops_abi import ALIAS_OF_ATTR, DONATE_ATTR, DONATION_REFUSED_ATTR, ERROR_FUNC, NUM_OUTPUTS_ATTR
 from msir.lowering.vector_abi import VFABI_ATTR
 
@@ -128,9 +128,6 @@ def scalar_type(t: Attribute) -> Attribute:
     if isinstance(t, BFloat16Type):  # llvmlite has no bfloat: its bits (msir.lowering.llvm_half)
         return I16
     raise CompileError(f"msir-lower-to-llvm: unsupported type {t}")
-
-
-I16 = IntegerType(16)
 
 
 def bfloat16_bits(value: float) -> int:

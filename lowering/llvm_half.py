@@ -24,8 +24,8 @@ from xdsl.dialects import arith, llvm
 from xdsl.dialects.builtin import Float16Type, Float32Type, Float64Type, IntegerAttr, IntegerType, i64
 from xdsl.ir import Operation, SSAValue
 
-I16 = IntegerType(16)
-I32 = IntegerType(32)
+from msir.lowering.llvm_ops import I16, I32
+
 F32 = Float32Type()
 
 Add = Callable[[Operation], SSAValue]

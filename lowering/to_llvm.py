@@ -798,7 +798,9 @@ def _truncf(fl: FunctionLowering, op: arith.TruncFOp) -> None:
                                _loc_of(op))
         fl.vals[op.result] = llvm_half.f32_to_bf16(fl.add, fl.const, value)
     elif isinstance(to, Float16Type) and isinstance(src, Float64Type):
-        fabs = lambda v: fl.intrinsic("llvm.fabs.f64", [v], v.type)  # noqa: E731
+        def fabs(v: SSAValue) -> SSAValue:
+            return fl.intrinsic("llvm.fabs.f64", [v], v.type)
+
         fl.vals[op.result] = llvm_half.f64_to_f16(fl.add, fl.const, fabs, value)
     else:
         fl.vals[op.result] = fl.add(llvm.FPTruncOp(value, scalar_type(to)))

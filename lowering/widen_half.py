@@ -82,7 +82,7 @@ class _Emitter:
             self.before.parent_block().insert_op_before(op, self.before)  # type: ignore[union-attr]
         else:
             self.block.add_op(op)  # type: ignore[union-attr]
-        return op.results[0] if op.results else None  # type: ignore[return-value]
+        return op.results[0]
 
     def cast(self, value: SSAValue, to: Attribute) -> SSAValue:
         """`value` cast to tensor type `to` (same shape)."""
