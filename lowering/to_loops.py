@@ -92,8 +92,11 @@ yields the integer part of the real power: 1 for base 1, +-1 for base -1, else 0
 Half precision (f16, bf16) is computed in f32: the pass first rewrites the
 module's half-precision arithmetic as f32 ops between casts
 (`msir.lowering.widen_half`, which states the rounding), so a half value is
-only loaded, stored, selected or converted (`arith.extf`/`arith.truncf`), and
-the adds of `scatter_add` and `tape_add` extend, add in f32 and truncate.
+only loaded, stored, selected or converted (`arith.extf`/`arith.truncf`); the
+adds of `scatter_add` and `tape_add` extend, add in f32 and truncate, and a
+reduction over trailing axes, which widen_half leaves on half, extends each
+element into an f32 accumulator and truncates the result once (a mean divides
+first).
 
 Per function, the pass first plans the buffers (`bufferize.FunctionPlanner`,
 with this pass's schedule: its matmul updates and row groups), then walks the
@@ -1226,19 +1229,41 @@ def _reduce(L: _Lowering, op: msir.ReduceOp) -> None:
     out_dims = [1 if a in axes else d for a, d in enumerate(in_dims)] if keep else [in_dims[a] for a in kept]
     out = L.result(op.result, out_dims)
     et = op.result.type.element_type  # type: ignore[attr-defined]
-    init = L.const(_identity(kind, et), et)
+    # A half reduction (only over trailing axes: widen_half.reduces_natively) accumulates in f32.
+    acc_t = _F32 if _is_half(et) else et
+    init = L.const(_identity(kind, acc_t), acc_t)
+    mean = isinstance(op, msir.ReduceMeanOp)
 
     def out_index(ivs: Sequence[SSAValue]) -> list[SSAValue]:
         return [L.index(0) if a in axes else ivs[a] for a in range(rank)] if keep else [ivs[a] for a in kept]
 
+    def element(v: SSAValue) -> SSAValue:
+        return L.v(arith.ExtFOp, v, type=acc_t) if acc_t != et else v
+
+    def count() -> SSAValue:
+        n: Dim = 1
+        for a in axes:
+            n = L.index_mul(n, in_dims[a])
+        if isinstance(n, int):
+            return L.const(float(n), acc_t)
+        return L.v(arith.SIToFPOp, L.v(arith.IndexCastOp, n, type=i64), type=acc_t)
+
     if kept == list(range(len(kept))):
         red = [in_dims[a] for a in sorted(axes)]
+        n = count() if mean and acc_t != et else None
 
         def outer(ovs, _):
-            (acc,) = L.loops(red, lambda rvs, it: [_combine(L, kind, it[0], L.load(src, [*ovs, *rvs]))], [init])
+            (acc,) = L.loops(red, lambda rvs, it: [_combine(L, kind, it[0], element(L.load(src, [*ovs, *rvs])))],
+                             [init])
+            if n is not None:  # NumPy's half mean divides in f32, then rounds once
+                acc = L.v(arith.DivfOp, acc, n)
+            if acc_t != et:
+                acc = L.v(arith.TruncFOp, acc, type=et)
             L.store(acc, out, out_index([*ovs, *([None] * len(red))]))
 
         L.row_loops([in_dims[a] for a in kept], outer)
+        if n is not None:
+            return
     else:
         L.row_loops(out_dims, lambda ivs, _: L.store(init, out, ivs))
 
@@ -1247,14 +1272,8 @@ def _reduce(L: _Lowering, op: msir.ReduceOp) -> None:
             L.store(_combine(L, kind, L.load(out, oi), L.load(src, ivs)), out, oi)
 
         L.row_loops(in_dims, update)
-    if isinstance(op, msir.ReduceMeanOp):
-        count: Dim = 1
-        for a in axes:
-            count = L.index_mul(count, in_dims[a])
-        if isinstance(count, int):
-            n = L.const(float(count), et)
-        else:
-            n = L.v(arith.SIToFPOp, L.v(arith.IndexCastOp, count, type=i64), type=et)
+    if mean:
+        n = count()
         L.row_loops(out_dims, lambda ivs, _: L.store(L.v(arith.DivfOp, L.load(out, ivs), n), out, ivs))
 
 

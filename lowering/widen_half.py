@@ -21,7 +21,9 @@ has more than 2p+2 bits for p = 11 or 8, so the double rounding is exact).
 A matmul accumulates in float32 and rounds once (NumPy's float16 matmul does
 the same; a float32 matmul runs through the BLAS). A reduction accumulates in
 float32 and rounds once: NumPy does so along the contiguous axis, and rounds
-after every addition along the others, which this is more accurate than.
+after every addition along the others, which this is more accurate than. A
+reduction over trailing axes stays on half: `convert-msir-to-loops` accumulates
+it in float32 itself (`reduces_natively`).
 
 Casts: a cast between a half dtype and anything but float32 goes through
 float32 (exact for half -> anything; for integers and bool -> half NumPy and
@@ -33,7 +35,8 @@ Guarantees: the ops that remain on half tensors move, select or store values
 without arithmetic (constants, casts to and from float32 and float64 ->
 float16, shapes, slices, take/scatter, select, tuples, control flow, tapes;
 `scatter_add` and `tape_add` add in float32 and round per addition in
-`convert-msir-to-loops`); every result keeps its type; the module verifies.
+`convert-msir-to-loops`), and the reductions over trailing axes; every
+result keeps its type; the module verifies.
 """
 
 from __future__ import annotations
@@ -144,6 +147,17 @@ def _needs_routing(op: M.CastOp) -> bool:
     return src != to and (is_half(src) or is_half(to)) and not _is_direct_cast(src, to)
 
 
+def reduces_natively(op: Operation) -> bool:
+    """Does convert-msir-to-loops reduce `op`'s half input itself? Over trailing
+    axes it accumulates each row in an f32 register, reading the half elements
+    (no f32 copy of the input); over others it accumulates in the result buffer,
+    which must then be f32."""
+    if not isinstance(op, M.ReduceOp) or not op.axes_list:
+        return False
+    rank = len(M.shape_of(op.input.type))
+    return sorted(a % rank for a in op.axes_list) == list(range(rank - len(op.axes_list), rank))
+
+
 def widen_half(module: ModuleOp) -> None:
     """Rewrite `module` in place as the module docstring says."""
     for op in list(module.walk()):
@@ -151,5 +165,6 @@ def widen_half(module: ModuleOp) -> None:
             if _needs_routing(op):
                 _replace(op, _routed_cast)
         elif isinstance(op, _COMPUTING) and any(is_half(v.type) for v in (*op.operands, *op.results)):
-            _replace(op, _widened_op)
+            if not reduces_natively(op):
+                _replace(op, _widened_op)
 

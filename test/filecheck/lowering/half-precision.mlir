@@ -2,24 +2,48 @@
 // RUN: msir-opt %s -p 'convert-msir-to-loops,msir-lower-to-llvm{parallel=false}' | filecheck %s --check-prefix=LLVM
 
 // The CPU target computes float16 and bfloat16 in float32 (msir.lowering.widen_half):
-// a reduction or a matmul reads its half operands into f32 buffers, accumulates in
-// f32 and rounds its result once; half values are only loaded, stored and converted.
+// a reduction over trailing axes reads the half elements into an f32 accumulator
+// and rounds once (a mean divides in f32 first, as NumPy's float16 mean does); a
+// reduction over leading axes or a matmul reads its half operands into f32
+// buffers. Half values are only loaded, stored and converted.
 
-func.func @sum(%a: tensor<4x8xf16>) -> tensor<4xf16> {
+func.func @sum(%a: tensor<4x8xf16>) -> (tensor<4xf16>, tensor<4xf16>) {
   %0 = msir.reduce_sum %a axes array<i64: 1> : tensor<4x8xf16> to tensor<4xf16>
-  func.return %0 : tensor<4xf16>
+  %1 = msir.reduce_mean %a axes array<i64: 1> : tensor<4x8xf16> to tensor<4xf16>
+  func.return %0, %1 : tensor<4xf16>, tensor<4xf16>
 }
 
-// CHECK-LABEL: func.func @sum(%0: memref<4x8xf16>, %1: memref<4xf16>)
+// CHECK-LABEL: func.func @sum(%0: memref<4x8xf16>, %1: memref<4xf16>, %2: memref<4xf16>)
+// CHECK-NOT:     memref.alloc
+// CHECK:         %[[S:.*]] = scf.for {{.*}} iter_args(%[[ACC:.*]] = %{{.*}}) -> (f32) {
+// CHECK-NEXT:      %[[X:.*]] = memref.load %0[{{.*}}] : memref<4x8xf16>
+// CHECK-NEXT:      %[[XW:.*]] = arith.extf %[[X]] : f16 to f32
+// CHECK-NEXT:      %[[NEXT:.*]] = arith.addf %[[ACC]], %[[XW]] : f32
+// CHECK-NEXT:      scf.yield %[[NEXT]] : f32
+// CHECK-NEXT:    }
+// CHECK-NEXT:    %[[SH:.*]] = arith.truncf %[[S]] : f32 to f16
+// CHECK-NEXT:    memref.store %[[SH]], %1[{{.*}}] : memref<4xf16>
+// CHECK:         %[[M:.*]] = scf.for {{.*}} -> (f32) {
+// CHECK:         }
+// CHECK-NEXT:    %[[MEAN:.*]] = arith.divf %[[M]], %{{.*}} : f32
+// CHECK-NEXT:    %[[MH:.*]] = arith.truncf %[[MEAN]] : f32 to f16
+// CHECK-NEXT:    memref.store %[[MH]], %2[{{.*}}] : memref<4xf16>
+
+func.func @columns(%a: tensor<4x8xf16>) -> tensor<8xf16> {
+  %0 = msir.reduce_sum %a axes array<i64: 0> : tensor<4x8xf16> to tensor<8xf16>
+  func.return %0 : tensor<8xf16>
+}
+
+// CHECK-LABEL: func.func @columns(%0: memref<4x8xf16>, %1: memref<8xf16>)
 // CHECK:         %[[W:.*]] = memref.alloc() {{.*}} : memref<4x8xf32>
 // CHECK:           %[[X:.*]] = memref.load %0[{{.*}}] : memref<4x8xf16>
 // CHECK-NEXT:      %[[XW:.*]] = arith.extf %[[X]] : f16 to f32
 // CHECK-NEXT:      memref.store %[[XW]], %[[W]][{{.*}}] : memref<4x8xf32>
-// CHECK:           scf.for {{.*}} iter_args({{.*}}) -> (f32) {
-// CHECK:             arith.addf {{.*}} : f32
-// CHECK:           %[[S:.*]] = memref.load {{.*}} : memref<4xf32>
-// CHECK-NEXT:      %[[SH:.*]] = arith.truncf %[[S]] : f32 to f16
-// CHECK-NEXT:      memref.store %[[SH]], %1[{{.*}}] : memref<4xf16>
+// CHECK:         %[[T:.*]] = memref.alloc() {{.*}} : memref<8xf32>
+// CHECK:           arith.addf {{.*}} : f32
+// CHECK:           %[[C:.*]] = memref.load %[[T]][{{.*}}] : memref<8xf32>
+// CHECK-NEXT:      %[[CH:.*]] = arith.truncf %[[C]] : f32 to f16
+// CHECK-NEXT:      memref.store %[[CH]], %1[{{.*}}] : memref<8xf16>
 
 func.func @mm(%a: tensor<4x8xbf16>, %b: tensor<8x2xbf16>) -> tensor<4x2xbf16> {
   %0 = msir.matmul %a, %b : tensor<4x8xbf16>, tensor<8x2xbf16> to tensor<4x2xbf16>
