@@ -509,3 +509,38 @@ def test_grad_through_loops_is_the_same_in_both_modes_and_matches_finite_differe
     reference = np.array([(recurrent(w64 + eps * e, 4) - recurrent(w64 - eps * e, 4)) / (2 * eps) for e in np.eye(5)])
     tol = 2.0**-10 if dtype == F16 else 2.0**-7
     np.testing.assert_allclose(grads[0].astype(np.float64), reference, rtol=8 * tol, atol=8 * tol * np.abs(reference).max())
+
+
+# ---------------------------------------------------------------------------
+# Large arrays (msir's threads) and donation
+# ---------------------------------------------------------------------------
+
+
+def row_sums(x):
+    return np.sum(x, axis=1)
+
+
+def test_large_half_arrays_split_across_threads_keep_numpys_bits():
+    x, y = rand((512, 1024), F16, 25), rand((512, 1024), F16, 26)
+    assert ulps(msir.jit(chain)(x, y), chain(x, y)) <= 1
+    b = rand((512, 1024), BF16, 27, -1, 1)
+    assert ulps(msir.jit(row_sums)(b), np.sum(b.astype(np.float32), axis=1).astype(BF16)) <= 1
+
+
+def sgd_loss(w, x):
+    return np.mean(np.tanh(x @ w) ** 2)
+
+
+@msir.jit(donate_argnums=(0,))
+def sgd_step(w, x):
+    return w - 0.1 * msir.grad(sgd_loss)(w, x)
+
+
+@pytest.mark.parametrize("dtype", HALF, ids=HALF_IDS)
+def test_a_donated_half_array_is_updated_in_place(dtype):
+    w, x = np.full((4, 3), 0.5, dtype), rand((2, 4), dtype, 28)
+    expected = w.astype(np.float32) - 0.1 * msir.grad(sgd_loss)(w.astype(np.float32), x.astype(np.float32))
+    address = w.ctypes.data
+    updated = sgd_step(w, x)
+    assert updated.dtype == dtype and updated.ctypes.data == address
+    np.testing.assert_allclose(updated.astype(np.float32), expected, rtol=2.0**-7 if dtype == BF16 else 2.0**-10)
