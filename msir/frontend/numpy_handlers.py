@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import builtins
 import math
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
-
-import sys
 
 import numpy as np
 
@@ -450,11 +449,11 @@ def _handler_for(fn: Any) -> Callable | None:
         found = _NUMPY_HANDLERS.get(fn)
     except TypeError:
         return None
+    if found is not None:
+        return found
     # ml_dtypes.bfloat16 without importing ml_dtypes: code that names it has imported it
     ml_dtypes = sys.modules.get("ml_dtypes")
-    if found is None and ml_dtypes is not None and fn is ml_dtypes.bfloat16:
-        return _BFLOAT16
-    return found
+    return _BFLOAT16 if ml_dtypes is not None and fn is ml_dtypes.bfloat16 else None
 
 
 _ARRAY_METHODS = {
