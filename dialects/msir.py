@@ -1,7 +1,7 @@
 """The `msir` dialect: a functional tensor IR for NumPy-style programs.
 
 Values are immutable builtin ranked tensors (`tensor<4x8xf32>`, rank 0 for
-scalars) of f32, f64, i1, i32 or i64. Elementwise ops take operands of equal
+scalars) of f16, bf16, f32, f64, i1, i32 or i64. Elementwise ops take operands of equal
 shape: NumPy broadcasting is made explicit by `msir.broadcast_to`, which keeps
 differentiation rules, fusion and lowering simple.
 
@@ -26,6 +26,8 @@ from xdsl.dialects.builtin import (
     AnyTensorTypeConstr,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
+    BFloat16Type,
+    Float16Type,
     Float32Type,
     Float64Type,
     IntegerAttr,
@@ -73,6 +75,8 @@ _XDSL_OF_DTYPE: dict[str, Attribute] = {
     "bool": IntegerType(1),
     "int32": IntegerType(32),
     "int64": IntegerType(64),
+    "float16": Float16Type(),
+    "bfloat16": BFloat16Type(),
     "float32": Float32Type(),
     "float64": Float64Type(),
 }
@@ -105,7 +109,7 @@ def shape_of(type_: Attribute) -> tuple[int, ...]:
 
 
 def is_float(dtype: str) -> bool:
-    return dtype in ("float32", "float64")
+    return dtype in P.FLOATS
 
 
 def is_int(dtype: str) -> bool:

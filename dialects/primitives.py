@@ -21,6 +21,10 @@ semantics, its scalar lowering, and its documentation. From the table:
 Adding an elementwise op: a row here, its reverse rule in
 `passes/grad_rules.py` (unless `differentiable=False`), a test. Nothing here
 imports xDSL: the eager path reads the table without it.
+
+The half-precision dtypes float16 and bfloat16 are floats like the others in
+every row; bfloat16 is NumPy's only through the optional `ml_dtypes` package
+(the `bf16` extra), which `numpy_dtype` imports when a bfloat16 is first named.
 """
 
 from __future__ import annotations
@@ -30,11 +34,27 @@ from dataclasses import dataclass
 
 import numpy as np
 
-DTYPES = ("bool", "int32", "int64", "float32", "float64")
+DTYPES = ("bool", "int32", "int64", "float16", "bfloat16", "float32", "float64")
 """Every dtype msir computes in."""
-FLOATS = ("float32", "float64")
-NUMERIC = ("int32", "int64", "float32", "float64")
+FLOATS = ("float16", "bfloat16", "float32", "float64")
+NUMERIC = ("int32", "int64", "float16", "bfloat16", "float32", "float64")
 INTEGRAL = ("bool", "int32", "int64")
+HALF = ("float16", "bfloat16")
+"""The half-precision floats: stored in 16 bits, computed in float32 on the CPU target."""
+
+
+def numpy_dtype(name: str) -> np.dtype:
+    """The NumPy dtype of msir dtype `name`; bfloat16 imports `ml_dtypes`, and a
+    DTypeError says how to install it where it is missing."""
+    if name == "bfloat16":
+        try:
+            import ml_dtypes
+        except ImportError:
+            from msir.errors import DTypeError
+
+            raise DTypeError("dtype bfloat16 needs the ml_dtypes package: pip install 'msir[bf16]'") from None
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(name)
 
 
 @dataclass(frozen=True)

@@ -183,7 +183,9 @@ def compile_llvm_module(
                 # Inlining a public function into its wrapper would compile
                 # its body twice and trade `noalias` params for scoped metadata.
                 ir_module.get_global(name).attributes.add("noinline")
-            mod = llvm.parse_assembly(str(ir_module))
+            text = str(ir_module)
+            _check_half_support(text)
+            mod = llvm.parse_assembly(text)
             mod.verify()
         except (NotImplementedError, RuntimeError, KeyError) as e:
             raise CompileError(f"LLVM export failed: {e}") from e
@@ -195,6 +197,16 @@ def compile_llvm_module(
         engine.finalize_object()
         engine.run_static_constructors()
     return NativeModule(engine, optimised, metadata, list(sites or []))
+
+
+def _check_half_support(llvm_ir: str) -> None:
+    """x86-64 converts float16 in one instruction with F16C (every CPU with AVX2);
+    without it LLVM would call compiler-rt, which a JIT-loaded module cannot
+    resolve (MCJIT aborts the process): a CompileError instead."""
+    triple, _, features = host()
+    if triple.startswith("x86_64") and "+f16c" not in features.split(",") and " half" in llvm_ir:
+        raise CompileError("float16 needs a CPU with F16C (x86-64 with AVX2); this one has none: "
+                           "compute in float32 (x.astype(np.float32))")
 
 
 def load_native_module(
@@ -299,6 +311,7 @@ class NativeModule:
 
 
 _ELEMENT_DTYPES = {
+    "f16": np.dtype(np.float16),
     "f32": np.dtype(np.float32),
     "f64": np.dtype(np.float64),
     "index": np.dtype(np.int64),
@@ -316,6 +329,10 @@ def abi_type(t: Any) -> tuple[np.dtype, tuple[int, ...] | None]:
     -1 for a dynamic dim. `t` is an xDSL attribute or its printed text; a
     CompileError for anything else (e.g. a strided memref)."""
     text = t if isinstance(t, str) else str(t)
+    if "bf16" in text and "bf16" not in _ELEMENT_DTYPES:
+        from msir.dialects.primitives import numpy_dtype
+
+        _ELEMENT_DTYPES["bf16"] = numpy_dtype("bfloat16")  # ml_dtypes: imported only when used
     dtype = _ELEMENT_DTYPES.get(text)
     if dtype is not None:
         return dtype, None
@@ -328,6 +345,7 @@ def abi_type(t: Any) -> tuple[np.dtype, tuple[int, ...] | None]:
 
 # struct formats of a scalar in its 8-byte slot (low bytes, little endian)
 _SLOT_FORMAT = {
+    np.dtype(np.float16): "<e",
     np.dtype(np.float32): "<f",
     np.dtype(np.float64): "<d",
     np.dtype(np.bool_): "<?",
@@ -411,7 +429,9 @@ class _MemrefArg:
         if nbytes < allocator.CACHED_FROM:
             return np.empty(self.shape, self.dtype)
         # large: a recycled block of msir's allocator, returned when the array dies
-        return np.asarray(_NativeBuffer(allocator.alloc(nbytes), self.shape, self.dtype))
+        block = np.asarray(_NativeBuffer(allocator.alloc(nbytes), self.shape, self.dtype))
+        # the array interface spells an ml_dtypes dtype (bfloat16) as raw bytes: view it as itself
+        return block if block.dtype == self.dtype else block.view(self.dtype)
 
     def check_output(self, x) -> np.ndarray:
         """A caller's output buffer: written in place, so never copied."""

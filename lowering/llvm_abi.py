@@ -56,6 +56,7 @@ else. `export_attributes` carries such function attributes, which xDSL's
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -64,8 +65,10 @@ from typing import NamedTuple
 from xdsl.dialects import func, llvm
 from xdsl.dialects.builtin import (
     ArrayAttr,
+    BFloat16Type,
     DenseArrayBase,
     DictionaryAttr,
+    Float16Type,
     Float32Type,
     Float64Type,
     IndexType,
@@ -80,7 +83,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from msir.errors import CompileError
 from msir.lowering import allocator
-from msir.lowering.llvm_ops import I1, I8, I32, I64, PTR, icmp
+from msir.lowering.llvm_ops import I1, I8, I16, I32, I64, PTR, icmp
 from msir.lowering.loops_abi import ALIAS_OF_ATTR, DONATE_ATTR, DONATION_REFUSED_ATTR, ERROR_FUNC, NUM_OUTPUTS_ATTR
 from msir.lowering.vector_abi import VFABI_ATTR
 
@@ -120,9 +123,19 @@ def scalar_type(t: Attribute) -> Attribute:
     """The LLVM type of a scalar value of builtin type `t`."""
     if isinstance(t, IndexType):
         return I64
-    if isinstance(t, (IntegerType, Float32Type, Float64Type)):
+    if isinstance(t, (IntegerType, Float16Type, Float32Type, Float64Type)):
         return t
+    if isinstance(t, BFloat16Type):  # llvmlite has no bfloat: its bits (msir.lowering.llvm_half)
+        return I16
     raise CompileError(f"msir-lower-to-llvm: unsupported type {t}")
+
+
+def bfloat16_bits(value: float) -> int:
+    """The 16 bits of bfloat16 `value` (a bfloat16 value, as xDSL's FloatAttr of bf16 holds)."""
+    (bits,) = struct.unpack("<I", struct.pack("<f", value))
+    if value != value:  # NaN: the quiet NaN of its sign
+        return (bits >> 16 & 0x8000) | 0x7FC0
+    return (bits + 0x7FFF + (bits >> 16 & 1)) >> 16
 
 
 def memory_type(t: Attribute) -> Attribute:
@@ -136,6 +149,8 @@ def byte_size(t: Attribute) -> int:
         return 8
     if isinstance(t, Float32Type) or t == I32:
         return 4
+    if isinstance(t, Float16Type):
+        return 2
     if t == I8:
         return 1
     assert isinstance(t, IntegerType)

@@ -28,6 +28,7 @@ from msir.errors import CompileError
 
 I1 = IntegerType(1)
 I8 = IntegerType(8)
+I16 = IntegerType(16)
 I32 = IntegerType(32)
 I64 = IntegerType(64)
 PTR = llvm.LLVMPointerType()

@@ -8,7 +8,7 @@ Input: a `builtin.module` of `func.func` ops (as produced by
 (alloc, alloca, dealloc, load, store, dim, cast, and reinterpret_cast with
 row-major strides: a view from an element offset with other sizes) on
 identity-layout memrefs of
-f32, f64, i1, i32, i64 or index, of any rank (0 included), with static or
+f16, bf16, f32, f64, i1, i32, i64 or index, of any rank (0 included), with static or
 dynamic dims. Errors are reported by calls to the private declaration
 `@__msir_error(i32 code, i64 site)`.
 
@@ -21,6 +21,10 @@ Output: a module of `llvm.mlir.global`, `llvm.func` and nothing else, ready for
   public function `@f` has an entry wrapper `i32 @f__entry(ptr args, ptr dims,
   ptr results)` for the JIT. The module defines the runtime globals
   `@__msir_status`, `@__msir_site` and `@__msir_error` (first error only).
+* Half precision: f16 is LLVM's `half`, bf16 an `i16`; convert-msir-to-loops
+  leaves them only loads, stores, selects, constants and `arith.extf` /
+  `arith.truncf` to and from f32 (and f64 -> f16), which become F16C
+  instructions or the integer code of `msir.lowering.llvm_half`.
 * Addresses are `llvm.getelementptr inbounds` on a row-major linearised index
   (never ptrtoint/inttoptr), so LLVM's loop vectoriser sees affine accesses.
 * Math ops become `llvm.call_intrinsic` with fully type-suffixed names
@@ -70,10 +74,13 @@ from xdsl.context import Context
 from xdsl.dialects import arith, func, llvm, math, memref, scf
 from xdsl.dialects.builtin import (
     ArrayAttr,
+    BFloat16Type,
     DenseArrayBase,
     DictionaryAttr,
     FileLineColLoc,
+    Float16Type,
     Float32Type,
+    Float64Type,
     FloatAttr,
     IntegerAttr,
     IntegerType,
@@ -86,7 +93,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
 from msir.errors import CompileError, SourceLoc
-from msir.lowering import allocator, parallel_outline, vector_math
+from msir.lowering import allocator, llvm_half, parallel_outline, vector_math
 from msir.lowering import vector_abi as vector_abi_module
 from msir.lowering.llvm_abi import (
     ALLOC_ALIGN,
@@ -99,6 +106,7 @@ from msir.lowering.llvm_abi import (
     STATUS,
     Mem,
     Signature,
+    bfloat16_bits,
     byte_size,
     entry_wrapper,
     flat_types,
@@ -415,6 +423,12 @@ class FunctionLowering:
                 raise CompileError(
                     f"msir-lower-to-llvm: unsupported op '{op.name}'", _loc_of(op)
                 )
+            if type(op) in _HALF_ARITHMETIC and _half_type(op) is not None:
+                raise CompileError(
+                    f"msir-lower-to-llvm: '{op.name}' on {_half_type(op)} is not supported: half precision "
+                    "computes in f32 (arith.extf, the op, arith.truncf), as convert-msir-to-loops emits it",
+                    _loc_of(op),
+                )
             try:
                 lower(self, op)
             except CompileError:
@@ -506,6 +520,14 @@ class FunctionLowering:
         self.emit(llvm.BrOp(header, next_iv, *self.flatten_all(yield_op.operands)))
         self.start_block(exit_block)
         return carried
+
+
+def _half_type(op: Operation) -> Attribute | None:
+    """The first f16 or bf16 operand or result type of `op`, if any."""
+    for v in (*op.operands, *op.results):
+        if isinstance(v.type, Float16Type | BFloat16Type):
+            return v.type
+    return None
 
 
 def _zero_attr(t: Attribute) -> Attribute:
@@ -654,6 +676,8 @@ def _constant(fl: FunctionLowering, op: arith.ConstantOp) -> None:
     t = scalar_type(op.result.type)
     if isinstance(value, IntegerAttr):
         fl.vals[op.result] = fl.const(value.value.data, t)
+    elif isinstance(value, FloatAttr) and isinstance(op.result.type, BFloat16Type):
+        fl.vals[op.result] = fl.const(bfloat16_bits(value.value.data), t)
     elif isinstance(value, FloatAttr):
         fl.vals[op.result] = fl.const(value.value.data, t)
     else:
@@ -756,10 +780,34 @@ def _cast(llvm_op: type[Operation]) -> Lowering:
     return lower
 
 
+@lowers(arith.ExtFOp)
+def _extf(fl: FunctionLowering, op: arith.ExtFOp) -> None:
+    value = fl.get(op.input)
+    if isinstance(op.input.type, BFloat16Type):
+        value = llvm_half.bf16_to_f32(fl.add, fl.const, value)
+    t = scalar_type(op.result.type)
+    fl.vals[op.result] = value if value.type == t else fl.add(llvm.FPExtOp(value, t))
+
+
+@lowers(arith.TruncFOp)
+def _truncf(fl: FunctionLowering, op: arith.TruncFOp) -> None:
+    value, src, to = fl.get(op.input), op.input.type, op.result.type
+    if isinstance(to, BFloat16Type):
+        if not isinstance(src, Float32Type):
+            raise CompileError(f"msir-lower-to-llvm: truncf {src} to bf16 is not supported (convert from f32)",
+                               _loc_of(op))
+        fl.vals[op.result] = llvm_half.f32_to_bf16(fl.add, fl.const, value)
+    elif isinstance(to, Float16Type) and isinstance(src, Float64Type):
+        def fabs(v: SSAValue) -> SSAValue:
+            return fl.intrinsic("llvm.fabs.f64", [v], v.type)
+
+        fl.vals[op.result] = llvm_half.f64_to_f16(fl.add, fl.const, fabs, value)
+    else:
+        fl.vals[op.result] = fl.add(llvm.FPTruncOp(value, scalar_type(to)))
+
+
 for _op, _llvm in [
     (arith.SIToFPOp, llvm.SIToFPOp),
-    (arith.ExtFOp, llvm.FPExtOp),
-    (arith.TruncFOp, llvm.FPTruncOp),
     (arith.ExtSIOp, llvm.SExtOp),
     (arith.ExtUIOp, llvm.ZExtOp),
     (arith.TruncIOp, llvm.TruncOp),
@@ -1141,6 +1189,13 @@ def _while(fl: FunctionLowering, op: scf.WhileOp) -> None:
 # ---------------------------------------------------------------------------
 # The pass
 # ---------------------------------------------------------------------------
+
+
+_HALF_ARITHMETIC = frozenset(
+    t for t in LOWERINGS
+    if t.name.startswith(("arith.", "math.")) and t not in (arith.ExtFOp, arith.TruncFOp, arith.ConstantOp, arith.SelectOp)
+)
+"""The arith and math ops that compute: never on f16 or bf16 (bf16 is an i16 in LLVM)."""
 
 
 @dataclass(frozen=True)

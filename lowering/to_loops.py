@@ -5,7 +5,7 @@ Contract
 
 Expects
     A `builtin.module` of `func.func` ops whose bodies hold `msir` ops on ranked
-    tensors (f32, f64, i1, i32, i64; static shapes, `?` dims only where they come
+    tensors (f16, bf16, f32, f64, i1, i32, i64; static shapes, `?` dims only where they come
     from function arguments), `func.call` between functions of the module and
     `func.return` of any number of values. Tuples only as
     `msir.get_tuple(msir.make_tuple(...))`, which folds to the element. Non-tensor
@@ -89,6 +89,15 @@ warns); anything to bool is `!= 0`.
 Integer `pow` uses repeated squaring; a negative exponent (an error in NumPy)
 yields the integer part of the real power: 1 for base 1, +-1 for base -1, else 0.
 
+Half precision (f16, bf16) is computed in f32: the pass first rewrites the
+module's half-precision arithmetic as f32 ops between casts
+(`msir.lowering.widen_half`, which states the rounding), so a half value is
+only loaded, stored, selected or converted (`arith.extf`/`arith.truncf`); the
+adds of `scatter_add` and `tape_add` extend, add in f32 and truncate, and a
+reduction over trailing axes, which widen_half leaves on half, extends each
+element into an f32 accumulator and truncates the result once (a mean divides
+first).
+
 Per function, the pass first plans the buffers (`bufferize.FunctionPlanner`,
 with this pass's schedule: its matmul updates and row groups), then walks the
 function once and builds the output directly (a dispatch table keyed by op
@@ -109,8 +118,10 @@ from xdsl.context import Context
 from xdsl.dialects import arith, func, math, memref, scf
 from xdsl.dialects.builtin import (
     ArrayAttr,
+    BFloat16Type,
     DenseArrayBase,
     DictionaryAttr,
+    Float16Type,
     Float32Type,
     Float64Type,
     FloatAttr,
@@ -134,6 +145,7 @@ from xdsl.passes import ModulePass
 from msir.dialects import msir, primitives
 from msir.errors import CompileError
 from msir.lowering import blas, bufferize
+from msir.lowering.widen_half import widen_half
 from msir.lowering.bufferize import DYN, FunctionPlan, LoopPlan, PushMode, SlotKind, source_loc
 from msir.lowering.bufferize import is_static_tensor as _is_static_tensor
 from msir.lowering.bufferize import memref_type as _memref_type
@@ -166,7 +178,14 @@ _UINT_PRED = {"lt": "ult", "le": "ule", "gt": "ugt", "ge": "uge", "eq": "eq", "n
 
 
 def _is_float(t: Attribute) -> bool:
-    return isinstance(t, Float32Type | Float64Type)
+    return isinstance(t, Float16Type | BFloat16Type | Float32Type | Float64Type)
+
+
+def _is_half(t: Attribute) -> bool:
+    return isinstance(t, Float16Type | BFloat16Type)
+
+
+_F32 = Float32Type()
 
 
 @functools.cache
@@ -278,6 +297,9 @@ class _Lowering:
     # -- scalar arithmetic ----------------------------------------------------
 
     def add(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        if _is_half(a.type):  # NumPy's half add: in float32, rounded once
+            wide = self.v(arith.AddfOp, self.v(arith.ExtFOp, a, type=_F32), self.v(arith.ExtFOp, b, type=_F32))
+            return self.v(arith.TruncFOp, wide, type=a.type)
         return self.v(arith.AddfOp if _is_float(a.type) else arith.AddiOp, a, b)
 
     def sub(self, a: SSAValue, b: SSAValue) -> SSAValue:
@@ -795,14 +817,15 @@ def _op(cls: type[Operation]) -> Callable[..., SSAValue]:
 
 
 def _cast(L: _Lowering, x: SSAValue, to: Attribute) -> SSAValue:
-    """NumPy's astype between f32, f64, i1, i32, i64."""
+    """NumPy's astype between f32, f64, i1, i32, i64, and between f16/bf16 and
+    f32 or f64 -> f16 (`widen_half` routes the other half casts through f32)."""
     src = x.type
     if src == to:
         return x
     if to == i1:
         return L.cmp("ne", x, L.const(0.0 if _is_float(src) else 0, src))
     if _is_float(src) and _is_float(to):
-        wider = isinstance(to, Float64Type)
+        wider = to.bitwidth > src.bitwidth  # type: ignore[attr-defined]
         return L.v(arith.ExtFOp if wider else arith.TruncFOp, x, type=to)
     if _is_float(src):
         return L.v(arith.FPToSIOp, x, type=to)
@@ -1206,19 +1229,41 @@ def _reduce(L: _Lowering, op: msir.ReduceOp) -> None:
     out_dims = [1 if a in axes else d for a, d in enumerate(in_dims)] if keep else [in_dims[a] for a in kept]
     out = L.result(op.result, out_dims)
     et = op.result.type.element_type  # type: ignore[attr-defined]
-    init = L.const(_identity(kind, et), et)
+    # A half reduction (only over trailing axes: widen_half.reduces_natively) accumulates in f32.
+    acc_t = _F32 if _is_half(et) else et
+    init = L.const(_identity(kind, acc_t), acc_t)
+    mean = isinstance(op, msir.ReduceMeanOp)
 
     def out_index(ivs: Sequence[SSAValue]) -> list[SSAValue]:
         return [L.index(0) if a in axes else ivs[a] for a in range(rank)] if keep else [ivs[a] for a in kept]
 
+    def element(v: SSAValue) -> SSAValue:
+        return L.v(arith.ExtFOp, v, type=acc_t) if acc_t != et else v
+
+    def count() -> SSAValue:
+        n: Dim = 1
+        for a in axes:
+            n = L.index_mul(n, in_dims[a])
+        if isinstance(n, int):
+            return L.const(float(n), acc_t)
+        return L.v(arith.SIToFPOp, L.v(arith.IndexCastOp, n, type=i64), type=acc_t)
+
     if kept == list(range(len(kept))):
         red = [in_dims[a] for a in sorted(axes)]
+        n = count() if mean and acc_t != et else None
 
         def outer(ovs, _):
-            (acc,) = L.loops(red, lambda rvs, it: [_combine(L, kind, it[0], L.load(src, [*ovs, *rvs]))], [init])
+            (acc,) = L.loops(red, lambda rvs, it: [_combine(L, kind, it[0], element(L.load(src, [*ovs, *rvs])))],
+                             [init])
+            if n is not None:  # NumPy's half mean divides in f32, then rounds once
+                acc = L.v(arith.DivfOp, acc, n)
+            if acc_t != et:
+                acc = L.v(arith.TruncFOp, acc, type=et)
             L.store(acc, out, out_index([*ovs, *([None] * len(red))]))
 
         L.row_loops([in_dims[a] for a in kept], outer)
+        if n is not None:
+            return
     else:
         L.row_loops(out_dims, lambda ivs, _: L.store(init, out, ivs))
 
@@ -1227,14 +1272,8 @@ def _reduce(L: _Lowering, op: msir.ReduceOp) -> None:
             L.store(_combine(L, kind, L.load(out, oi), L.load(src, ivs)), out, oi)
 
         L.row_loops(in_dims, update)
-    if isinstance(op, msir.ReduceMeanOp):
-        count: Dim = 1
-        for a in axes:
-            count = L.index_mul(count, in_dims[a])
-        if isinstance(count, int):
-            n = L.const(float(count), et)
-        else:
-            n = L.v(arith.SIToFPOp, L.v(arith.IndexCastOp, count, type=i64), type=et)
+    if mean:
+        n = count()
         L.row_loops(out_dims, lambda ivs, _: L.store(L.v(arith.DivfOp, L.load(out, ivs), n), out, ivs))
 
 
@@ -2006,6 +2045,7 @@ def _schedule(ops: list[Operation], folded: set[Operation]) -> tuple[
 
 def lower_module(module: ModuleOp) -> None:
     """Rewrite `module` in place to the loops level (see the module docstring)."""
+    widen_half(module)
     plan = bufferize.ModulePlan(module, PASS_NAME)
     mod = _Module(module, plan)
     funcs = [op for op in module.body.block.ops if isinstance(op, func.FuncOp)]

@@ -271,9 +271,9 @@ class Fingerprinter:
         if t is np.ndarray:
             return ["array", v.dtype.name, list(v.shape)]
         if isinstance(v, np.generic):
-            return ["npscalar", v.dtype.str, repr(v.item())]
+            return ["npscalar", _dtype_key(v.dtype), repr(v.item())]
         if isinstance(v, np.dtype):
-            return ["dtype", v.str]
+            return ["dtype", _dtype_key(v)]
         if t is types.ModuleType:
             return ["module", v.__name__]
         if t is types.FunctionType:
@@ -695,6 +695,12 @@ class Hit:
     native: Any
     traced: CachedTrace
     static_positions: frozenset[int]
+
+
+def _dtype_key(d: np.dtype) -> str:
+    """A dtype in a fingerprint: its array-protocol string, which spells ml_dtypes'
+    (bfloat16) as raw bytes (`<V2`), so those by name."""
+    return d.name if d.kind == "V" else d.str
 
 
 def _leaves(a: Any, out: list) -> list:

@@ -93,7 +93,7 @@ def jvp(*names: str):
 
 
 def is_float(dtype: str) -> bool:
-    return dtype in ("float32", "float64")
+    return dtype in primitives.FLOATS
 
 
 # -- helpers -----------------------------------------------------------------

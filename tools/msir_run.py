@@ -4,10 +4,12 @@
     msir-run f.mlir --entry f --input '[1, 2, 3]:f32' --input '2.5:f64'
 
 Each `--input` is a Python literal (nested lists for arrays) and an element type
-(f32, f64, i1, i32, i64), or `@file.npy`. Every result is printed on one line as
-`result N: <type> = <values>`. `--target` chooses the compile target by name
-(`msir.targets`; default cpu); `--target ascend` runs an `ascend.kernel` on
-the emulator instead (`msir.ascend.cli`).
+(f16, bf16, f32, f64, i1, i32, i64), rounded to it as NumPy's `astype` would, or
+`@file.npy`. NumPy saves an ml_dtypes bfloat16 array as raw 2-byte records
+(`<V2`), so such a file is read as `@file.npy:bf16`. Every result is printed on
+one line as `result N: <type> = <values>`, as NumPy prints them. `--target`
+chooses the compile target by name (`msir.targets`; default cpu); `--target
+ascend` runs an `ascend.kernel` on the emulator instead (`msir.ascend.cli`).
 """
 
 from __future__ import annotations
@@ -21,20 +23,48 @@ import numpy as np
 ASCEND = "ascend"
 """`--target ascend` runs an `ascend.kernel` on the emulator (not yet a compile target of `msir.targets`)."""
 
-_DTYPES = {"f32": np.float32, "f64": np.float64, "i1": np.bool_, "i32": np.int32, "i64": np.int64}
+_DTYPES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64", "i1": "bool",
+           "i32": "int32", "i64": "int64"}
+"""The element types of --input, by their msir (NumPy) dtype names."""
+
+
+def _dtype(element_type: str) -> np.dtype:
+    from msir.dialects.primitives import numpy_dtype
+    from msir.errors import DTypeError
+
+    try:
+        return numpy_dtype(_DTYPES[element_type])
+    except DTypeError as e:
+        raise SystemExit(f"msir-run: error: {e.message}") from None
+
+
+def _load(text: str) -> np.ndarray:
+    path, colon, _ = text[1:].rpartition(":") if text.endswith(":bf16") else (text[1:], "", "")
+    try:
+        a = np.load(path)
+    except (OSError, ValueError) as e:
+        raise SystemExit(f"msir-run: error: cannot read {path}: {e}") from None
+    if colon:
+        if a.dtype.itemsize != 2 or a.dtype.kind not in "Vu":
+            raise SystemExit(f"msir-run: error: {path} holds {a.dtype} values, not the 2-byte records of bfloat16")
+        return a.view(_dtype("bf16"))
+    if a.dtype.kind == "V":
+        raise SystemExit(f"msir-run: error: {path} holds raw {a.dtype} records (how NumPy saves ml_dtypes "
+                         f"types): read bfloat16 as @{path}:bf16")
+    return a
 
 
 def parse_input(text: str) -> np.ndarray:
     if text.startswith("@"):
-        return np.load(text[1:])
+        return _load(text)
     value, _, dtype = text.rpartition(":")
     if dtype not in _DTYPES:
         raise SystemExit(f"msir-run: input '{text}' must end with one of :{', :'.join(_DTYPES)}")
-    return np.asarray(ast.literal_eval(value), dtype=_DTYPES[dtype])
+    return np.asarray(ast.literal_eval(value), dtype=_dtype(dtype))
 
 
 def format_result(i: int, a: np.ndarray) -> str:
-    name = {v: k for k, v in _DTYPES.items()}[a.dtype.type]
+    name = {v: k for k, v in _DTYPES.items()}[a.dtype.name]
     shape = "x".join(str(d) for d in a.shape)
     type_ = f"tensor<{shape + 'x' if shape else ''}{name}>"
     values = np.array2string(np.asarray(a), separator=", ", threshold=1 << 30, max_line_width=1 << 30)

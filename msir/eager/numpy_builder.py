@@ -6,6 +6,12 @@ are NumPy's: floor division and remainder round toward -inf, maximum/minimum
 propagate NaN, `take` and `scatter_add` wrap negative indices. Every result is an
 `ndarray` of the operands' dtype (rank 0 gives a 0-d array, never a NumPy
 scalar), so float32 code stays float32 as it does in compiled code.
+
+Half precision (float16, bfloat16) computes as the CPU target does
+(`msir.lowering.widen_half`): ufuncs are NumPy's (one float32 evaluation and
+one rounding each); sums, products, means, matmuls and einsums accumulate in
+float32 and round once, where NumPy would round after every addition along a
+non-contiguous axis and ml_dtypes' bfloat16 after every one.
 """
 
 from __future__ import annotations
@@ -86,7 +92,11 @@ class NumpyBuilder:
             return _arr(self._BINARY[name](a, b)).astype(a.dtype, copy=False)
 
     def compare(self, pred: str, a, b) -> np.ndarray:
-        return _arr(self._COMPARE[pred](_arr(a), _arr(b)))
+        a, b = _arr(a), _arr(b)
+        if a.dtype.name == "bfloat16":  # ml_dtypes warns on NaN, which NumPy's own floats do not
+            with np.errstate(invalid="ignore"):
+                return _arr(self._COMPARE[pred](a, b))
+        return _arr(self._COMPARE[pred](a, b))
 
     def select(self, c, a, b) -> np.ndarray:
         return _arr(np.where(c, a, b))
@@ -111,18 +121,27 @@ class NumpyBuilder:
         x = _arr(x)
         if not axes:
             return x
-        kwargs = {"dtype": x.dtype} if name in ("sum", "prod", "mean") else {}
-        return _arr(self._REDUCE[name](x, axis=tuple(axes), keepdims=keepdims, **kwargs))
+        accumulate = np.float32 if x.dtype.name in primitives.HALF else x.dtype
+        kwargs = {"dtype": accumulate} if name in ("sum", "prod", "mean") else {}
+        return _arr(self._REDUCE[name](x, axis=tuple(axes), keepdims=keepdims, **kwargs)).astype(x.dtype, copy=False)
 
     def matmul(self, a, b) -> np.ndarray:
-        return _arr(np.matmul(_arr(a), _arr(b)))
+        a, b = _arr(a), _arr(b)
+        if a.dtype.name in primitives.HALF:
+            return _arr(np.matmul(a.astype(np.float32), b.astype(np.float32))).astype(a.dtype)
+        return _arr(np.matmul(a, b))
 
     def einsum(self, spec: str, xs: Sequence) -> np.ndarray:
         xs = [_arr(x) for x in xs]
+        half = xs[0].dtype if xs[0].dtype.name in primitives.HALF else None
+        if half is not None:
+            xs = [x.astype(np.float32) for x in xs]
         # optimize=True contracts through BLAS (tensordot) instead of NumPy's
         # element loop; a transpose or diagonal comes back as a view, copied so
         # that results are ordinary arrays.
         out = _arr(np.einsum(spec, *xs, optimize=True))
+        if half is not None:
+            return out.astype(half)
         return out.copy() if any(np.may_share_memory(out, x) for x in xs) else out
 
     def slice(self, x, starts: Sequence[int], sizes: Sequence[int], steps: Sequence[int]) -> np.ndarray:

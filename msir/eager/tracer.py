@@ -42,7 +42,7 @@ from msir.frontend.values import dtype_name, kind, promote, weak_dtype_of
 from msir.errors import DTypeError, MsirError, MsirIndexError, NotDifferentiableError, ShapeError, UnsupportedSyntaxError
 from msir.passes.grad_rules import JVP, NON_DIFFERENTIABLE, VJP
 
-FLOATS = ("float32", "float64")
+FLOATS = primitives.FLOATS
 _NB = NumpyBuilder()
 
 

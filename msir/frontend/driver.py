@@ -205,6 +205,9 @@ def _leaf_names(names: list[str], specs: list[Spec]) -> list[str]:
 # ---------------------------------------------------------------------------
 
 
+_ELEMENT_TYPES = tuple(M.element_type(d) for d in M.DTYPES)
+
+
 def parse_arg_types(text: str) -> list[Spec]:
     """`'tensor<4x8xf32>, f64, i64=3'` to abstract arguments (i64 without a value is runtime)."""
     from xdsl.context import Context
@@ -235,7 +238,10 @@ def parse_arg_types(text: str) -> list[Spec]:
         else:
             t = Parser(ctx, p).parse_type()
             if not isinstance(t, TensorType):
-                raise ValueError(f"--args: expected tensor<...>, f64, i64[=v] or i1[=v], got {p}")
+                raise DTypeError(f"--args: expected tensor<...>, f64, i64[=v] or i1[=v], got {p}")
+            if t.element_type not in _ELEMENT_TYPES:
+                raise DTypeError(f"--args: element type {t.element_type} of {p} is not supported "
+                                 f"(use one of {', '.join(map(str, _ELEMENT_TYPES))})")
             specs.append(("array", M.dtype_of(t), tuple(t.get_shape())))
     return specs
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import builtins
 import math
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -420,6 +421,7 @@ _NUMPY_HANDLERS: dict[Any, Callable] = {
     np.logical_not: _np_logical("not"),
     np.asarray: _np_asarray,
     np.array: _np_asarray,
+    np.float16: _np_scalar_type("float16"),
     np.float32: _np_scalar_type("float32"),
     np.float64: _np_scalar_type("float64"),
     np.int32: _np_scalar_type("int32"),
@@ -439,11 +441,19 @@ _NUMPY_HANDLERS: dict[Any, Callable] = {
 _NUMPY_HANDLERS.update(OPS_HANDLERS)
 
 
+_BFLOAT16 = _np_scalar_type("bfloat16")
+
+
 def _handler_for(fn: Any) -> Callable | None:
     try:
-        return _NUMPY_HANDLERS.get(fn)
+        found = _NUMPY_HANDLERS.get(fn)
     except TypeError:
         return None
+    if found is not None:
+        return found
+    # ml_dtypes.bfloat16 without importing ml_dtypes: code that names it has imported it
+    ml_dtypes = sys.modules.get("ml_dtypes")
+    return _BFLOAT16 if ml_dtypes is not None and fn is ml_dtypes.bfloat16 else None
 
 
 _ARRAY_METHODS = {

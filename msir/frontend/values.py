@@ -2,7 +2,9 @@
 
 * `Tensor`: a runtime value (an SSA value of tensor type) with its NumPy dtype,
   shape and NEP 50 weakness (a Python scalar's value is *weak*: it does not
-  upcast an array, `float32_array * 2.0` stays float32).
+  upcast an array, `float32_array * 2.0` stays float32, and so do float16 and
+  bfloat16 arrays: JAX's rule; NumPy's own ml_dtypes bfloat16 ignores weakness
+  and gives float32).
 * `KnownInt`: a Python int or bool argument (or arithmetic on them) whose value
   is known while tracing. It is a runtime value unless it reaches a static
   position (a shape, an axis, a slice bound); then it specialises: the arguments
@@ -22,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from msir.dialects.primitives import DTYPES
+from msir.dialects.primitives import DTYPES, numpy_dtype
 from msir.errors import DTypeError, SourceLoc
 
 if TYPE_CHECKING:
@@ -30,7 +32,7 @@ if TYPE_CHECKING:
 
     from msir.frontend.source import FunctionSource
 
-_KIND = {"bool": 0, "int32": 1, "int64": 1, "float32": 2, "float64": 2}
+_KIND = {"bool": 0, "int32": 1, "int64": 1, "float16": 2, "bfloat16": 2, "float32": 2, "float64": 2}
 _WEAK_DTYPE = {0: "bool", 1: "int64", 2: "float64"}
 
 
@@ -75,13 +77,23 @@ def promote(a_dtype: str, a_weak: bool, b_dtype: str, b_weak: bool) -> tuple[str
     if not a_weak and not b_weak:
         if a_dtype == b_dtype:
             return a_dtype, False
-        import numpy as np
-
-        return np.result_type(a_dtype, b_dtype).name, False
+        return _strong_result_type(a_dtype, b_dtype), False
     strong, weak = (b_dtype, a_dtype) if a_weak else (a_dtype, b_dtype)
     if kind(weak) <= kind(strong):
         return strong, False
     return ("float64" if kind(weak) == 2 else "int64"), False
+
+
+def _strong_result_type(a_dtype: str, b_dtype: str) -> str:
+    """NumPy's `np.result_type` of two array dtypes (bfloat16's rules are ml_dtypes'),
+    a DTypeError where NumPy has none (bfloat16 with float16 or an integer)."""
+    try:
+        return np.result_type(numpy_dtype(a_dtype), numpy_dtype(b_dtype)).name
+    except np.exceptions.DTypePromotionError:
+        raise DTypeError(
+            f"NumPy has no promotion rule for {a_dtype} and {b_dtype}: cast one of them explicitly "
+            f"(e.g. x.astype(np.float32))"
+        ) from None
 
 
 def weak_dtype_of(value: bool | int | float) -> str:
@@ -110,6 +122,8 @@ def dtype_name(obj: Any, loc: SourceLoc | None = None) -> str:
         return "int64"
     if obj is bool:
         return "bool"
+    if isinstance(obj, str) and obj == "bfloat16":
+        return numpy_dtype("bfloat16").name
     try:
         name = np.dtype(obj).name
     except TypeError:

@@ -10,8 +10,8 @@
 // -----
 
 // constant: unsupported element type
-%0 = msir.constant dense<1.0> : tensor<2xf16>
-// CHECK: {{^}}'msir.constant' result has type tensor<2xf16>, expected element type in {bool, int32, int64, float32, float64}{{$}}
+%0 = msir.constant dense<1> : tensor<2xi16>
+// CHECK: {{^}}'msir.constant' result has type tensor<2xi16>, expected element type in {bool, int32, int64, float16, bfloat16, float32, float64}{{$}}
 
 // -----
 
@@ -29,7 +29,7 @@
 
 // iota: bool result
 %0 = msir.iota 0 : tensor<5xi1>
-// CHECK: {{^}}'msir.iota' result has type tensor<5xi1>, expected element type in {int32, int64, float32, float64}{{$}}
+// CHECK: {{^}}'msir.iota' result has type tensor<5xi1>, expected element type in {int32, int64, float16, bfloat16, float32, float64}{{$}}
 
 // -----
 
@@ -38,7 +38,7 @@ func.func @f(%a: tensor<4xi32>) {
   %0 = msir.div %a, %a : tensor<4xi32>
   func.return
 }
-// CHECK: {{^}}'msir.div' operand has type tensor<4xi32>, expected element type in {float32, float64}{{$}}
+// CHECK: {{^}}'msir.div' operand has type tensor<4xi32>, expected element type in {float16, bfloat16, float32, float64}{{$}}
 
 // -----
 
@@ -47,7 +47,7 @@ func.func @f(%a: tensor<4xi1>) {
   %0 = msir.add %a, %a : tensor<4xi1>
   func.return
 }
-// CHECK: {{^}}'msir.add' operand has type tensor<4xi1>, expected element type in {int32, int64, float32, float64}{{$}}
+// CHECK: {{^}}'msir.add' operand has type tensor<4xi1>, expected element type in {int32, int64, float16, bfloat16, float32, float64}{{$}}
 
 // -----
 
@@ -61,11 +61,11 @@ func.func @f(%a: tensor<f32>) {
 // -----
 
 // mul: unsupported element type
-func.func @f(%a: tensor<4xf16>) {
-  %0 = msir.mul %a, %a : tensor<4xf16>
+func.func @f(%a: tensor<4xf80>) {
+  %0 = msir.mul %a, %a : tensor<4xf80>
   func.return
 }
-// CHECK: {{^}}'msir.mul' operand has type tensor<4xf16>, expected element type in {int32, int64, float32, float64}{{$}}
+// CHECK: {{^}}'msir.mul' operand has type tensor<4xf80>, expected element type in {int32, int64, float16, bfloat16, float32, float64}{{$}}
 
 // -----
 
@@ -84,7 +84,7 @@ func.func @f(%a: tensor<4xi32>) {
   %0 = msir.exp %a : tensor<4xi32>
   func.return
 }
-// CHECK: {{^}}'msir.exp' operand has type tensor<4xi32>, expected element type in {float32, float64}{{$}}
+// CHECK: {{^}}'msir.exp' operand has type tensor<4xi32>, expected element type in {float16, bfloat16, float32, float64}{{$}}
 
 // -----
 
@@ -93,7 +93,7 @@ func.func @f(%a: tensor<4xi1>) {
   %0 = msir.neg %a : tensor<4xi1>
   func.return
 }
-// CHECK: {{^}}'msir.neg' operand has type tensor<4xi1>, expected element type in {int32, int64, float32, float64}{{$}}
+// CHECK: {{^}}'msir.neg' operand has type tensor<4xi1>, expected element type in {int32, int64, float16, bfloat16, float32, float64}{{$}}
 
 // -----
 
@@ -125,11 +125,11 @@ func.func @f(%a: tensor<4xf32>) {
 // -----
 
 // compare: unsupported element type
-func.func @f(%a: tensor<4xbf16>) {
-  %0 = msir.compare eq, %a, %a : tensor<4xbf16>
+func.func @f(%a: tensor<4xf80>) {
+  %0 = msir.compare eq, %a, %a : tensor<4xf80>
   func.return
 }
-// CHECK: {{^}}'msir.compare' operand has type tensor<4xbf16>, expected element type in {bool, int32, int64, float32, float64}{{$}}
+// CHECK: {{^}}'msir.compare' operand has type tensor<4xf80>, expected element type in {bool, int32, int64, float16, bfloat16, float32, float64}{{$}}
 
 // -----
 
@@ -165,7 +165,7 @@ func.func @f(%c: tensor<4xi1>, %a: tensor<4xi8>) {
   %0 = msir.select %c, %a, %a : tensor<4xi1>, tensor<4xi8>
   func.return
 }
-// CHECK: {{^}}'msir.select' value has type tensor<4xi8>, expected element type in {bool, int32, int64, float32, float64}{{$}}
+// CHECK: {{^}}'msir.select' value has type tensor<4xi8>, expected element type in {bool, int32, int64, float16, bfloat16, float32, float64}{{$}}
 
 // -----
 
@@ -179,11 +179,11 @@ func.func @f(%a: tensor<4xf32>) {
 // -----
 
 // cast: unsupported input element type
-func.func @f(%a: tensor<4xf16>) {
-  %0 = msir.cast %a : tensor<4xf16> to tensor<4xf32>
+func.func @f(%a: tensor<4xf80>) {
+  %0 = msir.cast %a : tensor<4xf80> to tensor<4xf32>
   func.return
 }
-// CHECK: {{^}}'msir.cast' input has type tensor<4xf16>, expected element type in {bool, int32, int64, float32, float64}{{$}}
+// CHECK: {{^}}'msir.cast' input has type tensor<4xf80>, expected element type in {bool, int32, int64, float16, bfloat16, float32, float64}{{$}}
 
 // -----
 
@@ -192,7 +192,7 @@ func.func @f(%a: tensor<4xf32>) {
   %0 = msir.cast %a : tensor<4xf32> to tensor<4xui8>
   func.return
 }
-// CHECK: {{^}}'msir.cast' result has type tensor<4xui8>, expected element type in {bool, int32, int64, float32, float64}{{$}}
+// CHECK: {{^}}'msir.cast' result has type tensor<4xui8>, expected element type in {bool, int32, int64, float16, bfloat16, float32, float64}{{$}}
 
 // -----
 
@@ -228,7 +228,7 @@ func.func @f(%a: tensor<4xi16>) {
   %0 = msir.broadcast_to %a : tensor<4xi16> to tensor<3x4xi16>
   func.return
 }
-// CHECK: {{^}}'msir.broadcast_to' input has type tensor<4xi16>, expected element type in {bool, int32, int64, float32, float64}{{$}}
+// CHECK: {{^}}'msir.broadcast_to' input has type tensor<4xi16>, expected element type in {bool, int32, int64, float16, bfloat16, float32, float64}{{$}}
 
 // -----
 
@@ -359,11 +359,11 @@ func.func @f(%a: tensor<5x4xf32>, %i: tensor<3xi64>) {
 // -----
 
 // take: unsupported element type
-func.func @f(%a: tensor<5x4xf16>, %i: tensor<3xi64>) {
-  %0 = msir.take %a[%i] axis 0 : tensor<5x4xf16>, tensor<3xi64> to tensor<3x4xf16>
+func.func @f(%a: tensor<5x4xf80>, %i: tensor<3xi64>) {
+  %0 = msir.take %a[%i] axis 0 : tensor<5x4xf80>, tensor<3xi64> to tensor<3x4xf80>
   func.return
 }
-// CHECK: {{^}}'msir.take' input has type tensor<5x4xf16>, expected element type in {bool, int32, int64, float32, float64}{{$}}
+// CHECK: {{^}}'msir.take' input has type tensor<5x4xf80>, expected element type in {bool, int32, int64, float16, bfloat16, float32, float64}{{$}}
 
 // -----
 
@@ -404,11 +404,11 @@ func.func @f(%a: tensor<2x4xf32>, %b: tensor<2x4xf64>) {
 // -----
 
 // concatenate: unsupported element type
-func.func @f(%a: tensor<2x4xf16>) {
-  %0 = msir.concatenate %a, %a axis 0 : tensor<2x4xf16>, tensor<2x4xf16> to tensor<4x4xf16>
+func.func @f(%a: tensor<2x4xf80>) {
+  %0 = msir.concatenate %a, %a axis 0 : tensor<2x4xf80>, tensor<2x4xf80> to tensor<4x4xf80>
   func.return
 }
-// CHECK: {{^}}'msir.concatenate' operand #0 has type tensor<2x4xf16>, expected element type in {bool, int32, int64, float32, float64}{{$}}
+// CHECK: {{^}}'msir.concatenate' operand #0 has type tensor<2x4xf80>, expected element type in {bool, int32, int64, float16, bfloat16, float32, float64}{{$}}
 
 // -----
 
@@ -459,7 +459,7 @@ func.func @f(%a: tensor<4xi8>) {
   %0 = msir.stack %a, %a axis 0 : tensor<4xi8>, tensor<4xi8> to tensor<2x4xi8>
   func.return
 }
-// CHECK: {{^}}'msir.stack' operand #0 has type tensor<4xi8>, expected element type in {bool, int32, int64, float32, float64}{{$}}
+// CHECK: {{^}}'msir.stack' operand #0 has type tensor<4xi8>, expected element type in {bool, int32, int64, float16, bfloat16, float32, float64}{{$}}
 
 // -----
 
@@ -528,7 +528,7 @@ func.func @f(%a: tensor<4x5xi32>) {
   %0 = msir.reduce_mean %a axes array<i64: 1> : tensor<4x5xi32> to tensor<4xi32>
   func.return
 }
-// CHECK: {{^}}'msir.reduce_mean' input has type tensor<4x5xi32>, expected element type in {float32, float64}{{$}}
+// CHECK: {{^}}'msir.reduce_mean' input has type tensor<4x5xi32>, expected element type in {float16, bfloat16, float32, float64}{{$}}
 
 // -----
 
@@ -537,7 +537,7 @@ func.func @f(%a: tensor<4x5xi1>) {
   %0 = msir.reduce_sum %a axes array<i64: 1> : tensor<4x5xi1> to tensor<4xi1>
   func.return
 }
-// CHECK: {{^}}'msir.reduce_sum' input has type tensor<4x5xi1>, expected element type in {int32, int64, float32, float64}{{$}}
+// CHECK: {{^}}'msir.reduce_sum' input has type tensor<4x5xi1>, expected element type in {int32, int64, float16, bfloat16, float32, float64}{{$}}
 
 // -----
 
@@ -587,11 +587,11 @@ func.func @f(%a: tensor<0xf32>) {
 // -----
 
 // argmax: unsupported element type
-func.func @f(%a: tensor<4xf16>) {
-  %0 = msir.argmax %a : tensor<4xf16> to tensor<i64>
+func.func @f(%a: tensor<4xf80>) {
+  %0 = msir.argmax %a : tensor<4xf80> to tensor<i64>
   func.return
 }
-// CHECK: {{^}}'msir.argmax' input has type tensor<4xf16>, expected element type in {bool, int32, int64, float32, float64}{{$}}
+// CHECK: {{^}}'msir.argmax' input has type tensor<4xf80>, expected element type in {bool, int32, int64, float16, bfloat16, float32, float64}{{$}}
 
 // -----
 
@@ -663,7 +663,7 @@ func.func @f(%a: tensor<2x3xi1>, %b: tensor<3x4xi1>) {
   %0 = msir.matmul %a, %b : tensor<2x3xi1>, tensor<3x4xi1> to tensor<2x4xi1>
   func.return
 }
-// CHECK: {{^}}'msir.matmul' lhs has type tensor<2x3xi1>, expected element type in {int32, int64, float32, float64}{{$}}
+// CHECK: {{^}}'msir.matmul' lhs has type tensor<2x3xi1>, expected element type in {int32, int64, float16, bfloat16, float32, float64}{{$}}
 
 // -----
 
@@ -789,7 +789,7 @@ func.func @f(%a: tensor<2x3xi1>, %b: tensor<3x4xi1>) {
   %0 = msir.einsum "ij,jk->ik" %a, %b : tensor<2x3xi1>, tensor<3x4xi1> to tensor<2x4xi1>
   func.return
 }
-// CHECK: {{^}}'msir.einsum' operand #0 has type tensor<2x3xi1>, expected element type in {int32, int64, float32, float64}{{$}}
+// CHECK: {{^}}'msir.einsum' operand #0 has type tensor<2x3xi1>, expected element type in {int32, int64, float16, bfloat16, float32, float64}{{$}}
 
 // -----
 
