@@ -312,6 +312,13 @@ def _clone_into(block: Block, op: Operation, mapping: dict[SSAValue, SSAValue]) 
     return clone
 
 
+def has_kept_ops(loop: Operation) -> bool:
+    """Does the (outlined) loop body keep tape-row ops around its call? Its
+    call's results are then not its carried values one to one."""
+    body = loop.body.block
+    return any(not isinstance(o, func.CallOp) and o is not body.last_op for o in body.ops)
+
+
 def _region_call(region: Region) -> func.CallOp:
     """The call of the outlined region function (the region's other ops, if
     any, are kept tape-row ops and their index arithmetic)."""
@@ -360,10 +367,11 @@ def body_pair(pb: _PairBuilder, call: func.CallOp, op: Operation, carried: list[
     its loop only, and every loop construction then finds tapeable residuals."""
     name = call.callee.string_value()
     wanted = _wanted(pb, call, carried)
-    pair = pb.ad.pair(name, op, wanted)
+    live = None if has_kept_ops(op) else pb.live_results[op]
+    pair = pb.ad.pair(name, op, wanted, live)
     if any(_dynamic(t) for t in pair.residual_types):
         pair = _checkpointed(pb.ad, name, pair, op)
-        pb.ad.pairs[(name, wanted)] = pair
+        pb.ad.pairs[(name, wanted, pb.ad.live_results(name, live))] = pair
     return pair
 
 
@@ -418,7 +426,7 @@ def _wanted(pb: _PairBuilder, call: func.CallOp, carried: list[SSAValue]) -> tup
 
 
 def forward(pb: _PairBuilder, op: Operation) -> None:
-    if not any(v in pb.active for v in reads(op)):
+    if op not in pb.live_results:  # inactive, or no result gets a nonzero cotangent
         clone = op.clone(value_mapper=dict(pb.fwd_of))
         pb.fwd_block.add_op(clone)
         for old, new in zip(op.results, clone.results):
@@ -434,7 +442,7 @@ def forward(pb: _PairBuilder, op: Operation) -> None:
 
 def _forward_if(pb: _PairBuilder, op: M.IfOp) -> None:
     calls = [_region_call(op.then_region), _region_call(op.else_region)]
-    pairs = [pb.ad.pair(c.callee.string_value(), op, _wanted(pb, c, [])) for c in calls]
+    pairs = [pb.ad.pair(c.callee.string_value(), op, _wanted(pb, c, []), pb.live_results[op]) for c in calls]
     pb.cf_pairs[op] = pairs
     res_types = [r.type for r in op.res]
     slots = [p.residual_types for p in pairs]
@@ -792,7 +800,8 @@ def _adjoint_loop(pb: _PairBuilder, op: M.ForOp | M.WhileOp, ct: dict, B: IRBuil
     carried = list(body.args[1:] if counter is not None else body.args)
     (n, lb, step), tapes, plan = pb.cf_residuals[op][:3]
     n = pb.resolve(Lazy(n))
-    floats = [j for j in range(len(carried)) if is_float_type(op.res[j].type) and not _dynamic(op.res[j].type)]
+    live = pb.live_results[op]
+    floats = [j for j in live if not _dynamic(op.res[j].type)]
     kept = [o for o in body.ops if o is not call and o is not term]
     for o in kept:
         if isinstance(o, TAPE_READS) and o.tape in body.args:
