@@ -335,11 +335,15 @@ def placeholder(B: IRBuilder, t: Attribute) -> SSAValue:
 
 
 def trip_count(B: IRBuilder, lb: SSAValue, ub: SSAValue, step: SSAValue) -> SSAValue:
-    """max(0, ceil((ub - lb) / step)) for either sign of step, in msir ops."""
+    """max(0, ceil((ub - lb) / step)) for either sign of step, in msir ops; 0
+    for a zero step, which the loop itself reports (Python's range refuses it)."""
     zero = B.constant(0, "int64")
-    sign = B.select(B.compare("gt", step, zero), B.constant(1, "int64"), B.constant(-1, "int64"))
+    one = B.constant(1, "int64")
+    sign = B.select(B.compare("gt", step, zero), one, B.constant(-1, "int64"))
     span = B.binary("sub", B.binary("add", B.binary("sub", ub, lb), step), sign)
-    return B.binary("maximum", B.binary("floordiv", span, step), zero)
+    zero_step = B.compare("eq", step, zero)
+    span = B.select(zero_step, zero, span)  # 0 // 1: no iteration, no division by zero
+    return B.binary("maximum", B.binary("floordiv", span, B.select(zero_step, one, step)), zero)
 
 
 def _dynamic(t: Attribute) -> bool:

@@ -245,7 +245,10 @@ class ExpressionsMixin:
             symbol = {ast.USub: "-", ast.UAdd: "+", ast.Invert: "~"}[type(op)]
             raise self.error(TypeError_, f"bad operand type for unary {symbol}: '{type(v).__name__}'", node)
         if isinstance(v, (bool, int, float)) and not isinstance(v, Tensor):
-            return {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Invert: operator.invert}[type(op)](v)
+            try:
+                return {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Invert: operator.invert}[type(op)](v)
+            except TypeError as e:  # ~1.5: Python's error, at the user's line
+                raise self.error(TypeError_, str(e), node) from None
         if isinstance(v, KnownInt) and isinstance(op, ast.USub):
             return KnownInt(-v.value, v.deps, self.unary("neg", v.tensor, node))
         t = self.as_tensor(v, node)
@@ -257,6 +260,8 @@ class ExpressionsMixin:
             return self.tensor(M.NotOp(t.ssa), t.weak)
         if kind(t.dtype) == 1:
             return self.elementwise("xor", t, self.constant(-1, t.dtype, shape=()), node)
+        if t.weak and t.ndim == 0:
+            raise self.error(TypeError_, "bad operand type for unary ~: 'float'", node)
         raise self.error(DTypeError, f"the operator ~ is not supported for {t.dtype}", node)
 
     def unary(self, name: str, t: Tensor, node: ast.AST) -> Tensor:
