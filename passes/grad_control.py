@@ -341,9 +341,11 @@ def trip_count(B: IRBuilder, lb: SSAValue, ub: SSAValue, step: SSAValue) -> SSAV
     one = B.constant(1, "int64")
     sign = B.select(B.compare("gt", step, zero), one, B.constant(-1, "int64"))
     span = B.binary("sub", B.binary("add", B.binary("sub", ub, lb), step), sign)
-    zero_step = B.compare("eq", step, zero)
-    span = B.select(zero_step, zero, span)  # 0 // 1: no iteration, no division by zero
-    return B.binary("maximum", B.binary("floordiv", span, B.select(zero_step, one, step)), zero)
+    if not (isinstance(step.owner, M.ConstantOp) and 0 not in step.owner.values()):
+        zero_step = B.compare("eq", step, zero)
+        span = B.select(zero_step, zero, span)  # 0 // 1: no iteration, no division by zero
+        step = B.select(zero_step, one, step)
+    return B.binary("maximum", B.binary("floordiv", span, step), zero)
 
 
 def _dynamic(t: Attribute) -> bool:
