@@ -109,11 +109,12 @@ def test_floor_and_ceil_give_numpys_dtype(dtype, pynative_mode):
 
 
 @pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # np.matrix's own
-@pytest.mark.parametrize("value,what", [
-    (np.matrix([[1.0, 2.0]]), "np.matrix"),
-    (np.ma.masked_array([1.0, 2.0], mask=[False, True]), "masked array"),
+@pytest.mark.parametrize("make,what", [
+    (lambda: np.matrix([[1.0, 2.0]]), "np.matrix"),
+    (lambda: np.ma.masked_array([1.0, 2.0], mask=[False, True]), "masked array"),
 ])
-def test_matrix_and_masked_arrays_are_refused_at_the_boundary(value, what):
+def test_matrix_and_masked_arrays_are_refused_at_the_boundary(make, what):
+    value = make()
     with pytest.raises(DTypeError, match=what):
         msir.jit(lambda x: x * 2)(value)
     with pytest.raises(DTypeError, match=what):
