@@ -312,13 +312,6 @@ def _clone_into(block: Block, op: Operation, mapping: dict[SSAValue, SSAValue]) 
     return clone
 
 
-def has_kept_ops(loop: Operation) -> bool:
-    """Does the (outlined) loop body keep tape-row ops around its call? Its
-    call's results are then not its carried values one to one."""
-    body = loop.body.block
-    return any(not isinstance(o, func.CallOp) and o is not body.last_op for o in body.ops)
-
-
 def _region_call(region: Region) -> func.CallOp:
     """The call of the outlined region function (the region's other ops, if
     any, are kept tape-row ops and their index arithmetic)."""
@@ -373,7 +366,7 @@ def body_pair(pb: _PairBuilder, call: func.CallOp, op: Operation, carried: list[
     its loop only, and every loop construction then finds tapeable residuals."""
     name = call.callee.string_value()
     wanted = _wanted(pb, call, carried)
-    live = None if has_kept_ops(op) else pb.live_results[op]
+    live = pb.live_results.get(call, ())  # the body call's results that get a nonzero cotangent
     pair = pb.ad.pair(name, op, wanted, live)
     if any(_dynamic(t) for t in pair.residual_types):
         pair = _checkpointed(pb.ad, name, pair, op)

@@ -18,9 +18,10 @@ body, from the results that get a cotangent (the pair's *live* results):
 * `msir.if`: the same through each branch function;
 * `msir.for` / `msir.while`: a carried value is live when its result is, or
   when the body hands a nonzero cotangent to it from a live carried value, to
-  a fixed point over the body function (`loop_live`); a loop body holding kept
-  tape-row ops (a derivative's loop, differentiated again) is taken whole: all
-  its float carried values and all it reads are live.
+  a fixed point over the body block (`_loop_live`): its call, through the
+  callee's analysis, and the tape-row ops a derivative's loop keeps around it
+  (a write's live new tape makes the tape and the value written live, a
+  read's live row the tape read).
 
 Sound by construction (a superset of what gets a nonzero cotangent): the
 adjoint gives a cotangent only to live values, asks each callee's adjoint for
@@ -34,11 +35,11 @@ from __future__ import annotations
 from typing import Protocol
 
 from xdsl.dialects import func
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 
 from msir.dialects import msir as M
 from msir.passes.ad_ir import is_float_type
-from msir.passes.grad_control import CONTROL_FLOW, _region_call, has_kept_ops, reads
+from msir.passes.grad_control import CONTROL_FLOW, _inside, _region_call, reads
 from msir.passes.grad_rules import NON_DIFFERENTIABLE
 
 _NO_CT = NON_DIFFERENTIABLE | {"stop_gradient"}
@@ -59,14 +60,20 @@ def live_values(ad: Analysis, f: func.FuncOp, active: set[SSAValue], live: tuple
                 live_results: dict[Operation, tuple[int, ...]]) -> set[SSAValue]:
     """The values of `f` that can get a nonzero cotangent when its results at
     `live` do; fills `live_results` with the live result positions of each
-    call and control-flow op (a loop: of its carried values)."""
+    call and control-flow op (a loop: of its carried values), the calls in
+    loop bodies included."""
     block = f.body.block
     ret = block.last_op
     assert isinstance(ret, func.ReturnOp)
-    out: set[SSAValue] = {ret.operands[i] for i in live if ret.operands[i] in active}
+    return _live_in_block(ad, block, active, [ret.operands[i] for i in live], live_results)
+
+
+def _live_in_block(ad: Analysis, block: Block, active: set[SSAValue], seeds: list[SSAValue],
+                   live_results: dict[Operation, tuple[int, ...]]) -> set[SSAValue]:
+    """The values of `block` (and the outer values it reads) that can get a
+    nonzero cotangent when the active values among `seeds` do."""
+    out: set[SSAValue] = {v for v in seeds if v in active}
     for op in reversed(list(block.ops)):
-        if op is ret:
-            continue
         positions = tuple(i for i, r in enumerate(op.results) if r in out)
         if not positions:
             continue
@@ -82,33 +89,36 @@ def live_values(ad: Analysis, f: func.FuncOp, active: set[SSAValue], live: tuple
                 wanted = call_wanted(call, active)
                 out.update(call.arguments[i] for i in ad.nonzero_params(call.callee.string_value(), wanted, positions))
         elif isinstance(op, CONTROL_FLOW):
-            live_results[op] = _loop_live(ad, op, active, positions, out)
+            live_results[op] = _loop_live(ad, op, active, positions, out, live_results)
         elif op.name.removeprefix("msir.") not in _NO_CT:
             out.update(v for v in op.operands if v in active)
     return out
 
 
 def _loop_live(ad: Analysis, op: Operation, active: set[SSAValue], positions: tuple[int, ...],
-               out: set[SSAValue]) -> tuple[int, ...]:
+               out: set[SSAValue], live_results: dict[Operation, tuple[int, ...]]) -> tuple[int, ...]:
     """The live carried positions of a loop whose results at `positions` are
-    live (a fixed point over the body function); adds to `out` the values the
-    loop reads that get a nonzero cotangent."""
+    live: a fixed point over the body block (its call and kept tape-row ops),
+    a carried value being live when the body hands a nonzero cotangent to it
+    from a live one. Adds to `out` the values the loop reads that get a
+    nonzero cotangent, and to `live_results` the body's own (its call's)."""
     body = op.body.block
-    call = _region_call(op.body)
+    term = body.last_op
+    assert term is not None
     carried = list(body.args[1:] if isinstance(op, M.ForOp) else body.args)
-    floats = tuple(j for j, r in enumerate(op.res) if is_float_type(r.type))
-    if has_kept_ops(op):
-        out.update(v for v in reads(op) if v in active)
-        return floats
-    wanted = call_wanted(call, active, frozenset(carried))
+    body_active = set(active) | {a for a in carried if is_float_type(a.type)}
+    for inner in body.ops:
+        if any(v in body_active for v in reads(inner)):
+            body_active.update(r for r in inner.results if is_float_type(r.type))
     live = set(positions)
     while True:
-        params = ad.nonzero_params(call.callee.string_value(), wanted, tuple(sorted(live)))
-        reached = {carried.index(call.arguments[i]) for i in params if call.arguments[i] in carried}
+        inner_results: dict[Operation, tuple[int, ...]] = {}
+        values = _live_in_block(ad, body, body_active, [term.operands[j] for j in sorted(live)], inner_results)
+        reached = {j for j, a in enumerate(carried) if a in values}
         if reached <= live:
             break
         live |= reached
+    live_results.update(inner_results)
     out.update(op.inits[j] for j in live if op.inits[j] in active)
-    out.update(call.arguments[i] for i in params
-               if call.arguments[i] not in body.args and call.arguments[i] in active)
+    out.update(v for v in values if v in active and not _inside(v, body))
     return tuple(sorted(live))

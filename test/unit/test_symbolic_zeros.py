@@ -105,3 +105,26 @@ def test_has_aux_takes_no_cotangent(pynative_mode):
     value, (g,), aux = run(pull)
     np.testing.assert_allclose(g, 4 * X, rtol=1e-12)
     np.testing.assert_array_equal(aux, np.sqrt(X))
+
+
+def unused_carry_second_order(x):
+    def f(x):
+        a = x
+        r = x
+        for _ in range(2):
+            a = a * np.sin(x)
+            r = np.sqrt(r)
+        return np.sum(a)
+
+    return np.sum(msir.grad(f)(x) ** 2)
+
+
+def test_second_order_through_a_loop_keeping_tape_ops():
+    """The first derivative's loop keeps its tape writes around the body call;
+    the unused carry `r` still takes no cotangent at the second level."""
+    got = msir.grad(unused_carry_second_order)(X)
+    assert np.all(np.isfinite(got))
+    np.testing.assert_allclose(got, pynative(lambda: msir.grad(unused_carry_second_order)(X)), rtol=1e-12)
+    np.testing.assert_allclose(msir.grad(unused_carry_second_order)(AWAY),
+                               numerical_vjp(lambda a: unused_carry_second_order(a[0]), [AWAY], np.float64(1.0), 0),
+                               rtol=1e-6)
