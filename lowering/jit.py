@@ -51,6 +51,7 @@ from msir.errors import (
     MsirIndexError,
     MsirMemoryError,
     MsirRecursionError,
+    MsirValueError,
     MsirZeroDivisionError,
     ShapeError,
     SourceLoc,
@@ -487,6 +488,7 @@ _ERRORS = {
     3: (MsirMemoryError, "out of memory: an allocation in compiled code failed"),
     4: (MsirRecursionError, "recursion too deep: this call would overflow the native stack "
         "(a compiled recursion may use 4 MiB of it)"),
+    5: (MsirValueError, "range() arg 3 must not be zero"),
 }
 
 

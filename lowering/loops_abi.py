@@ -12,6 +12,8 @@ ERR_INDEX = 1
 """Error code: an index out of range (`msir.take`, `msir.scatter_add`)."""
 ERR_ZERO_DIVISION = 2
 """Error code: integer division or modulo by zero (`msir.floordiv`, `msir.rem`)."""
+ERR_RANGE_STEP = 5
+"""Error code: a `msir.for` step of zero at run time (Python's `range` refuses it)."""
 
 SITES_ATTR = "msir.sites"
 """On the module: the "file:line:col" of each error site, by site number."""

@@ -69,9 +69,9 @@ Guarantees
     * Runtime errors. `func.func private @__msir_error(i32, i64)` is declared when
       used and called as `func.call @__msir_error(%code, %site)`: code 1 = index
       out of range (`msir.take`, `msir.scatter_add`), code 2 = integer division
-      or modulo by zero (`msir.floordiv`, `msir.rem`). Execution then goes on
-      safely (the index is clamped to 0, the update is dropped, or the divisor is
-      1), so memory is never accessed out of bounds. `%site` indexes the module
+      or modulo by zero (`msir.floordiv`, `msir.rem`), code 5 = a `msir.for`
+      step of zero. Execution then goes on safely (the index is clamped to 0,
+      the update is dropped, the divisor is 1, or the loop runs no iteration), so memory is never accessed out of bounds. `%site` indexes the module
       attribute `msir.sites`, an ArrayAttr of StringAttr "file:line:col"
       ("unknown" when the op had no FileLineColLoc).
     * Locations. Every op generated for an msir op carries that op's location;
@@ -155,6 +155,7 @@ from msir.lowering.loops_abi import (
     ALIAS_OF_ATTR,
     DONATION_REFUSED_ATTR,
     ERR_INDEX,
+    ERR_RANGE_STEP,
     ERR_ZERO_DIVISION,
     ERROR_FUNC,
     NUM_OUTPUTS_ATTR,
@@ -1839,11 +1840,16 @@ def _for(L: _Lowering, op: msir.ForOp) -> None:
     lb, ub, step = (_scalar(L, v) for v in (op.lower, op.upper, op.step))
     carry = _Carry(L, op, op.inits, op.body.block)
     counter = L.alloc(MemRefType(i64, []), [])
-    # trip count = max(0, ceil((ub - lb) / step)), for either sign of step
+    # trip count = max(0, ceil((ub - lb) / step)), for either sign of step; a
+    # zero step is reported (Python's range raises ValueError) and runs no
+    # iteration instead of dividing by zero
+    zero_step = L.cmpi("eq", step, L.const(0, i64))
+    L.report(ERR_RANGE_STEP, zero_step)
+    divisor = L.select(zero_step, L.const(1, i64), step)
     span = L.v(arith.SubiOp, ub, lb)
     adjust = L.select(L.cmpi("sgt", step, L.const(0, i64)), L.const(-1, i64), L.const(1, i64))
-    trips = L.v(arith.DivSIOp, L.v(arith.AddiOp, span, L.v(arith.AddiOp, step, adjust)), step)
-    trips = L.v(arith.MaxSIOp, trips, L.const(0, i64))
+    trips = L.v(arith.DivSIOp, L.v(arith.AddiOp, span, L.v(arith.AddiOp, step, adjust)), divisor)
+    trips = L.select(zero_step, L.const(0, i64), L.v(arith.MaxSIOp, trips, L.const(0, i64)))
     types = [x.type for x in carry.inits]
     blk = Block(arg_types=[INDEX, *types])
     loop = L.emit(scf.ForOp, [L.index(0), L.to_index(trips), L.index(1), *carry.inits], types, regions=[Region(blk)])

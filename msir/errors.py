@@ -87,6 +87,10 @@ class MsirZeroDivisionError(MsirError, ZeroDivisionError):
     """Integer division or modulo by zero, reported by native code."""
 
 
+class MsirValueError(MsirError, ValueError):
+    """A bad value found by native code where Python raises ValueError (a `range` step of 0)."""
+
+
 class MsirMemoryError(MsirError, MemoryError):
     """A failed allocation in native code."""
 

@@ -64,7 +64,9 @@ def _build(t, primals: tuple) -> _CompiledVjp:
     differentiate_all(module)
     ad = ModuleAD(module)
     entry = ad.funcs[traced.entry]
-    pair = ad.pair(traced.entry, entry)
+    # has_aux's aux takes no cotangent: a symbolic zero (msir.passes.grad_zeros)
+    n_outputs = len(entry.function_type.outputs.data)
+    pair = ad.pair(traced.entry, entry, live=tuple(range(1 if t.has_aux else n_outputs)))
     fwd_f, bwd_f = ad.funcs[pair.fwd], ad.funcs[pair.bwd]
     _public_wrapper(module, "vjp_fwd", pair.fwd, fwd_f.function_type.inputs.data, fwd_f.function_type.outputs.data)
     _public_wrapper(module, "vjp_bwd", pair.bwd, bwd_f.function_type.inputs.data, bwd_f.function_type.outputs.data)

@@ -13,8 +13,11 @@ calls), two new private functions:
   body, with each `func.call @g` replaced by a call of `@g__fwd` whose residuals
   join `@f`'s. The residuals are exactly the primal values the adjoint reads.
 * `@f__bwd(cts..., residuals...) -> (arg cts...)`, the *adjoint*: one cotangent
-  parameter per float result of `@f`, one result per float parameter of `@f`
-  (integer and boolean values get no cotangent). It walks `@f`'s ops backwards
+  parameter per *live* float result of `@f`, one result per float parameter of
+  `@f` (integer and boolean values get no cotangent). The other results' cotangents
+  are symbolic zeros (`msir.passes.grad_zeros`): a gradient seeds result 0, a vjp
+  its main results (not has_aux's aux), a call its results the caller differentiates;
+  only values that can get a nonzero cotangent get one, so no rule runs on a zero. It walks `@f`'s ops backwards
   and applies each op's rule from `passes/grad_rules.py`; fan-out accumulates
   (`msir.add`), a call becomes a call of `@g__bwd`. A value the rule reads is
   taken from the residuals, except constants, which are recomputed.
@@ -92,6 +95,7 @@ from msir.passes.grad_control import CONTROL_FLOW, outline_regions  # noqa: E402
 from msir.passes.grad_control import adjoint as control_adjoint  # noqa: E402
 from msir.passes.grad_control import zero_ct  # noqa: E402
 from msir.passes.grad_control import forward as control_forward  # noqa: E402
+from msir.passes.grad_zeros import call_wanted, live_values
 
 REVERSE_OPS = (M.GradOp, M.ValueAndGradOp, M.VjpOp)
 
@@ -132,6 +136,9 @@ class ModuleAD:
     """Per pair that recursive calls use: the name of its recomputing adjoint."""
     reserved: set[str] = field(default_factory=set)
     wrappers: dict[tuple, str] = field(default_factory=dict)
+    nonzero: dict[tuple, tuple[int, ...]] = field(default_factory=dict)
+    """`nonzero_params` by (function, wanted, live)."""
+    cyclic: dict[str, bool] = field(default_factory=dict)
 
     def __post_init__(self):
         for op in self.module.ops:
@@ -161,13 +168,17 @@ class ModuleAD:
 
     # -- the pair of one function -------------------------------------------
 
-    def pair(self, name: str, at: Operation, wanted: tuple[int, ...] | None = None) -> Pair:
-        """The pair of `name` whose adjoint returns the cotangents of the
-        parameters `wanted` (default: every float parameter)."""
+    def pair(self, name: str, at: Operation, wanted: tuple[int, ...] | None = None,
+             live: tuple[int, ...] | None = None) -> Pair:
+        """The pair of `name` whose adjoint takes the cotangents of the results
+        `live` (default: every float result; the others are zero) and returns
+        the cotangents of the parameters `wanted` (default: every float
+        parameter)."""
         f = self.funcs.get(name)
         if wanted is None and f is not None:
             wanted = tuple(i for i, t in enumerate(f.function_type.inputs.data) if is_float_type(t))
-        key = (name, wanted)
+        live = self.live_results(name, live)
+        key = (name, wanted, live)
         if key in self.pairs:
             return self.pairs[key]
         if key in self.building:
@@ -181,12 +192,11 @@ class ModuleAD:
         outline_regions(self, f)
         rule = f.attributes.get("msir.custom_vjp")
         if rule is not None:
-            pair = self.custom_pair(f, rule)
+            pair = self.custom_pair(f, rule, live)
         else:
             outputs = list(f.function_type.outputs.data)
             reserved = Pair(
-                self.reserve(f"{name}__fwd"), self.reserve(f"{name}__bwd"), len(outputs), [],
-                [i for i, t in enumerate(outputs) if is_float_type(t)], list(wanted),
+                self.reserve(f"{name}__fwd"), self.reserve(f"{name}__bwd"), len(outputs), [], list(live), list(wanted),
             )
             self.building[key] = reserved
             try:
@@ -197,6 +207,56 @@ class ModuleAD:
         if key in self.recompute:
             self.recomputing_adjoint(f, pair, self.recompute[key])
         return pair
+
+    # -- symbolic zeros (`msir.passes.grad_zeros`) -----------------------------
+
+    def live_results(self, name: str, live: tuple[int, ...] | None) -> tuple[int, ...]:
+        """The results of `name` whose cotangent a pair takes: `live`, or every
+        float result when `live` is None or `name` is on a call-graph cycle (a
+        recursive call then finds the pair being built under one key)."""
+        f = self.funcs.get(name)
+        if f is None:
+            return tuple(live or ())
+        floats = tuple(i for i, t in enumerate(f.function_type.outputs.data) if is_float_type(t))
+        if live is None or self.on_cycle(name):
+            return floats
+        return tuple(i for i in live if i in floats)
+
+    def on_cycle(self, name: str) -> bool:
+        """Does `name` reach itself through calls and closures (in any region)?"""
+        if name not in self.cyclic:
+            seen: set[str] = set()
+            stack = [name]
+            found = False
+            while stack and not found:
+                f = self.funcs.get(stack.pop())
+                if f is None:
+                    continue
+                for inner in f.walk():
+                    if isinstance(inner, (func.CallOp, M.ClosureOp)):
+                        callee = inner.callee.string_value()
+                        found = found or callee == name
+                        if callee not in seen:
+                            seen.add(callee)
+                            stack.append(callee)
+            self.cyclic[name] = found
+        return self.cyclic[name]
+
+    def nonzero_params(self, name: str, wanted: tuple[int, ...], live: tuple[int, ...]) -> tuple[int, ...]:
+        """The parameters among `wanted` to which `name`'s adjoint can give a
+        nonzero cotangent when its results `live` get one (all of `wanted`
+        for external, custom-rule and recursive functions)."""
+        f = self.funcs.get(name)
+        live = self.live_results(name, live)
+        key = (name, wanted, live)
+        if f is None or not f.body.blocks or "msir.custom_vjp" in f.attributes or self.on_cycle(name):
+            return wanted
+        if key not in self.nonzero:
+            outline_regions(self, f)
+            values = live_values(self, f, _activity(f, wanted), live, {})
+            args = f.body.block.args
+            self.nonzero[key] = tuple(i for i in wanted if args[i] in values)
+        return self.nonzero[key]
 
     # -- recursion ------------------------------------------------------------
 
@@ -214,12 +274,12 @@ class ModuleAD:
             reserved.float_results, reserved.float_args,
         )
 
-    def checkpoint_pair(self, name: str, at: Operation, wanted: tuple[int, ...]) -> Pair:
+    def checkpoint_pair(self, name: str, at: Operation, wanted: tuple[int, ...], live: tuple[int, ...]) -> Pair:
         """For a call marked `msir.checkpoint`: the callee's pair with `bwd`
         replaced by its recomputing adjoint `@g__rebwd(cts..., args...)`, whose
         residuals are the call's arguments (as for recursion)."""
-        pair = self.pair(name, at, wanted)
-        key = (name, wanted)
+        pair = self.pair(name, at, wanted, live)
+        key = (name, wanted, self.live_results(name, live))
         if key not in self.recompute:
             self.recompute[key] = self.reserve(f"{name}__rebwd")
             self.recomputing_adjoint(self.funcs[name], pair, self.recompute[key])
@@ -244,16 +304,17 @@ class ModuleAD:
         self.add_func(name, block, [params[i] for i in pair.float_args], f.location)
 
 
-    def custom_pair(self, f: func.FuncOp, rule: Attribute) -> Pair:
+    def custom_pair(self, f: func.FuncOp, rule: Attribute, live: tuple[int, ...]) -> Pair:
         """The pair of a function with a user rule: its `fwd` returns the results
         then the residuals; its `bwd(residuals..., cts of all results...)`
-        returns a cotangent for every parameter."""
+        returns a cotangent for every parameter (the user's rule is given
+        zeros for the results that are not `live`, as JAX instantiates them)."""
         fwd_name, bwd_name = (r.string_value() for r in rule.data)  # type: ignore[attr-defined]
         fwd, bwd = self.funcs[fwd_name], self.funcs[bwd_name]
         outputs = list(f.function_type.outputs.data)
         params = list(f.function_type.inputs.data)
         residual_types = list(fwd.function_type.outputs.data)[len(outputs) :]
-        float_results = [i for i, t in enumerate(outputs) if is_float_type(t)]
+        float_results = list(live)
         float_args = [i for i, t in enumerate(params) if is_float_type(t)]
         block = Block(arg_types=[outputs[i] for i in float_results] + residual_types)
         B = IRBuilder(block, f.location)
@@ -360,6 +421,7 @@ class _PairBuilder:
     """Builds `@f__fwd` and `@f__bwd` for one function `@f`."""
 
     def __init__(self, ad: ModuleAD, f: func.FuncOp, wanted: tuple[int, ...], names: Pair):
+        """`names` (reserved by `ModuleAD.pair`) also gives the live results."""
         self.ad = ad
         self.f = f
         self.names = names
@@ -369,9 +431,13 @@ class _PairBuilder:
         self.call_residuals: dict[Operation, list[SSAValue]] = {}
         self.call_pairs: dict[Operation, Pair] = {}
         outputs = list(f.function_type.outputs.data)
-        self.float_results = [i for i, t in enumerate(outputs) if is_float_type(t)]
+        self.float_results = list(names.float_results)
         self.float_args = list(wanted)
         self.active = _activity(f, wanted)
+        self.live_results: dict[Operation, tuple[int, ...]] = {}
+        """Per call and control-flow op: its results (a loop: its carried
+        values) that can get a nonzero cotangent (`msir.passes.grad_zeros`)."""
+        self.live = live_values(ad, f, self.active, tuple(self.float_results), self.live_results)
         self.bwd_block = Block(arg_types=[outputs[i] for i in self.float_results])
         self.residuals: list[SSAValue] = []
         self.residual_arg: dict[SSAValue, SSAValue] = {}
@@ -389,22 +455,22 @@ class _PairBuilder:
                 continue
             if isinstance(op, func.CallOp):
                 callee = op.callee.string_value()
-                wanted = tuple(
-                    i for i, a in enumerate(op.arguments) if a in self.active and is_float_type(a.type)
-                )
-                if not wanted:  # nothing to differentiate through this call
+                wanted = call_wanted(op, self.active)
+                live = self.live_results.get(op)
+                if not wanted or live is None:  # nothing to differentiate through this call
                     clone = op.clone(value_mapper=dict(self.fwd_of))
                     self.fwd_block.add_op(clone)
                     for old, new in zip(op.results, clone.results):
                         self.fwd_of[old] = new
                     continue
-                recursive = (callee, wanted) in self.ad.building
+                key = (callee, wanted, self.ad.live_results(callee, live))
+                recursive = key in self.ad.building
                 if recursive or M.CHECKPOINT_ATTR in op.attributes:
                     # A recursive or checkpointed call: run the primal and keep
                     # its arguments; the adjoint recomputes the residuals.
                     self.call_pairs[op] = (
-                        self.ad.recursive_pair((callee, wanted)) if recursive
-                        else self.ad.checkpoint_pair(callee, op, wanted)
+                        self.ad.recursive_pair(key) if recursive
+                        else self.ad.checkpoint_pair(callee, op, wanted, live)
                     )
                     clone = op.clone(value_mapper=dict(self.fwd_of))
                     self.fwd_block.add_op(clone)
@@ -412,7 +478,7 @@ class _PairBuilder:
                         self.fwd_of[old] = new
                     self.call_residuals[op] = [self.fwd_of[v] for v in op.arguments]
                     continue
-                pair = self.ad.pair(callee, op, wanted)
+                pair = self.ad.pair(callee, op, wanted, live)
                 self.call_pairs[op] = pair
                 call = func.CallOp(
                     pair.fwd,
@@ -469,7 +535,7 @@ class _PairBuilder:
         B = IRBuilder(self.bwd_block, self.f.location, self.resolve)
 
         def accumulate(v: SSAValue, c: SSAValue) -> None:
-            if not is_float_type(v.type) or v not in self.active:
+            if not is_float_type(v.type) or v not in self.live:  # a symbolic zero
                 return
             if c.type != v.type:  # a rule produced another dtype: keep the primal's
                 B.loc = v.owner.location if isinstance(v.owner, Operation) else B.loc
@@ -598,8 +664,11 @@ def expand(ad: ModuleAD, op: M._TransformOp) -> None:
     main = [0] if has_aux else list(range(n_out))
     _check_argnums(op, f)
     _check_output(op, f, main)
-    pair = ad.pair(fname, op, tuple(sorted(set(op.argnums_list))))
     kind = {M.GradOp: "grad", M.ValueAndGradOp: "value_and_grad", M.VjpOp: "vjp"}[type(op)]
+    # grad and value_and_grad seed result 0 only; a vjp takes a cotangent per
+    # main result: every other result (has_aux's aux) has a symbolic zero one
+    live = tuple(main) if kind == "vjp" else (0,)
+    pair = ad.pair(fname, op, tuple(sorted(set(op.argnums_list))), live)
     key = (kind, fname, op.argnums_list, has_aux)
     if key not in ad.wrappers:
         ad.wrappers[key] = _wrapper(ad, kind, f, pair, op, main)
@@ -633,10 +702,8 @@ def _wrapper(ad: ModuleAD, kind: str, f: func.FuncOp, pair: Pair, op: M._Transfo
         name = ad.fresh_name(f"{f.sym_name.data}__vjp")
         ad.add_func(name, block, outputs + [closure.result.type], op.location)
         return name
-    cts = []
-    for i in pair.float_results:
-        value = 1.0 if i == 0 else 0.0
-        cts.append(B.constant(value, M.dtype_of(outputs[i]), M.shape_of(outputs[i])))
+    cts = [B.constant(1.0 if i == 0 else 0.0, M.dtype_of(outputs[i]), M.shape_of(outputs[i]))
+           for i in pair.float_results]
     bwd = func.CallOp(pair.bwd, cts + residuals, [params[i] for i in pair.float_args])
     bwd.location = op.location
     block.add_op(bwd)

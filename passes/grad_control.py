@@ -328,10 +328,16 @@ def placeholder(B: IRBuilder, t: Attribute) -> SSAValue:
 
 
 def trip_count(B: IRBuilder, lb: SSAValue, ub: SSAValue, step: SSAValue) -> SSAValue:
-    """max(0, ceil((ub - lb) / step)) for either sign of step, in msir ops."""
+    """max(0, ceil((ub - lb) / step)) for either sign of step, in msir ops; 0
+    for a zero step, which the loop itself reports (Python's range refuses it)."""
     zero = B.constant(0, "int64")
-    sign = B.select(B.compare("gt", step, zero), B.constant(1, "int64"), B.constant(-1, "int64"))
+    one = B.constant(1, "int64")
+    sign = B.select(B.compare("gt", step, zero), one, B.constant(-1, "int64"))
     span = B.binary("sub", B.binary("add", B.binary("sub", ub, lb), step), sign)
+    if not (isinstance(step.owner, M.ConstantOp) and 0 not in step.owner.values()):
+        zero_step = B.compare("eq", step, zero)
+        span = B.select(zero_step, zero, span)  # 0 // 1: no iteration, no division by zero
+        step = B.select(zero_step, one, step)
     return B.binary("maximum", B.binary("floordiv", span, step), zero)
 
 
@@ -360,10 +366,11 @@ def body_pair(pb: _PairBuilder, call: func.CallOp, op: Operation, carried: list[
     its loop only, and every loop construction then finds tapeable residuals."""
     name = call.callee.string_value()
     wanted = _wanted(pb, call, carried)
-    pair = pb.ad.pair(name, op, wanted)
+    live = pb.live_results.get(call, ())  # the body call's results that get a nonzero cotangent
+    pair = pb.ad.pair(name, op, wanted, live)
     if any(_dynamic(t) for t in pair.residual_types):
         pair = _checkpointed(pb.ad, name, pair, op)
-        pb.ad.pairs[(name, wanted)] = pair
+        pb.ad.pairs[(name, wanted, pb.ad.live_results(name, live))] = pair
     return pair
 
 
@@ -418,7 +425,7 @@ def _wanted(pb: _PairBuilder, call: func.CallOp, carried: list[SSAValue]) -> tup
 
 
 def forward(pb: _PairBuilder, op: Operation) -> None:
-    if not any(v in pb.active for v in reads(op)):
+    if op not in pb.live_results:  # inactive, or no result gets a nonzero cotangent
         clone = op.clone(value_mapper=dict(pb.fwd_of))
         pb.fwd_block.add_op(clone)
         for old, new in zip(op.results, clone.results):
@@ -434,7 +441,7 @@ def forward(pb: _PairBuilder, op: Operation) -> None:
 
 def _forward_if(pb: _PairBuilder, op: M.IfOp) -> None:
     calls = [_region_call(op.then_region), _region_call(op.else_region)]
-    pairs = [pb.ad.pair(c.callee.string_value(), op, _wanted(pb, c, [])) for c in calls]
+    pairs = [pb.ad.pair(c.callee.string_value(), op, _wanted(pb, c, []), pb.live_results[op]) for c in calls]
     pb.cf_pairs[op] = pairs
     res_types = [r.type for r in op.res]
     slots = [p.residual_types for p in pairs]
@@ -792,7 +799,8 @@ def _adjoint_loop(pb: _PairBuilder, op: M.ForOp | M.WhileOp, ct: dict, B: IRBuil
     carried = list(body.args[1:] if counter is not None else body.args)
     (n, lb, step), tapes, plan = pb.cf_residuals[op][:3]
     n = pb.resolve(Lazy(n))
-    floats = [j for j in range(len(carried)) if is_float_type(op.res[j].type) and not _dynamic(op.res[j].type)]
+    live = pb.live_results[op]
+    floats = [j for j in live if not _dynamic(op.res[j].type)]
     kept = [o for o in body.ops if o is not call and o is not term]
     for o in kept:
         if isinstance(o, TAPE_READS) and o.tape in body.args:

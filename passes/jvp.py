@@ -11,7 +11,9 @@ of the results...)`: `@f`'s body with, after each op, its tangent computed by th
 op's forward rule from `passes/grad_rules.py` (`JVP`); a `func.call @g` becomes a
 call of `@g__jvp` for the active arguments of that call. Values without a
 tangent (integers, values independent of the active parameters) get none, so no
-work is spent on them. `@f__jvp` is named before its body is built, so a
+work is spent on them; the tangent `@f__jvp` returns for an integer or boolean
+result is a zero of that result's type (JAX gives `float0` zeros, which no
+tensor type holds; the eager engine returns the same zeros). `@f__jvp` is named before its body is built, so a
 recursive function's `__jvp` calls itself (forward mode through recursion is as
 deep as the recursion, O(d) work). Then `msir.jvp` becomes `msir.closure` of a function
 returning the results and the tangents of the non-aux results.
@@ -91,9 +93,9 @@ def _build(ad: ModuleAD, f: func.FuncOp, active: tuple[int, ...], fname: str) ->
     outs = [value[v] for v in ret.operands]
     t_outs = []
     for v in ret.operands:
-        t = tangent.get(v)
-        if t is None and not is_float_type(v.type):
-            t = value[v]  # integers have no tangent: any value of the type fills the slot
+        # an integer or boolean result's tangent is zero, of the result's own
+        # dtype (JAX's float0 has no tensor type; PYNATIVE gives the same)
+        t = tangent.get(v) if is_float_type(v.type) else None
         t_outs.append(t if t is not None else _zero_tangent(B, value[v], ret))
     t_outs = [B.cast(t, M.dtype_of(v.type)) for t, v in zip(t_outs, ret.operands)]
     block.add_op(func.ReturnOp(*outs, *t_outs))
@@ -146,12 +148,14 @@ def _call(ad: ModuleAD, op: func.CallOp, block: Block, value, tangent) -> None:
 
 
 def _zero_tangent(B: IRBuilder, v: SSAValue, at: Operation) -> SSAValue:
-    """A zero tangent for `v`; a tape's is a fresh tape of as many rows."""
+    """A zero tangent for `v`; a tape's is a tape of zeros of as many rows."""
     shape = M.shape_of(v.type)
     if not any(d < 0 for d in shape):
         return B.constant(0.0, M.dtype_of(v.type), shape)
     if isinstance(v.owner, M.TapeAllocOp):
         return B.emit(v.owner.clone(value_mapper={}))
+    if not is_float_type(v.type):  # e.g. a tape of branch conditions a derivative returns
+        return B.tape_zeros(v)
     raise NotDifferentiableError(f"forward mode through a dynamic-shaped value of type {v.type}", source_loc(at))
 
 

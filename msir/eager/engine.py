@@ -301,12 +301,14 @@ def _jvp(t: Any, primals: tuple) -> Any:
             if v is None or isinstance(v, str):
                 return v
             weak = _weak_of(v)
-            if type(v) is Tracer and v.trace is trace:
-                return _user(v.tangent, weak)
             info = _T.of(_lower(v, trace)) if type(v) is not Tracer else None
             shape = v.shape if type(v) is Tracer else info.shape
             dt = v._dtype if type(v) is Tracer else info.dtype
-            return _user(np.zeros(shape, dt if dt in FLOATS else "float64"), weak)
+            if dt in FLOATS and type(v) is Tracer and v.trace is trace:
+                return _user(v.tangent, weak)
+            # no tangent, or an integer or boolean result: a zero of its own
+            # dtype, as the compiled path returns (msir.passes.jvp)
+            return _user(np.zeros(shape, dt), weak)
 
         tangent_out = tangent_of(main)
         primal_out = _result(out, trace)

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from msir.errors import UnsupportedSyntaxError
+from msir.frontend.base import AttributeError_
 from msir.frontend.numpy_handlers import _ARRAY_METHODS, _BoundMethod
 from msir.frontend.state import ObjectValue
 from msir.frontend.values import KnownInt, Tensor
@@ -28,6 +29,10 @@ class AttributesMixin:
     def attribute(self, value: Any, attr: str, node: ast.AST) -> Any:
         if isinstance(value, ObjectValue):
             return self.object_attribute(value, attr, node)
+        number = _python_number(value)
+        if number is not None and not hasattr(number, attr):
+            # a Python number is not an array: `1.5 .T` fails in Python
+            raise self.error(AttributeError_, f"'{type(number).__name__}' object has no attribute '{attr}'", node)
         if isinstance(value, KnownInt):
             value = value.tensor
         if isinstance(value, Tensor):
@@ -57,3 +62,15 @@ class AttributesMixin:
         if isinstance(value, np.dtype) and attr in ("name", "type"):
             return getattr(value, attr)
         raise self.error(UnsupportedSyntaxError, f"attribute '.{attr}' of {self.describe(value)} is not supported", node)
+
+
+def _python_number(value: Any) -> bool | int | float | None:
+    """A Python number of the type `value` has in the user's program, if it
+    is one: a Python int argument (known int) or a weak rank-0 value."""
+    if isinstance(value, (bool, int, float)):
+        return value
+    if isinstance(value, KnownInt):
+        return value.value
+    if isinstance(value, Tensor) and value.weak and value.ndim == 0:
+        return {"bool": True, "int64": 1}.get(value.dtype, 1.0)
+    return None

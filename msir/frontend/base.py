@@ -47,6 +47,10 @@ class TypeError_(MsirError, TypeError):
     pass
 
 
+class AttributeError_(MsirError, AttributeError):
+    pass
+
+
 class ZeroDivisionError_(MsirError, ZeroDivisionError):
     pass
 

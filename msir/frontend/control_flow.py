@@ -5,8 +5,23 @@ translated); a runtime condition becomes `msir.if`, whose results are the
 variables either branch assigns. `for` over a tuple or list, or over a static
 `range` whose body builds a list, is unrolled; other `for`s become
 `msir.for`, `while` becomes `msir.while`, their carried values the variables
-the body assigns (dtypes promoted until they agree). `break`/`continue` become
-flags (`msir.frontend.rewrites`).
+the body assigns. `break`/`continue` become flags (`msir.frontend.rewrites`).
+
+Dtype joins (`join_dtype`): a value that reaches the code after an `if` (or
+the next iteration of a loop) from two paths gets one dtype, although in NumPy
+it has the dtype of the path taken at run time. The join is made for equal
+dtypes, and for a Python scalar meeting an array or NumPy scalar whose dtype
+the scalar takes when they meet (NEP 50: the accumulator `acc = 0.0` of a
+float32 loop; the one approximation kept: when the scalar's path is taken,
+e.g. after zero iterations, the value has the array's dtype instead of being
+a Python number). Any other pair (int64 and float64, float32 and float64, bool
+and int, a Python int and a Python float, a Python float and an integer array)
+is refused with a `DTypeError` naming the variable, both dtypes and the line
+of the `if` or loop, except where the path is known at compile time: a
+condition known at compile time takes one branch only, and a `for` over a
+range of Python ints whose body changes a dtype is specialised on the bounds
+and its first iterations peeled off until the dtypes stay (`peel`), so both
+have exactly NumPy's dtypes.
 
 `return` inside loops (`loop_returning`) becomes a loop-carried `returned` flag
 and return value: every loop of the nest is left through `break`, and after the
@@ -23,7 +38,7 @@ from typing import Any
 from xdsl.ir import Attribute, Block, Region
 
 from msir.dialects import msir as M
-from msir.errors import ShapeError, UnsupportedSyntaxError
+from msir.errors import DTypeError, ShapeError, UnsupportedSyntaxError
 from msir.frontend.base import TypeError_, ValueError_
 from msir.frontend.rewrites import _appends, _assigned, _endless, _has_jump, _lower_jumps, _lower_returns, _returns, _Sub
 from msir.frontend.state import _MAX_UNROLL, RangeValue, _Undefined
@@ -70,20 +85,45 @@ class ControlFlowMixin:
             return ("leaf", 0), [self.as_tensor(value, node)]
         raise self.error(UnsupportedSyntaxError, f"{what} holds {self.describe(value)}, which cannot change at run time", node)
 
-    def unify(self, a: list[Tensor], b: list[Tensor], names: list[str], node: ast.AST) -> list[str]:
-        """The common dtype of each pair of leaves (they must have equal shapes)."""
+    def unify(self, a: list[Tensor], b: list[Tensor], names: list[str], node: ast.AST,
+              paths: tuple[str, str] | None = None) -> list[tuple[str, bool]]:
+        """The joined (dtype, weak) of each pair of leaves, which must have equal
+        shapes and dtypes that join exactly (`join_dtype`); `paths` names where
+        each side comes from, for the error."""
+        if paths is None:
+            paths = ((f"on one side of the conditional expression at line {node.lineno}", "on the other")
+                     if isinstance(node, ast.IfExp) else (f"in one branch of the if at line {node.lineno}", "in the other"))
         dtypes = []
         for x, y, name in zip(a, b, names):
+            what = name if name.startswith("the ") else f"variable '{name}'"
             if x.shape != y.shape:
-                what = name if name.startswith("the ") else f"variable '{name}'"
                 raise self.error(
                     ShapeError,
                     f"{what} has shape {M.fmt_shape(x.shape)} on one path and "
                     f"{M.fmt_shape(y.shape)} on the other; it must keep one shape",
                     node,
                 )
-            dtypes.append(promote(x.dtype, x.weak, y.dtype, y.weak))
+            dtypes.append(self.join_dtype((x.dtype, x.weak), (y.dtype, y.weak), what, node, paths))
         return dtypes
+
+    def join_dtype(self, a: tuple[str, bool], b: tuple[str, bool], what: str, node: ast.AST,
+                   paths: tuple[str, str]) -> tuple[str, bool]:
+        """The one (dtype, weak) of a value reaching a point with (dtype, weak)
+        `a` or `b`, when that cannot change an answer (see the module
+        docstring); else a DTypeError naming both dtypes and the paths."""
+        joined = promote(*a, *b)
+        if a == b:
+            return joined
+        if a[1] != b[1] and joined == (b if a[1] else a):  # the Python scalar takes the array's dtype
+            return joined
+        reason = "how many iterations run" if isinstance(node, (ast.For, ast.While)) else "the path taken"
+        raise self.error(
+            DTypeError,
+            f"{what} is {_dtype_phrase(a)} {paths[0]} and {_dtype_phrase(b)} {paths[1]}; "
+            f"in NumPy its dtype would depend on {reason} at run time: give it one dtype on every path "
+            "(e.g. with .astype(...) or np.asarray(..., dtype))",
+            node,
+        )
 
     # -- if -----------------------------------------------------------------
 
@@ -267,7 +307,8 @@ class ControlFlowMixin:
                         f"{first.lineno} gives {M.fmt_shape(x.shape)}; every return must give the same shapes",
                         r,
                     )
-                dtypes[k] = promote(*dtypes[k], y.dtype, y.weak)
+                dtypes[k] = self.join_dtype(dtypes[k], (y.dtype, y.weak), "the returned value", r,
+                                            (f"at the return at line {first.lineno}", "at this return"))
         zeros = [self.broadcast(self.constant(0, d, w), x.shape) for x, (d, w) in zip(leaves, dtypes)]
         return _rebuild(struct, iter(zeros))
 
@@ -301,9 +342,13 @@ class ControlFlowMixin:
         for name in names:
             self.scope[name] = _rebuild(structs[name], it)
 
-    def body_block(self, stmts, inits: list[Tensor], structs, names, extra: list[tuple[str, Tensor]], node, labels):
+    def body_block(self, stmts, inits: list[Tensor], structs, names, extra: list[tuple[str, Tensor]], node, labels,
+                   peelable: bool = False):
         """Translate a loop body whose carried leaves are block arguments; returns
-        (block, yielded leaves) or (None, promoted inits) when a dtype changed."""
+        (block, yielded leaves) or (None, promoted inits) when a dtype changed
+        and joins exactly. A dtype change that does not join exactly raises
+        `_DTypeChanges` when the loop is `peelable` (a static trip count:
+        `peel`), a DTypeError otherwise."""
         block = self.new_block([x.ssa.type for _, x in extra] + [x.ssa.type for x in inits])
         args = list(block.args)
         scope = dict(self.scope)
@@ -323,7 +368,13 @@ class ControlFlowMixin:
             return out
 
         body_scope, outs = self.in_block(block, scope, run)
-        dtypes = self.unify(inits, outs, labels, node)
+        try:
+            dtypes = self.unify(inits, outs, labels, node,
+                                (f"before an iteration of the loop at line {node.lineno}", "after it"))
+        except DTypeError:
+            if peelable:
+                raise _DTypeChanges() from None
+            raise
         if any(d != x.dtype or w != x.weak for (d, w), x in zip(dtypes, inits)):
             return None, [self.cast(x, d, w) for x, (d, w) in zip(inits, dtypes)]
         self.block, saved = block, self.block
@@ -361,7 +412,11 @@ class ControlFlowMixin:
                 ast.copy_location(n_, node)
             body = [ast.copy_location(ast.If(test=guard, body=body, orelse=[]), node)]
         node = ast.copy_location(ast.For(target=node.target, iter=node.iter, body=body, orelse=[]), node)
-        it = self.expr(node.iter)
+        self.for_over(node, self.expr(node.iter))
+
+    def for_over(self, node: ast.For, it: Any, peeled: int = 0) -> None:
+        """A `for` (its jumps already lowered) over the value `it`, after
+        `peeled` of its first iterations were translated on their own (`peel`)."""
         if isinstance(it, (tuple, list)) or (isinstance(it, RangeValue) and it.static and _appends(node.body)):
             items = list(it) if not isinstance(it, RangeValue) else list(range(*it.static))
             if len(items) > _MAX_UNROLL:
@@ -391,6 +446,10 @@ class ControlFlowMixin:
         target_names = _assigned([ast.Assign(targets=[node.target], value=ast.Constant(0))])
         names = self.loop_carried(node.body, node, target_names)
         counter = Tensor(bounds[0].ssa, "int64", (), True)
+        # a range of Python ints known now: peeling can specialise on them
+        peelable = array is None and peeled < _MAX_PEEL and all(
+            isinstance(b, KnownInt) or (isinstance(b, int) and not isinstance(b, bool))
+            for b in (it.start, it.stop, it.step))
 
         def build(inits, structs, labels):
             stmts = node.body
@@ -401,18 +460,39 @@ class ControlFlowMixin:
                 extra = [("__msir_iter_index", counter)]
             else:
                 extra = [(node.target.id, counter)]
-            block, promoted = self.body_block(stmts, inits, structs, names, extra, node, labels)
+            block, promoted = self.body_block(stmts, inits, structs, names, extra, node, labels,
+                                              peelable=peelable)
             if block is None:
                 inits[:] = promoted
                 return None
             op = self.emit(M.ForOp(bounds[0].ssa, bounds[1].ssa, bounds[2].ssa, [x.ssa for x in inits], Region(block)))
             return [Tensor(r, x.dtype, x.shape, x.weak) for r, x in zip(op.results, inits)]
 
-        self.loop(node, names, build)
+        try:
+            self.loop(node, names, build)
+        except _DTypeChanges:
+            self.scope.pop("__msir_iter_array", None)
+            self.scope.pop("__msir_iter_index", None)
+            self.peel(node, it, peeled)
+            return
         self.scope.pop("__msir_iter_array", None)
         self.scope.pop("__msir_iter_index", None)
         for name in target_names:
             self.scope[name] = _Undefined(f"is the target of the loop at line {node.lineno}; its last value is not kept")
+
+    def peel(self, node: ast.For, it: RangeValue, peeled: int) -> None:
+        """A `for` over a range of Python ints whose body changes a carried
+        dtype: the function is specialised on the bounds, the first iteration
+        is translated on its own, with the dtypes NumPy has then, and the loop
+        continues over the rest of the range (peeling again while the dtypes
+        change, at most `_MAX_PEEL` times), so every dtype is NumPy's."""
+        start, stop, step = (self.static_int(b, "a range bound", node) for b in (it.start, it.stop, it.step))
+        if not range(start, stop, step):
+            return  # no iteration runs: every variable keeps its dtype
+        self.assign(node.target, start)
+        result = self.run_body(node.body)
+        assert result is None, "returns inside loops are lowered by loop_returning"
+        self.for_over(node, RangeValue(start + step, stop, step), peeled + 1)
 
     def while_stmt(self, node: ast.While) -> None:
         if node.orelse:
@@ -455,6 +535,21 @@ class ControlFlowMixin:
             return [Tensor(r, x.dtype, x.shape, x.weak) for r, x in zip(op.results, inits)]
 
         self.loop(node, names, build)
+
+
+_MAX_PEEL = 4
+"""Iterations peeled off a loop at most (each a dtype change: bool, int, float32, float64)."""
+
+
+class _DTypeChanges(Exception):
+    """A carried dtype of a loop over a static range changes inexactly (`peel`)."""
+
+
+def _dtype_phrase(dtype_weak: tuple[str, bool]) -> str:
+    dtype, weak = dtype_weak
+    if weak:
+        return {"bool": "a Python bool", "int64": "a Python int"}.get(dtype, "a Python float")
+    return dtype
 
 
 def _is_static(v: Any) -> bool:

@@ -65,6 +65,16 @@ class Traced:
 
 def spec_of(value: Any) -> Spec:
     """The abstract argument a Python value is traced as."""
+    if isinstance(value, np.matrix):
+        raise DTypeError(
+            "msir cannot pass an np.matrix to compiled code: its * is a matrix product and its results stay "
+            "2-d, which compiled code would not follow; pass np.asarray(m)"
+        )
+    if isinstance(value, np.ma.MaskedArray):
+        raise DTypeError(
+            "msir cannot pass a masked array to compiled code: the mask would be dropped; pass "
+            "np.ma.filled(a, fill_value), or the data and the mask as two arrays"
+        )
     if isinstance(value, np.ndarray):
         return ("array", value.dtype.name, value.shape)
     if isinstance(value, np.generic):  # before float: np.float64 is a float subclass

@@ -11,7 +11,9 @@ compiled and eager code.
 
 from __future__ import annotations
 
-from msir.dialects.primitives import BY_NAME
+import numpy as np
+
+from msir.dialects.primitives import BY_NAME, DTYPES
 from msir.errors import DTypeError
 from msir.frontend.values import kind, promote
 
@@ -57,7 +59,12 @@ def unary_typing(name: str, dtype: str, weak: bool) -> tuple[str | None, str, bo
     row = BY_NAME[name]
     if row.float_only:
         if kind(dtype) < 2 and row.integer_identity:
-            return (None, "float64", False) if dtype == "bool" else (None, dtype, weak)
+            # the dtype NumPy gives (2.x keeps bool and integers; older versions
+            # made bool float16), from NumPy itself
+            result = row.numpy(np.zeros(0, dtype)).dtype.name
+            if result not in DTYPES:
+                raise DTypeError(f"np.{name} of a {dtype} array gives {result}, which msir does not compute in")
+            return None, result, weak and result == dtype
         return name, dtype if kind(dtype) == 2 else "float64", False
     if dtype == "bool" and "bool" not in row.dtypes:
         if name == "abs":

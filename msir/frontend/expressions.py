@@ -147,11 +147,43 @@ class ExpressionsMixin:
     def binary(self, name: str, a: Any, b: Any, node: ast.AST) -> Any:
         if name == "matmul":
             return self.matmul(a, b, node)
+        if isinstance(a, (list, tuple)) or isinstance(b, (list, tuple)):
+            sequence = self.sequence_binary(name, a, b, node)
+            if sequence is not None:
+                return sequence
         known = self._known_binary(name, a, b, node)
         if known is not None:
             return known
         ta, tb = self.as_tensor(a, node), self.as_tensor(b, node)
         return self.elementwise(name, ta, tb, node)
+
+    def sequence_binary(self, name: str, a: Any, b: Any, node: ast.AST) -> list | tuple | None:
+        """Python's `a <op> b` when a list or tuple is an operand: `+` of two
+        of one type concatenates, `*` by a Python int repeats (the count
+        specialises the function), and whatever Python refuses raises its
+        TypeError. Only an array or NumPy scalar operand makes NumPy convert the
+        sequence to an array (None: the caller's elementwise path)."""
+        seq, other = (a, b) if isinstance(a, (list, tuple)) else (b, a)
+        if isinstance(other, Tensor) and not other.weak:
+            if name == "mul" and other.ndim == 0:
+                # Python repeats by a NumPy int and refuses a NumPy float; NumPy
+                # multiplies by a 0-d array: compiled code cannot tell them apart
+                raise self.error(
+                    UnsupportedSyntaxError,
+                    f"a {type(seq).__name__} times a rank-0 {other.dtype} value (a NumPy scalar repeats it or "
+                    "is refused in Python, a 0-d array multiplies it in NumPy): convert the "
+                    f"{type(seq).__name__} with np.asarray, or repeat it by a Python int",
+                    node,
+                )
+            return None
+        try:
+            _PY_BINOPS[name](_python_stand_in(a), _python_stand_in(b))
+        except TypeError as e:
+            raise self.error(TypeError_, str(e), node) from None
+        if name == "add":
+            return type(a)([*a, *b])
+        count = int(other) if isinstance(other, bool) else self.static_int(other, "a repetition count", node)
+        return type(seq)(list(seq) * count)
 
     def _known_binary(self, name: str, a: Any, b: Any, node: ast.AST) -> Any:
         """Python values (and known ints) compute in Python, as NumPy would."""
@@ -206,9 +238,17 @@ class ExpressionsMixin:
                     "'not' on an array is not supported; use np.logical_not or ~ for elementwise not",
                     node,
                 )
+            if isinstance(v, (list, tuple)):
+                return not v
             return not self.static_bool(v, node, "'not'")
+        if isinstance(v, (list, tuple)):
+            symbol = {ast.USub: "-", ast.UAdd: "+", ast.Invert: "~"}[type(op)]
+            raise self.error(TypeError_, f"bad operand type for unary {symbol}: '{type(v).__name__}'", node)
         if isinstance(v, (bool, int, float)) and not isinstance(v, Tensor):
-            return {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Invert: operator.invert}[type(op)](v)
+            try:
+                return {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Invert: operator.invert}[type(op)](v)
+            except TypeError as e:  # ~1.5: Python's error, at the user's line
+                raise self.error(TypeError_, str(e), node) from None
         if isinstance(v, KnownInt) and isinstance(op, ast.USub):
             return KnownInt(-v.value, v.deps, self.unary("neg", v.tensor, node))
         t = self.as_tensor(v, node)
@@ -220,6 +260,8 @@ class ExpressionsMixin:
             return self.tensor(M.NotOp(t.ssa), t.weak)
         if kind(t.dtype) == 1:
             return self.elementwise("xor", t, self.constant(-1, t.dtype, shape=()), node)
+        if t.weak and t.ndim == 0:
+            raise self.error(TypeError_, "bad operand type for unary ~: 'float'", node)
         raise self.error(DTypeError, f"the operator ~ is not supported for {t.dtype}", node)
 
     def unary(self, name: str, t: Tensor, node: ast.AST) -> Tensor:
@@ -359,6 +401,19 @@ class ExpressionsMixin:
         finally:
             self.scope = saved
         return out
+
+
+def _python_stand_in(v: Any) -> Any:
+    """A Python value of `v`'s Python type, for asking Python whether an
+    operator accepts the types (an empty sequence for a list or tuple, the
+    value of a known int, a number of a weak scalar's type)."""
+    if isinstance(v, (list, tuple)):
+        return type(v)()
+    if isinstance(v, KnownInt):
+        return v.value
+    if isinstance(v, Tensor) and v.weak:
+        return {"bool": True, "int64": 1}.get(v.dtype, 1.0)
+    return v
 
 
 def _out_of_int32(v: Any) -> bool:

@@ -51,10 +51,16 @@ def _params(tr, args, kwargs, names: Sequence[str], defaults: dict[str, Any], no
     return [out.get(n, defaults.get(n)) for n in names]
 
 
+def _numpy_result(t: Tensor) -> Tensor:
+    """A NumPy function's result: never a weak Python scalar (`np.abs(1.5)` is
+    a float64; the dtype was typed with the operands' weakness, NEP 50)."""
+    return Tensor(t.ssa, t.dtype, t.shape, False) if t.weak else t
+
+
 def _unary_np(name: str, np_name: str):
     def handler(tr, args, kwargs, node):
         (x,) = _params(tr, args, kwargs, ["x"], {}, node, f"np.{np_name}")
-        return tr.unary(name, tr.as_tensor(x, node), node)
+        return _numpy_result(tr.unary(name, tr.as_tensor(x, node), node))
 
     return handler
 
@@ -63,7 +69,7 @@ def _binary_np(name: str, np_name: str):
     def handler(tr, args, kwargs, node):
         a, b = _params(tr, args, kwargs, ["x1", "x2"], {}, node, f"np.{np_name}")
         ta, tb = tr.as_tensor(a, node), tr.as_tensor(b, node)
-        return tr.elementwise(name, ta, tb, node)
+        return _numpy_result(tr.elementwise(name, ta, tb, node))
 
     return handler
 
