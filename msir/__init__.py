@@ -33,13 +33,28 @@ _LAZY = {
     "errors": "msir.errors",
     "ops": "msir.ops",
     "DonationWarning": "msir.errors",
+    # MindSpore's programming model (issue 14): Tensor, Parameter, dtypes, nn, context
+    "nn": "msir.nn",
+    "context": "msir.context",
+    "common": "msir.common",
+    "dtype": "msir.common.dtype",
+    "Tensor": "msir.common.tensor",
+    "Parameter": "msir.common.parameter",
+    "ParameterTuple": "msir.common.parameter",
+    "dtype_to_nptype": "msir.common.dtype",
+    "pytype_to_dtype": "msir.common.dtype",
+    **{t: "msir.common.dtype" for t in (
+        "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
+        "float32", "float64", "complex64", "complex128", "int_", "uint", "float_", "half", "single", "double",
+    )},
 }
+_MODULES = ("errors", "ops", "nn", "context", "common", "dtype")
 
 
 def __getattr__(name: str):
     if name in _LAZY:
         module = importlib.import_module(_LAZY[name])
-        value = module if name in ("errors", "ops") else getattr(module, name)
+        value = module if name in _MODULES else getattr(module, name)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'msir' has no attribute {name!r}")

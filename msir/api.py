@@ -32,7 +32,10 @@ from msir import targets, trace_cache
 from msir.calling import STALE, EagerArgument, Entry, signature_key
 from msir.context import GRAPH_MODE, PYNATIVE_MODE, device_target, get_context, pynative, set_context
 from msir.errors import DonationWarning, MsirError, UnsupportedSyntaxError
-from msir.transforms import CustomVjp, Jitted, JvpEntry, Transform, checkpoint, compile_time
+from msir.common.tensor import contains_tensor, unwrap, wrap
+from msir.transforms import (
+    BindParameters, CustomVjp, Jitted, JvpEntry, Transform, checkpoint, compile_time, compiled_call_name,
+)
 from msir.tree import count_leaves, leaves
 
 __all__ = [
@@ -66,16 +69,21 @@ class JitFunction(Jitted):
         if isinstance(fn, JitFunction):
             target = fn._target if target is None else target
         fn = getattr(fn, "__wrapped__", fn) if isinstance(fn, JitFunction) else fn
-        if not (inspect.isfunction(fn) or isinstance(fn, (Transform, JvpEntry))):
-            raise TypeError(f"msir.jit expects a Python function, got {type(fn).__name__}")
+        if not (inspect.isfunction(fn) or isinstance(fn, (Transform, JvpEntry)) or _is_object_callable(fn)):
+            raise TypeError(
+                f"msir.jit expects a Python function, a method of an object or a callable object (a Cell), "
+                f"got {type(fn).__name__}"
+            )
         functools.update_wrapper(self, fn)
+        if not hasattr(self, "__qualname__"):
+            self.__qualname__ = self.__name__ = type(fn).__name__
         self.__wrapped__ = fn
         self._static: dict[Any, frozenset[int]] = {}
         self._target = None if target is None else targets.device_target(target)
         """jit's `target` in MindSpore's spelling; None: the context's `device_target`."""
         self._entries_by_target: dict[str, dict[Any, Entry]] = {}
         self._lock = threading.Lock()
-        self._signature = inspect.signature(fn)
+        self._signature = inspect.signature(_compiled_call(fn))
         self._n_params = len(self._signature.parameters)
         self._donate = _donated_positions(donate_argnums, self._n_params, fn)
 
@@ -97,6 +105,9 @@ class JitFunction(Jitted):
             bound = self._signature.bind(*args, **kwargs)
             bound.apply_defaults()
             args = tuple(bound.arguments.values())
+        if not all(type(a) is np.ndarray for a in args) and contains_tensor(args):
+            # Tensors are passed as their arrays; the results come back as Tensors.
+            return wrap(self(*unwrap(args)))
         try:
             key0 = tuple([(a.dtype, a.shape) if type(a) is np.ndarray else signature_key(a) for a in args])
         except EagerArgument:
@@ -208,36 +219,93 @@ class JitFunction(Jitted):
 class Transformed(Transform):
     """A function transformed by `grad`/`value_and_grad`/`jacrev`/`jacfwd`:
     calling it compiles (GRAPH_MODE) or runs eagerly (PYNATIVE_MODE) the
-    derivative. It can be transformed again and jitted."""
+    derivative. It can be transformed again and jitted. Called on Tensors
+    (or with `weights`) it gives Tensors."""
 
-    def __init__(self, kind: str, fn, argnums=0, has_aux: bool = False, tangents=None):
-        super().__init__(kind, fn, argnums, has_aux, tangents)
+    def __init__(self, kind: str, fn, argnums=0, has_aux: bool = False, tangents=None, weights=None,
+                 aux_tuple: bool = False):
+        super().__init__(kind, fn, argnums, has_aux, tangents, weights, aux_tuple)
         self._jit: JitFunction | None = None
+        self._mindspore_form: Transformed | None = None
 
     def __call__(self, *args, **kwargs):
+        if self.has_aux and not self.aux_tuple and (contains_tensor(args) or contains_tensor(kwargs)):
+            # Called on Tensors, has_aux gives its auxiliary outputs as MindSpore does.
+            if self._mindspore_form is None:
+                self._mindspore_form = Transformed(self.kind, self.fn, self.argnums, True, self.tangents, aux_tuple=True)
+            return self._mindspore_form(*args, **kwargs)
         if pynative():
-            from msir.eager.engine import call_transformed
-
-            return call_transformed(self, args, kwargs)
+            return self._call_eagerly(args, kwargs)
         if self._jit is None:
             self._jit = JitFunction(self)
         return self._jit(*args, **kwargs)
 
+    def _call_eagerly(self, args: tuple, kwargs: dict) -> Any:
+        from msir.eager.engine import call_transformed
+
+        tensors = contains_tensor(args) or contains_tensor(kwargs) or self.weights is not None
+        if not tensors:
+            return call_transformed(self, args, kwargs)
+        if kwargs:
+            bound = self._bind_arguments(args, kwargs)
+            args, kwargs = bound, {}
+        args = unwrap(args)
+        if self.weights is None:
+            inner = Transform(self.kind, BindParameters(self.fn, ()), self.argnums, self.has_aux, aux_tuple=self.aux_tuple)
+            return wrap(call_transformed(inner, (*args, ()), {}))
+        inner = self.with_weights_as_argument(len(args))
+        values = tuple(p.asnumpy() for p in self.weights)
+        result = call_transformed(inner, (*args, values), {})
+        if self.kind == "grad":
+            if self.has_aux:
+                grads, aux = result
+                return wrap((self.arrange_gradients(grads), aux))
+            return wrap(self.arrange_gradients(result))
+        value, grads = result
+        return wrap((value, self.arrange_gradients(grads)))
+
+    def _bind_arguments(self, args: tuple, kwargs: dict) -> tuple:
+        bound = inspect.signature(self).bind(*args, **kwargs)
+        bound.apply_defaults()
+        return tuple(bound.arguments.values())
+
+
+def _grad_position(grad_position, argnums, fname: str):
+    """MindSpore's `grad_position`, or msir's (and JAX's) keyword `argnums` for it."""
+    if argnums is None:
+        return grad_position
+    if grad_position != 0:
+        raise TypeError(f"msir.{fname}: give grad_position or its alias argnums, not both")
+    return argnums
+
 
 @compile_time("transform")
-def grad(fn, argnums=0, has_aux: bool = False) -> Transformed:
-    """The gradient of a function with a scalar float output, with respect to
-    argument `argnums` (an int, or a tuple: then a tuple of gradients). A
-    gradient has the structure, shape and dtype of its argument. With
-    `has_aux=True` the function returns `(output, aux)` and the gradient
-    function returns `(gradient, aux)`."""
-    return Transformed("grad", fn, argnums, has_aux)
+def grad(fn, grad_position=0, weights=None, has_aux: bool = False, *, argnums=None) -> Transformed:
+    """The gradient of a function with a scalar float output (MindSpore's
+    `mindspore.grad`), with respect to argument `grad_position` (an int; a
+    tuple: then a tuple of gradients; None: no argument) and to the
+    Parameters `weights` (a Parameter, a `ParameterTuple` such as
+    `net.trainable_params()`, or a list). A gradient has the structure,
+    shape and dtype of what it differentiates; with both, the result is
+    `(gradients of the arguments, gradients of the weights)`, with weights
+    only the weights' tuple. `argnums=` is a keyword alias of `grad_position`.
+
+    With `has_aux=True` the function returns several outputs: the first is
+    differentiated, the others come back as they are, `(gradient, aux)`,
+    where `aux` is the second output for a pair `(output, aux)` and the
+    tuple of the others for more (MindSpore returns a tuple for a pair too:
+    a difference msir keeps, see the README)."""
+    return Transformed("grad", fn, _grad_position(grad_position, argnums, "grad"), has_aux, weights=weights)
 
 
 @compile_time("transform")
-def value_and_grad(fn, argnums=0, has_aux: bool = False) -> Transformed:
-    """Like `grad`, returning `(value, gradient)` (`((value, aux), gradient)` with `has_aux`)."""
-    return Transformed("value_and_grad", fn, argnums, has_aux)
+def value_and_grad(fn, grad_position=0, weights=None, has_aux: bool = False, *, argnums=None) -> Transformed:
+    """Like `grad`, returning `(value, gradient)`: the value is everything the
+    function returns (`(output, aux...)` with `has_aux`), as MindSpore's
+    `mindspore.value_and_grad`."""
+    return Transformed(
+        "value_and_grad", fn, _grad_position(grad_position, argnums, "value_and_grad"), has_aux, weights=weights
+    )
 
 
 @compile_time("vjp")
@@ -330,6 +398,23 @@ def stop_gradient(x):
 
         return eager_stop_gradient(x)
     return x
+
+
+def _is_object_callable(fn: Any) -> bool:
+    """Is `fn` a method of a plain object, or a callable plain object (a Cell), that jit compiles?"""
+    from msir.trace_cache import is_plain_object
+
+    if inspect.ismethod(fn):
+        return inspect.isfunction(fn.__func__) and is_plain_object(fn.__self__)
+    return is_plain_object(fn) and inspect.isfunction(getattr(type(fn), compiled_call_name(fn), None))
+
+
+def _compiled_call(fn: Any) -> Any:
+    """What a call of jitted `fn` runs, for its signature: a callable object's
+    compiled method (`msir.transforms.compiled_call_name`), bound."""
+    if inspect.isfunction(fn) or inspect.ismethod(fn) or isinstance(fn, (Transform, JvpEntry)):
+        return fn
+    return getattr(fn, compiled_call_name(fn))
 
 
 def _describe(args: tuple) -> str:

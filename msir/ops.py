@@ -67,12 +67,14 @@ The frontend's side (argument binding, the ops' names) is
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from msir.common.tensor import contains_tensor, unwrap, wrap
 from msir.errors import MsirError, MsirIndexError, ShapeError, UnsupportedSyntaxError
 from msir.frontend.values import kind, promote
 
@@ -567,3 +569,27 @@ def mse_loss(input, target, reduction="mean", *, name=None):
     check_choice(reduction, LOSS_REDUCTIONS, "reduction", "mse_loss")
     x, t = _eager_floats(input, target, broadcast=True)
     return _eager_result(mse_body(_builder(), x, t, reduction))
+
+
+# ---------------------------------------------------------------------------
+# Tensors
+# ---------------------------------------------------------------------------
+
+
+def _tensor_io(fn):
+    """`fn` on `msir.Tensor`s: called with their arrays (no copies), its
+    results come back as Tensors when an argument was one. Compiled code
+    calls the same object (`msir.frontend.ops_calls` keys its builders by it)."""
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        if not (contains_tensor(args) or contains_tensor(kwargs)):
+            return fn(*args, **kwargs)
+        return wrap(fn(*unwrap(args), **unwrap(kwargs)))
+
+    return call
+
+
+for _name in __all__:
+    globals()[_name] = _tensor_io(globals()[_name])
+del _name

@@ -195,9 +195,12 @@ def is_plain_object(v: Any) -> bool:
     module, not a tuple, list or dict, nothing of NumPy's, msir's or the
     builtins', no `functools.partial`: those are callables compiled code
     refuses by name)? The frontend reads such objects' attributes at compile
-    time."""
+    time. msir's own classes whose instances compiled code reads the same way
+    (`msir.nn.Cell`) say so with a class attribute `__msir_plain_object__`."""
     if isinstance(v, (type, types.ModuleType, types.FunctionType, types.MethodType, tuple, list, dict)):
         return False
+    if getattr(type(v), "__msir_plain_object__", False):
+        return True
     return not _is_library(type(v).__module__) and type(v).__module__ != "functools"
 
 
@@ -288,7 +291,7 @@ class Fingerprinter:
             if isinstance(v, Jitted):
                 return ["jit", self(v.__wrapped__)]
             if isinstance(v, Transform) and v.tangents is None:
-                return ["transformed", v.kind, repr(v.argnums), bool(v.has_aux), self(v.fn)]
+                return ["transformed", v.kind, repr(v.argnums), _aux_form(v), self(v.fn)]
             if isinstance(v, CustomVjp):
                 return ["custom_vjp", self(v.fn), self(v.fwd), self(v.bwd)]
             raise Uncacheable(f"a {t.__name__}")
@@ -585,10 +588,15 @@ def identity(fn: Any) -> Any:
         code = fn.__code__
         return ["function", fn.__module__, fn.__qualname__, code.co_filename, code.co_firstlineno]
     if isinstance(fn, Transform) and fn.tangents is None:
-        return ["transformed", fn.kind, repr(fn.argnums), bool(fn.has_aux), identity(fn.fn)]
+        return ["transformed", fn.kind, repr(fn.argnums), _aux_form(fn), identity(fn.fn)]
     if isinstance(fn, Jitted):
         return identity(fn.__wrapped__)
     return None
+
+
+def _aux_form(t: Transform) -> Any:
+    """What of a transform's `has_aux` decides its trace: whether, and in which form (`Transform.aux_tuple`)."""
+    return "tuple" if t.has_aux and t.aux_tuple else bool(t.has_aux)
 
 
 def describe(value: Any) -> Any:

@@ -37,7 +37,7 @@ from msir.errors import DTypeError, UnsupportedSyntaxError
 from msir.frontend.source import get_source
 from msir.frontend.translate import Capture, TraceContext, _closure_env, build_function
 from msir.frontend.values import KnownInt, Tensor
-from msir.transforms import JvpEntry, Transform
+from msir.transforms import JvpEntry, Transform, compiled_call_name
 
 if TYPE_CHECKING:
     from msir.trace_cache import Guard
@@ -127,7 +127,8 @@ def trace(fn, specs: list[Spec], kwargs_specs: dict[str, Spec] | None = None, re
         from msir.trace_cache import Recorder
 
         recorder = Recorder(fn)
-    if isinstance(fn, (Transform, JvpEntry)):
+    if isinstance(fn, (Transform, JvpEntry)) or not isinstance(fn, types.FunctionType):
+        # a transform, a method of an object or a callable object (a Cell): its call is traced
         return _trace_transformed(fn, specs, recorder)
     src = get_source(fn)
     node = src.node
@@ -255,11 +256,14 @@ def module_from_file(path: str, entry: str, arg_types: str) -> ModuleOp:
 
 
 def _trace_transformed(t, specs: list[Spec], recorder=None) -> Traced:
-    """Trace an entry that applies a differentiation transform to its arguments."""
+    """Trace an entry that applies a differentiation transform to its arguments,
+    or calls a method of an object or a callable object on them."""
     from msir.frontend.translate import Translator, flatten_result
 
-    jvp_entry = not isinstance(t, Transform)
-    base = _python_function(t.t.source_function if jvp_entry else t.source_function)
+    jvp_entry = isinstance(t, JvpEntry)
+    base = _python_function(
+        t.t.source_function if jvp_entry else t.source_function if isinstance(t, Transform) else t
+    )
     src = get_source(base)
     tc = TraceContext(recorder=recorder)
     block = Block()
@@ -279,7 +283,7 @@ def _trace_transformed(t, specs: list[Spec], recorder=None) -> Traced:
     from xdsl.ir import Region
 
     block.add_op(func_dialect.ReturnOp(*[leaf.ssa for leaf in leaves]))
-    name = tc.unique_name(t.__name__)
+    name = tc.unique_name(re.sub(r"\W", "_", getattr(t, "__name__", type(t).__name__)))
     ftype = FunctionType.from_lists([a.type for a in block.args], [leaf.ssa.type for leaf in leaves])
     entry = func_dialect.FuncOp(name, ftype, Region(block))
     module = ModuleOp([entry, *tc.module_ops])
@@ -291,10 +295,11 @@ def _trace_transformed(t, specs: list[Spec], recorder=None) -> Traced:
 
 def _python_function(fn: Any) -> Any:
     """The Python function a transformed callable runs, for its source and
-    scopes: a method's function, or a callable object's class's `__call__`."""
+    scopes: a method's function, or a callable object's class's `__call__`
+    (or the method its class names in `__msir_call__`: a Cell's `construct`)."""
     if isinstance(fn, types.MethodType):
         return fn.__func__
-    call = getattr(type(fn), "__call__", None)
+    call = getattr(type(fn), compiled_call_name(fn), None)
     if not isinstance(fn, types.FunctionType) and isinstance(call, types.FunctionType):
         return call
     return fn

@@ -36,11 +36,13 @@ from typing import Any
 
 import numpy as np
 
+from msir.common.tensor import Tensor as UserTensor
 from msir.errors import UnsupportedSyntaxError
 from msir.frontend.base import AttributeError_, KeyError_, TypeError_
 from msir.frontend.state import MethodValue, ObjectValue, Path
 from msir.frontend.values import KnownInt, Tensor
 from msir.trace_cache import ABSENT, Guard, is_plain_object, item_or_absent
+from msir.transforms import BindParameters, compiled_call_name
 
 _CONSTANT_TYPES = (bool, int, float, complex, str, type(None))
 
@@ -121,6 +123,9 @@ class ObjectsMixin:
         """The frontend value of `v`, read through an object at `path`, guarded."""
         if isinstance(v, np.ndarray):
             return self.capture(v, path.name, path.get, node)
+        if isinstance(v, UserTensor):
+            get = path.get
+            return self.tensor_value(v, path.name, lambda: array_of(get()), node)
         if isinstance(v, (tuple, list)):
             self.guard("len", path, v)
             items = [self.read_through(x, self.item_path(path, i, x), node) for i, x in enumerate(v)]
@@ -138,8 +143,18 @@ class ObjectsMixin:
 
     def call_object(self, value: ObjectValue, args: list[Any], kwargs: dict[str, Any], node: ast.AST) -> Any:
         """`obj(...)`: its class's `__call__` (as Python calls it, whatever the
-        instance's own attributes), inlined with `self` bound."""
-        call = getattr(type(value.obj), "__call__", None)
+        instance's own attributes), or the method its class names in
+        `__msir_call__` (a Cell's `construct`), inlined with `self` bound. An
+        object whose `__msir_custom_vjp__()` gives a `CustomVjp` (a Cell with a
+        `bprop`) is called as that function, with its reverse rule."""
+        custom = getattr(type(value.obj), "__msir_custom_vjp__", None)
+        # The rule's methods are read through this object's path, like any method of it.
+        rule = custom(value.obj, lambda name: self.python_value(self.object_attribute(value, name, node))) \
+            if custom is not None else None
+        if rule is not None:
+            return self.call_custom_vjp(rule, args, node)
+        method = compiled_call_name(value.obj)
+        call = getattr(type(value.obj), method, None)
         if isinstance(value.obj, dict) or not isinstance(call, types.FunctionType):
             raise self.error(
                 TypeError_,
@@ -148,9 +163,36 @@ class ObjectsMixin:
                 node,
             )
         get = value.path.get
-        ref = self.tc.recorder.read(value.path.ref, "t", "__call__", call) if self.tc.recorder is not None else None
-        self.guard("identity", Path(lambda: getattr(type(get()), "__call__", ABSENT), f"{value.path.name}.__call__", ref), call)
+        ref = self.tc.recorder.read(value.path.ref, "t", method, call) if self.tc.recorder is not None else None
+        self.guard("identity", Path(lambda: getattr(type(get()), method, ABSENT), f"{value.path.name}.{method}", ref), call)
         return self.call_user(call, [value, *args], kwargs, node)
+
+    def tensor_value(self, t: UserTensor, name: str, getter, node: ast.AST) -> Tensor:
+        """A `msir.Tensor` (or Parameter) read by the traced code: the value
+        it is bound to (`bind_parameters`), else its array as a hidden runtime
+        argument that `getter` reads again at every call (a Parameter updated
+        in place or by `set_data` is read anew, without compiling again)."""
+        for _, bound in reversed(self.tc.bound_parameters):
+            if id(t) in bound:
+                return bound[id(t)]
+        return self.capture(t.asnumpy(), re.sub(r"\W", "_", name), getter, node)
+
+    def parameter_value(self, p: UserTensor, node: ast.AST) -> Tensor:
+        """The value of Parameter `p` differentiated with respect to (`weights=`)."""
+        return self.localize(self.tensor_value(p, getattr(p, "name", "parameter"), lambda: array_of(p), node))
+
+    def call_binding_parameters(self, fn: BindParameters, args: list[Any], kwargs: dict[str, Any], node) -> Any:
+        """A call of `BindParameters(f, params)(*args, values)`: `f(*args)` with
+        every read of one of `params` giving its value in `values`."""
+        *args, values = args
+        if not isinstance(values, tuple) or len(values) != len(fn.parameters):
+            raise self.error(TypeError_, "the values of the bound parameters must be a tuple, one per parameter", node)
+        self.tc.bound_parameters.append((len(self.tc.bound_parameters_seen), {id(p): v for p, v in zip(fn.parameters, values)}))
+        self.tc.bound_parameters_seen.append(fn)
+        try:
+            return self.call_value(fn.fn, list(args), kwargs, node)
+        finally:
+            self.tc.bound_parameters.pop()
 
     def python_value(self, v: Any) -> Any:
         """A frontend value given to Python code while tracing (the function
@@ -175,6 +217,12 @@ class ObjectsMixin:
             owner = fn.__self__
             return MethodValue(self.from_python(owner), fn.__func__, fn.__name__)
         return self.object_value(fn, Path(lambda: fn, type(fn).__name__))
+
+
+def array_of(value: Any) -> Any:
+    """The array a Tensor read again holds (anything else as it is: the
+    compiled entry then sees a value of another type and traces again)."""
+    return value._data if isinstance(value, UserTensor) else value
 
 
 def _source_of(node: ast.AST, field: str, default: str) -> str:
