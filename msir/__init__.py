@@ -42,6 +42,8 @@ _LAZY = {
     "Parameter": "msir.common.parameter",
     "ParameterTuple": "msir.common.parameter",
     "dtype_to_nptype": "msir.common.dtype",
+    "set_seed": "msir.common.seed",
+    "get_seed": "msir.common.seed",
     "pytype_to_dtype": "msir.common.dtype",
     **{t: "msir.common.dtype" for t in (
         "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",

@@ -23,6 +23,12 @@ class Type:
         self.name = name
         self.np_dtype = np.dtype(np_dtype)
 
+    @property
+    def dtype(self) -> np.dtype:
+        """The NumPy dtype: NumPy reads a `Type` through it (`np.dtype(ms.float32)`,
+        `np.ones(3, ms.float32)`, `x.astype(ms.int64)`, also in compiled code)."""
+        return self.np_dtype
+
     def __repr__(self) -> str:
         return self.name
 

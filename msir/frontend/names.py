@@ -104,9 +104,9 @@ class NamesMixin:
         return value
 
     def capture(self, value: np.ndarray, name: str, getter, node) -> Tensor:
-        key = (name, id(value))
         for i, c in enumerate(self.tc.captures):
-            if (c.name, id(c.get())) == key:
+            # the name first: a getter may draw random numbers (msir.nn's Dropout), read only at calls
+            if c.name == name and c.get() is value:
                 return self.tc.capture_values[i]
         dtype = dtype_name(value.dtype, self.source.loc(node))
         assert self.tc.entry_block is not None

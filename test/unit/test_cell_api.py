@@ -1,0 +1,451 @@
+"""MindSpore's programming model on msir (issue 14, step a): Tensor, dtypes,
+Parameter, Cell and its containers, the modes, and the grad API in
+MindSpore's form (`grad_position`, `weights`, `has_aux`, `GradOperation`).
+
+Values are checked against NumPy (the gradients of these small functions
+are written out by hand), both modes against each other, compilation counts
+through the frontend's `trace`, and errors by their message and location.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import msir as ms
+from msir import Parameter, ParameterTuple, Tensor, nn, ops
+from msir.errors import ShapeError, UnsupportedSyntaxError
+
+
+@pytest.fixture(params=["graph", "pynative"])
+def mode(request):
+    ms.set_context(mode=ms.GRAPH_MODE if request.param == "graph" else ms.PYNATIVE_MODE)
+    return request.param
+
+
+@pytest.fixture
+def trace_count(monkeypatch):
+    """How many times the frontend translates a function (a compile)."""
+    import msir.frontend.driver as driver
+
+    count = [0]
+    real = driver.trace
+
+    def counting(*args, **kwargs):
+        count[0] += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(driver, "trace", counting)
+    return count
+
+
+# -- Tensor and dtypes ----------------------------------------------------------
+
+
+def test_tensor_dtypes_follow_mindspore():
+    assert str(Tensor([1.0, 2.0]).dtype) == "Float32"  # Python floats are Float32
+    assert str(Tensor(3).dtype) == "Int64"
+    assert str(Tensor(True).dtype) == "Bool"
+    assert Tensor(np.ones(2)).dtype == ms.float64  # arrays keep their dtype
+    assert Tensor(np.ones(2), ms.float32).dtype == ms.float32
+    assert Tensor(shape=(2, 3), dtype=ms.int32, init="ones").asnumpy().tolist() == [[1, 1, 1], [1, 1, 1]]
+    assert str(ms.float32) == "Float32" and repr(ms.int64) == "Int64"
+    assert ms.dtype_to_nptype(ms.float16) is np.float16
+    assert ms.pytype_to_dtype(np.int32) == ms.int32
+    assert np.ones(2, ms.float32).dtype == np.float32  # NumPy reads a dtype of msir
+
+
+def test_tensor_holds_its_array_and_computes_like_numpy():
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    t = Tensor(a)
+    assert t.asnumpy() is a and np.asarray(t) is a  # no copies
+    assert t.shape == (2, 3) and t.ndim == 2 and t.size == 6 and len(t) == 2
+    for got, want in [
+        (t + 1, a + 1), (2 * t, 2 * a), (t - t, a - a), (t / 2, a / 2), (t ** 2, a ** 2), (-t, -a),
+        (t @ t.T, a @ a.T), (t > 2, a > 2), (t.sum(), a.sum()), (t.sum(axis=1, keepdims=True), a.sum(1, keepdims=True)),
+        (t.mean(axis=0), a.mean(0)), (t.max(), a.max()), (t.argmax(axis=1), a.argmax(1)),
+        (t.reshape(3, 2), a.reshape(3, 2)), (t.reshape((6,)), a.reshape(6)), (t.transpose(), a.T),
+        (t.expand_dims(0), a[None]), (t.flatten(), a.ravel()), (t[1], a[1]), (t[:, 1:], a[:, 1:]),
+        (t.astype(ms.int32), a.astype(np.int32)), (np.exp(t), np.exp(a)), (t.abs(), np.abs(a)),
+    ]:
+        assert isinstance(got, Tensor)
+        np.testing.assert_array_equal(got.asnumpy(), want)
+    assert (t + 1).dtype == ms.float32 and t.argmax().dtype == ms.int64
+    assert t[1, 2].item() == 5.0 and float(t.sum()) == 15.0
+    t[0, 0] = 7.0
+    assert a[0, 0] == 7.0  # writes reach the array
+    assert repr(Tensor([1.0, 2.0])) == "Tensor(shape=[2], dtype=Float32, value=[1., 2.])"
+
+
+def test_parameter_is_a_named_tensor():
+    p = Parameter(Tensor(np.ones((2, 3), np.float32)), name="w")
+    assert isinstance(p, Tensor) and p.name == "w" and p.requires_grad and p.data is p
+    assert repr(p) == "Parameter (name=w, shape=(2, 3), dtype=Float32, requires_grad=True)"
+    old = p.asnumpy()
+    p.set_data(np.zeros((2, 3)))
+    assert p.asnumpy() is not old and p.dtype == ms.float32 and not p.asnumpy().any()
+    with pytest.raises(ValueError, match=r"Parameter 'w': set_data got shape \(3,\), the parameter has shape \(2, 3\)"):
+        p.set_data(np.zeros(3))
+    frozen = Parameter(np.zeros(2, np.float32), name="f", requires_grad=False)
+    pt = ParameterTuple([p, frozen])
+    assert isinstance(pt, tuple) and [q.name for q in pt.clone("m")] == ["m.w", "m.f"]
+    with pytest.raises(ValueError, match="not unique"):
+        ParameterTuple([p, Parameter(np.zeros(1), name="w")])
+
+
+# -- Cells ------------------------------------------------------------------------
+
+
+class Affine(nn.Cell):
+    def __init__(self, n_in, n_out, seed):
+        super().__init__()
+        rng = np.random.default_rng(seed)
+        self.weight = Parameter(Tensor(rng.standard_normal((n_in, n_out)).astype(np.float32)))
+        self.bias = Parameter(Tensor(rng.standard_normal(n_out).astype(np.float32)))
+
+    def construct(self, x):
+        return ops.matmul(x, self.weight) + self.bias
+
+
+class TwoLayers(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = Affine(4, 5, 0)
+        self.fc2 = Affine(5, 3, 1)
+        self.scale = 2.0
+        self.frozen = Parameter(Tensor(np.ones(3, np.float32)), requires_grad=False)
+
+    def construct(self, x):
+        h = ops.relu(self.fc1(x))
+        if self.training:
+            h = h * self.scale
+        return self.fc2(h) * self.frozen
+
+
+def two_layers_numpy(net, x, training):
+    h = np.maximum(x @ net.fc1.weight.asnumpy() + net.fc1.bias.asnumpy(), 0)
+    if training:
+        h = h * net.scale
+    return (h @ net.fc2.weight.asnumpy() + net.fc2.bias.asnumpy()) * net.frozen.asnumpy()
+
+
+X = np.random.default_rng(5).standard_normal((2, 4)).astype(np.float32)
+
+
+def test_parameters_are_named_by_their_attribute_paths():
+    net = TwoLayers()
+    names = [n for n, _ in net.parameters_and_names()]
+    assert names == ["frozen", "fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"]
+    assert [p.name for _, p in net.parameters_and_names()] == names
+    assert [p.name for p in net.trainable_params()] == ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"]
+    assert [p.name for p in net.untrainable_params()] == ["frozen"]
+    assert [n for n, _ in net.cells_and_names()] == ["", "fc1", "fc2"]
+    seq = nn.SequentialCell(Affine(4, 4, 2), nn.SequentialCell([Affine(4, 2, 3)]))
+    holder = nn.SequentialCell({"body": seq})
+    assert [p.name for p in holder.trainable_params()] == ["body.0.weight", "body.0.bias", "body.1.0.weight",
+                                                           "body.1.0.bias"]
+    layers = nn.CellList([Affine(2, 2, 4), Affine(2, 2, 5)])
+    assert [p.name for p in layers.trainable_params()] == ["0.weight", "0.bias", "1.weight", "1.bias"]
+
+
+def test_a_cell_needs_its_init_before_its_parameters():
+    class Forgot(nn.Cell):
+        def __init__(self):
+            self.w = Parameter(np.zeros(2, np.float32))
+
+    with pytest.raises(AttributeError, match=r"call(ing)? super\(\).__init__\(\)"):
+        Forgot()
+
+
+def test_a_cell_runs_the_same_in_both_modes_and_gives_tensors(mode):
+    net = TwoLayers()
+    for training in (False, True):
+        net.set_train(training)
+        assert net.training is training and net.fc1.training is training
+        out = net(Tensor(X))
+        assert isinstance(out, Tensor) and out.dtype == ms.float32
+        np.testing.assert_allclose(out.asnumpy(), two_layers_numpy(net, X, training), rtol=1e-5, atol=1e-6)
+    assert isinstance(net(X), Tensor)  # a Cell gives Tensors whatever it is given
+
+
+def test_set_train_never_runs_stale_code(trace_count):
+    net = TwoLayers()
+    eval_out = net(Tensor(X)).asnumpy()
+    net.set_train()
+    train_out = net(Tensor(X)).asnumpy()
+    np.testing.assert_allclose(train_out, two_layers_numpy(net, X, True), rtol=1e-5, atol=1e-6)
+    assert not np.allclose(train_out, eval_out)
+    net.set_train(False)
+    np.testing.assert_allclose(net(Tensor(X)).asnumpy(), eval_out, rtol=1e-6)
+    net.scale = 3.0  # any attribute construct reads is part of the key
+    np.testing.assert_allclose(net.set_train()(Tensor(X)).asnumpy(), two_layers_numpy(net, X, True), rtol=1e-5)
+    assert trace_count[0] == 4  # eval, train, eval again, train with the new scale
+
+
+def test_updating_a_parameter_does_not_recompile(trace_count):
+    net = TwoLayers()
+    net(Tensor(X))
+    net.fc1.weight.set_data(net.fc1.weight.asnumpy() * 2)  # a new array
+    np.testing.assert_allclose(net(Tensor(X)).asnumpy(), two_layers_numpy(net, X, False), rtol=1e-5, atol=1e-6)
+    net.fc2.bias.asnumpy()[:] += 1  # in place
+    np.testing.assert_allclose(net(Tensor(X)).asnumpy(), two_layers_numpy(net, X, False), rtol=1e-5, atol=1e-6)
+    assert trace_count[0] == 1
+    net.fc1, net.fc2 = Affine(4, 6, 7), Affine(6, 3, 8)  # other shapes: compiles again
+    np.testing.assert_allclose(net(Tensor(X)).asnumpy(), two_layers_numpy(net, X, False), rtol=1e-5)
+    assert trace_count[0] == 2
+
+
+def test_jit_takes_cells_methods_and_tensors():
+    net = TwoLayers()
+    jitted = ms.jit(net)
+    np.testing.assert_allclose(jitted(X), two_layers_numpy(net, X, False), rtol=1e-5, atol=1e-6)
+
+    class Scaler:
+        def __init__(self):
+            self.k = Tensor(np.float32(3.0))
+
+        def apply(self, x):
+            return x * self.k
+
+    s = Scaler()
+    method = ms.jit(s.apply)
+    out = method(Tensor(X))
+    assert isinstance(out, Tensor)  # Tensors in, Tensors out
+    np.testing.assert_allclose(out.asnumpy(), X * 3, rtol=1e-6)
+    assert isinstance(method(X), np.ndarray)  # NumPy in, NumPy out
+    s.k = Tensor(np.float32(4.0))
+    np.testing.assert_allclose(method(X), X * 4, rtol=1e-6)
+
+
+def test_legacy_context_and_modes():
+    from msir import context
+
+    context.set_context(mode=context.PYNATIVE_MODE)
+    assert ms.get_context("mode") == ms.PYNATIVE_MODE == context.PYNATIVE_MODE
+    ms.set_context(mode=ms.GRAPH_MODE, device_target="CPU")
+    assert context.get_context("mode") == context.GRAPH_MODE and ms.get_context("device_target") == "CPU"
+    with pytest.raises(ValueError, match="mode must be"):
+        ms.set_context(mode=7)
+
+
+# -- the grad API ---------------------------------------------------------------------
+
+
+def f3(x, y, z):
+    return ops.reduce_sum(x * ops.exp(y) * z * z)
+
+
+def grads_f3(x, y, z):
+    e = np.exp(y)
+    return e * z * z, x * e * z * z, 2 * x * e * z
+
+
+XYZ = [np.array([3.0, 1.0], np.float32), np.array([0.0, 0.5], np.float32), np.array([5.0, 2.0], np.float32)]
+
+
+def test_grad_position_and_argnums(mode):
+    x, y, z = (Tensor(v) for v in XYZ)
+    gx, gy, gz = grads_f3(*XYZ)
+    g = ms.grad(f3)(x, y, z)
+    assert isinstance(g, Tensor)
+    np.testing.assert_allclose(g.asnumpy(), gx, rtol=1e-6)
+    g1, g2 = ms.grad(f3, grad_position=(1, 2))(x, y, z)
+    np.testing.assert_allclose(g1.asnumpy(), gy, rtol=1e-6)
+    np.testing.assert_allclose(g2.asnumpy(), gz, rtol=1e-6)
+    v, (g0, g2b) = ms.value_and_grad(f3, argnums=(0, 2))(x, y, z)
+    np.testing.assert_allclose(float(v), np.sum(XYZ[0] * np.exp(XYZ[1]) * XYZ[2] ** 2), rtol=1e-6)
+    np.testing.assert_allclose(g0.asnumpy(), gx, rtol=1e-6)
+    np.testing.assert_allclose(g2b.asnumpy(), gz, rtol=1e-6)
+    with pytest.raises(ValueError, match="grad_position and weights cannot both be None"):
+        ms.grad(f3, None)
+    with pytest.raises(TypeError, match="not both"):
+        ms.grad(f3, 1, argnums=2)
+
+
+def with_aux(x, y, z):
+    return f3(x, y, z), z * 2, x + y
+
+
+def test_has_aux_differentiates_the_first_output(mode):
+    x, y, z = (Tensor(v) for v in XYZ)
+    gx, gy, gz = grads_f3(*XYZ)
+    (g1, g2), (a, b) = ms.grad(with_aux, (1, 2), has_aux=True)(x, y, z)
+    np.testing.assert_allclose(g1.asnumpy(), gy, rtol=1e-6)
+    np.testing.assert_allclose(g2.asnumpy(), gz, rtol=1e-6)
+    np.testing.assert_allclose(a.asnumpy(), XYZ[2] * 2)
+    np.testing.assert_allclose(b.asnumpy(), XYZ[0] + XYZ[1])
+    # a pair: MindSpore gives the aux as a 1-tuple when called on Tensors
+    gradient, aux = ms.grad(lambda_pair, 0, None, True)(x, y, z)
+    assert isinstance(aux, tuple) and len(aux) == 1
+    np.testing.assert_allclose(aux[0].asnumpy(), XYZ[2])
+    np.testing.assert_allclose(gradient.asnumpy(), gx, rtol=1e-6)
+    # value_and_grad gives every output as the value
+    (v, a2, b2), g = ms.value_and_grad(with_aux, has_aux=True)(x, y, z)
+    np.testing.assert_allclose(g.asnumpy(), gx, rtol=1e-6)
+    np.testing.assert_allclose(a2.asnumpy(), XYZ[2] * 2)
+
+
+def lambda_pair(x, y, z):
+    return f3(x, y, z), z
+
+
+def test_has_aux_on_numpy_keeps_msirs_pair_form():
+    g, aux = ms.grad(lambda_pair, has_aux=True)(*XYZ)
+    assert isinstance(aux, np.ndarray)
+    np.testing.assert_allclose(aux, XYZ[2])
+
+
+class Linear(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.w = Parameter(Tensor(np.array([[1.0, 2.0], [3.0, -1.0], [0.5, 0.25]], np.float32)), name="w")
+        self.b = Parameter(Tensor(np.array([0.1, -0.2], np.float32)), name="b")
+
+    def construct(self, x):
+        return ops.matmul(x, self.w) + self.b
+
+
+XL = np.array([[1.0, 2.0, 3.0], [-1.0, 0.5, 2.0]], np.float32)
+
+
+def linear_loss_grads(net, x):
+    """loss = sum((x @ w + b) ** 2): its gradients for x, w, b."""
+    r = 2 * (x @ net.w.asnumpy() + net.b.asnumpy())
+    return r @ net.w.asnumpy().T, x.T @ r, r.sum(0)
+
+
+def test_weights_give_parameter_gradients(mode):
+    net = Linear()
+
+    def loss_fn(x):
+        out = net(x)
+        return ops.reduce_sum(out * out), out
+
+    gx, gw, gb = linear_loss_grads(net, XL)
+    (loss, out), (dw, db) = ms.value_and_grad(loss_fn, None, weights=net.trainable_params(), has_aux=True)(Tensor(XL))
+    np.testing.assert_allclose(dw.asnumpy(), gw, rtol=1e-5)
+    np.testing.assert_allclose(db.asnumpy(), gb, rtol=1e-5)
+    np.testing.assert_allclose(out.asnumpy(), XL @ net.w.asnumpy() + net.b.asnumpy(), rtol=1e-6)
+    d_x, (dw2, db2) = ms.grad(lambda_loss(net), 0, net.trainable_params())(Tensor(XL))
+    np.testing.assert_allclose(d_x.asnumpy(), gx, rtol=1e-5)
+    np.testing.assert_allclose(dw2.asnumpy(), gw, rtol=1e-5)
+    (d_x2,), (dw3,) = ms.grad(lambda_loss(net), (0,), net.w)(Tensor(XL))
+    np.testing.assert_allclose(d_x2.asnumpy(), gx, rtol=1e-5)
+    np.testing.assert_allclose(dw3.asnumpy(), gw, rtol=1e-5)
+
+
+def lambda_loss(net):
+    def loss(x):
+        out = net(x)
+        return ops.reduce_sum(out * out)
+
+    return loss
+
+
+def test_weight_gradients_follow_parameter_updates_without_recompiling(trace_count):
+    net = Linear()
+    grad_fn = ms.grad(lambda_loss(net), None, weights=net.trainable_params())
+    grad_fn(Tensor(XL))
+    for step in range(3):
+        net.w.set_data(net.w.asnumpy() - 0.01 * (step + 1))
+        dw, db = grad_fn(Tensor(XL))
+        _, gw, gb = linear_loss_grads(net, XL)
+        np.testing.assert_allclose(dw.asnumpy(), gw, rtol=1e-5)
+        np.testing.assert_allclose(db.asnumpy(), gb, rtol=1e-5)
+    assert trace_count[0] == 1
+
+
+def test_weights_must_be_parameters():
+    with pytest.raises(TypeError, match="weights must be a Parameter"):
+        ms.grad(f3, None, weights=[np.zeros(2)])
+
+
+def test_grad_operation(mode):
+    net = Linear()
+    x = Tensor(XL)
+    gx, gw, gb = linear_loss_grads(net, XL)
+    np.testing.assert_allclose(ops.GradOperation()(lambda_loss(net))(x).asnumpy(), gx, rtol=1e-5)
+    (all_x,) = ops.GradOperation(get_all=True)(lambda_loss(net))(x)
+    np.testing.assert_allclose(all_x.asnumpy(), gx, rtol=1e-5)
+    dw, db = ops.GradOperation(get_by_list=True)(lambda_loss(net), ParameterTuple(net.trainable_params()))(x)
+    np.testing.assert_allclose(dw.asnumpy(), gw, rtol=1e-5)
+    np.testing.assert_allclose(db.asnumpy(), gb, rtol=1e-5)
+    (ax,), (aw, ab) = ops.GradOperation(get_all=True, get_by_list=True)(lambda_loss(net), net.trainable_params())(x)
+    np.testing.assert_allclose(aw.asnumpy(), gw, rtol=1e-5)
+    # sens_param: the output's cotangent is the last argument (the network's output is not a scalar)
+    sens = np.array([[1.0, -2.0], [0.5, 3.0]], np.float32)
+    dw_s, db_s = ops.GradOperation(get_by_list=True, sens_param=True)(net, net.trainable_params())(x, Tensor(sens))
+    np.testing.assert_allclose(dw_s.asnumpy(), XL.T @ sens, rtol=1e-6)
+    np.testing.assert_allclose(db_s.asnumpy(), sens.sum(0), rtol=1e-6)
+    ones_w = ops.GradOperation(get_by_list=True)(net, net.trainable_params())(x)[0]  # sens of ones
+    np.testing.assert_allclose(ones_w.asnumpy(), XL.T @ np.ones((2, 2), np.float32), rtol=1e-6)
+
+
+# -- bprop ------------------------------------------------------------------------------
+
+
+class ScaledSquare(nn.Cell):
+    """x * x, with a custom backward that doubles the true gradient (so it is visibly used)."""
+
+    def construct(self, x, y):
+        return x * x * y
+
+    def bprop(self, x, y, out, dout):
+        return 4.0 * x * y * dout, x * x * dout
+
+
+class UsesScaledSquare(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.inner = ScaledSquare()
+
+    def construct(self, x, y):
+        return self.inner(x, y)
+
+
+def test_bprop_is_the_cells_backward():
+    x, y = Tensor(np.array([1.0, 2.0, 3.0], np.float32)), Tensor(np.array([0.5, 1.0, 2.0], np.float32))
+    net = UsesScaledSquare()
+    np.testing.assert_allclose(net(x, y).asnumpy(), x.asnumpy() ** 2 * y.asnumpy())
+
+    def loss(a, b):
+        return ops.reduce_sum(net(a, b))
+
+    ga, gb = ms.grad(loss, (0, 1))(x, y)
+    np.testing.assert_allclose(ga.asnumpy(), 4 * x.asnumpy() * y.asnumpy())  # bprop's, not 2xy
+    np.testing.assert_allclose(gb.asnumpy(), x.asnumpy() ** 2)
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    with pytest.raises(UnsupportedSyntaxError, match="ScaledSquare.bprop: .* PYNATIVE_MODE"):
+        ms.grad(loss, (0, 1))(x, y)
+
+
+# -- bad input ------------------------------------------------------------------------------
+
+
+class Unsupported(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.w = Parameter(Tensor(np.ones((3, 2), np.float32)))
+
+    def construct(self, x):
+        y = ops.matmul(x, self.w)
+        try:
+            y = y + 1
+        except ValueError:
+            y = x
+        return y
+
+
+def test_an_unsupported_construct_names_the_construct_and_line():
+    with pytest.raises(UnsupportedSyntaxError) as info:
+        Unsupported()(Tensor(np.ones((2, 3), np.float32)))
+    message = str(info.value)
+    line = Unsupported.construct.__code__.co_firstlineno + 2
+    assert f"test_cell_api.py:{line}:9: error: in Unsupported.construct: try/except is not supported" in message
+    assert "try:" in message
+
+
+def test_a_wrong_input_shape_names_the_layer_and_both_shapes(mode):
+    net = nn.SequentialCell(nn.Dense(4, 3), nn.ReLU(), nn.Dense(3, 2))
+    with pytest.raises(ShapeError, match=r"Dense '0': expected an input of shape \(\.\.\., 4\), got \(2, 5\)"):
+        net(Tensor(np.ones((2, 5), np.float32)))
