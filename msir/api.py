@@ -33,8 +33,9 @@ from msir.calling import STALE, EagerArgument, Entry, signature_key
 from msir.context import GRAPH_MODE, PYNATIVE_MODE, device_target, get_context, pynative, set_context
 from msir.errors import DonationWarning, MsirError, UnsupportedSyntaxError
 from msir.common.tensor import contains_tensor, unwrap, wrap
+from msir.grad_operation import SumOfOutputs
 from msir.transforms import (
-    BindParameters, CustomVjp, Jitted, JvpEntry, Transform, checkpoint, compile_time, compiled_call_name,
+    CustomVjp, Jitted, JvpEntry, Transform, checkpoint, compile_time, compiled_call_name,
 )
 from msir.tree import count_leaves, leaves
 
@@ -223,46 +224,64 @@ class Transformed(Transform):
     (or with `weights`) it gives Tensors."""
 
     def __init__(self, kind: str, fn, argnums=0, has_aux: bool = False, tangents=None, weights=None,
-                 aux_tuple: bool = False):
+                 aux_tuple: bool | None = None):
         super().__init__(kind, fn, argnums, has_aux, tangents, weights, aux_tuple)
         self._jit: JitFunction | None = None
         self._mindspore_form: Transformed | None = None
 
     def __call__(self, *args, **kwargs):
-        if self.has_aux and not self.aux_tuple and (contains_tensor(args) or contains_tensor(kwargs)):
-            # Called on Tensors, has_aux gives its auxiliary outputs as MindSpore does.
-            if self._mindspore_form is None:
-                self._mindspore_form = Transformed(self.kind, self.fn, self.argnums, True, self.tangents, aux_tuple=True)
-            return self._mindspore_form(*args, **kwargs)
+        if self.kind in ("grad", "value_and_grad") and (
+            self.weights is not None or contains_tensor(args) or contains_tensor(kwargs)
+        ):
+            return self._call_in_mindspore_form(args, kwargs)
+        return self._call(args, kwargs)
+
+    def _call(self, args: tuple, kwargs: dict) -> Any:
         if pynative():
             return self._call_eagerly(args, kwargs)
         if self._jit is None:
             self._jit = JitFunction(self)
         return self._jit(*args, **kwargs)
 
+    def _call_in_mindspore_form(self, args: tuple, kwargs: dict) -> Any:
+        """`grad` / `value_and_grad` called on Tensors (or with `weights`), as
+        MindSpore's: every output is differentiated with a sensitivity of ones
+        (the first only with `has_aux`, the others come back as a tuple), and
+        the results are Tensors. Differentiates `SumOfOutputs(fn)`, which also
+        returns the outputs."""
+        inner = self._mindspore_form
+        if inner is None:
+            inner = Transformed(self.kind, SumOfOutputs(self.fn, self.has_aux), self.argnums, True,
+                                weights=self.weights, aux_tuple=False)
+            self._mindspore_form = inner
+        result = inner._call(args, kwargs)
+        if self.kind == "grad":
+            grads, outputs = result
+            return wrap((grads, tuple(outputs[1:])) if self.has_aux else grads)
+        (_, outputs), grads = result
+        return wrap((outputs, grads))
+
     def _call_eagerly(self, args: tuple, kwargs: dict) -> Any:
         from msir.eager.engine import call_transformed
 
-        tensors = contains_tensor(args) or contains_tensor(kwargs) or self.weights is not None
-        if not tensors:
-            return call_transformed(self, args, kwargs)
-        if kwargs:
-            bound = self._bind_arguments(args, kwargs)
-            args, kwargs = bound, {}
-        args = unwrap(args)
         if self.weights is None:
-            inner = Transform(self.kind, BindParameters(self.fn, ()), self.argnums, self.has_aux, aux_tuple=self.aux_tuple)
-            return wrap(call_transformed(inner, (*args, ()), {}))
+            if not (contains_tensor(args) or contains_tensor(kwargs)):
+                return call_transformed(self, args, kwargs)
+            # the Tensors' arrays (SumOfOutputs gives the function Tensors again)
+            return call_transformed(self, unwrap(self._bind_arguments(args, kwargs) if kwargs else args), {})
+        if kwargs:
+            args = self._bind_arguments(args, kwargs)
+        args = unwrap(args)
         inner = self.with_weights_as_argument(len(args))
         values = tuple(p.asnumpy() for p in self.weights)
         result = call_transformed(inner, (*args, values), {})
         if self.kind == "grad":
             if self.has_aux:
                 grads, aux = result
-                return wrap((self.arrange_gradients(grads), aux))
-            return wrap(self.arrange_gradients(result))
+                return self.arrange_gradients(grads), aux
+            return self.arrange_gradients(result)
         value, grads = result
-        return wrap((value, self.arrange_gradients(grads)))
+        return value, self.arrange_gradients(grads)
 
     def _bind_arguments(self, args: tuple, kwargs: dict) -> tuple:
         bound = inspect.signature(self).bind(*args, **kwargs)

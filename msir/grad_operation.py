@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 import msir
+from msir.errors import MsirError, UnsupportedSyntaxError
 
 
 class GradOperation:
@@ -98,10 +99,70 @@ class WeightedOutput:
         return tr.call_value(np.sum, [out], {}, node)
 
 
+class SumOfOutputs:
+    """What `msir.grad` / `msir.value_and_grad` differentiate when called on
+    Tensors (MindSpore's form, `msir.api.Transformed`): `fn`'s outputs
+    summed, every element of every output (a sensitivity of ones, as
+    MindSpore's grad uses), or of the first only with `has_aux`; returned
+    with the outputs themselves, `(total, outputs)`, so that the caller gives
+    back the outputs (the value, the auxiliary outputs). Python calls give
+    `fn` Tensors; compiled code translates it through `__msir_translate__`."""
+
+    def __init__(self, fn, has_aux: bool):
+        self.fn = fn
+        self.has_aux = has_aux
+        self.__name__ = getattr(fn, "__name__", type(fn).__name__)
+        try:
+            self.__signature__ = inspect.signature(fn)
+        except (TypeError, ValueError):
+            pass
+
+    def _summed(self, outputs: Any) -> list:
+        if self.has_aux:
+            if not isinstance(outputs, (tuple, list)) or len(outputs) < 2:
+                raise _aux_error()
+            return [outputs[0]]
+        leaves: list = []
+        _leaves_of(outputs, leaves)
+        return leaves
+
+    def __call__(self, *args):
+        from msir.common.tensor import unwrap, wrap
+
+        outputs = self.fn(*wrap(args))
+        parts = [np.sum(x) for x in self._summed(outputs)]
+        total = parts[0]
+        for p in parts[1:]:
+            total = total + p
+        return unwrap((total, outputs))
+
+    def __msir_translate__(self, tr, args: list, kwargs: dict, node) -> Any:
+        outputs = tr.call_value(self.fn, list(args), kwargs, node)
+        total = None
+        for x in self._summed(outputs):
+            part = tr.call_value(np.sum, [x], {}, node)
+            total = part if total is None else tr.call_value(np.add, [total, part], {}, node)
+        return total, outputs
+
+
+def _leaves_of(value: Any, out: list) -> None:
+    if isinstance(value, (tuple, list)):
+        for v in value:
+            _leaves_of(v, out)
+    elif value is not None:
+        out.append(value)
+
+
+def _aux_error() -> "GradArgumentError":
+    return GradArgumentError("with has_aux=True the function must return more than one output (output, aux...)")
+
+
+class GradArgumentError(MsirError, ValueError):
+    """A function whose outputs do not fit how it is differentiated."""
+
+
 def _check_one_output(out: Any) -> None:
     if isinstance(out, (tuple, list)):
-        from msir.errors import UnsupportedSyntaxError
-
         raise UnsupportedSyntaxError(
             f"GradOperation differentiates a function with one output; this one returns {len(out)} "
             "(use msir.grad(fn, has_aux=True) to differentiate the first and return the others)"

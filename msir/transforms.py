@@ -36,7 +36,7 @@ class Transform:
     `has_aux`, and for `jvp` the `tangents`."""
 
     def __init__(self, kind: str, fn, argnums=0, has_aux: bool = False, tangents=None, weights=None,
-                 aux_tuple: bool = False):
+                 aux_tuple: bool | None = None):
         if not callable(fn) and not isinstance(fn, Closure):  # frontend closures are compile-time
             raise TypeError(f"msir.{kind} expects a function, got {type(fn).__name__}")
         if weights is not None:
@@ -55,10 +55,10 @@ class Transform:
         self.weights = weights
         """The Parameters differentiated with respect to besides the arguments
         (MindSpore's `weights=`), or None."""
-        self.aux_tuple = aux_tuple or weights is not None
+        self.aux_tuple = weights is not None if aux_tuple is None else aux_tuple
         """`grad` with `has_aux` gives the outputs after the first as a tuple,
         also for a pair `(output, aux)`: `(gradient, (aux,))`, MindSpore's form
-        (msir's own, without it: `(gradient, aux)`)."""
+        (msir's own, without it: `(gradient, aux)`); by default with `weights`."""
         base = self.source_function
         self.__name__ = f"{kind}_{getattr(base, '__name__', 'fn')}"
         if not callable(base):
@@ -87,7 +87,7 @@ class Transform:
             (self.argnums,) if isinstance(self.argnums, int) else tuple(self.argnums)
         )
         return Transform(self.kind, BindParameters(self.fn, self.weights), (*positions, n_args), self.has_aux,
-                         aux_tuple=True)
+                         aux_tuple=self.aux_tuple)
 
     def arrange_gradients(self, grads: tuple) -> Any:
         """MindSpore's layout of the gradients `with_weights_as_argument` gives

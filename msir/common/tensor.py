@@ -18,8 +18,8 @@ records the ops, and reading the values (`asnumpy()`) is refused.
 
 Construction follows MindSpore: Python floats (and lists of them) become
 Float32, Python ints Int64, bools Bool; NumPy arrays keep their dtype unless
-`dtype=` says otherwise; `Tensor(shape=..., dtype=..., init=...)` fills from
-an initializer (`msir.common.initializer`).
+`dtype=` says otherwise; `Tensor(shape=..., dtype=..., init=One())` fills from
+an `Initializer` (`msir.common.initializer`).
 """
 
 from __future__ import annotations
@@ -68,10 +68,12 @@ class Tensor:
             np_dtype = mstype.as_type(dtype if dtype is not None else mstype.float32).np_dtype
             if init is None:
                 data = np.zeros(shape, np_dtype)
+            elif callable(init):  # an Initializer (msir.common.initializer) fills the shape
+                data = np.asarray(init(shape, np_dtype))
             else:
-                from msir.common.initializer import initializer
-
-                data = initializer(init, shape, np_dtype).asnumpy()
+                raise TypeError(
+                    f"Tensor: init must be an Initializer (msir.common.initializer.One(), ...), got {init!r}"
+                )
         else:
             if init is not None:
                 raise ValueError("Tensor: give either input_data or init, not both")

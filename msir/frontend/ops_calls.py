@@ -24,6 +24,7 @@ from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import Block, Operation, SSAValue
 
 from msir import ops
+from msir.common.tensor import Tensor as UserTensor
 from msir.dialects import msir as M
 from msir.errors import MsirError
 from msir.frontend.base import TypeError_, ValueError_, _loc_attr
@@ -359,5 +360,27 @@ def _handler(fn: Callable, build: Callable) -> Callable:
     return handler
 
 
+def _tensor_constructor(tr, args, kwargs, node):
+    """`msir.Tensor(input_data, dtype=None)` in compiled code: the value itself
+    (cast to `dtype`), Python numbers and lists of them Float32 / Int64 / Bool
+    as MindSpore makes them."""
+    try:
+        bound = inspect.signature(UserTensor).bind(*args, **kwargs)
+    except TypeError as e:
+        raise tr.error(TypeError_, f"msir.Tensor: {e}", node) from None
+    params = bound.arguments
+    if params.get("input_data") is None or params.get("init") is not None or params.get("shape") is not None:
+        raise tr.error(TypeError_, "msir.Tensor in compiled code takes input_data (and dtype), not shape or init", node)
+    data, dtype = params["input_data"], params.get("dtype")
+    t = tr.as_tensor(data, node)
+    if dtype is not None:
+        return tr.cast(t, ops._np_dtype(dtype).name, False)
+    if t.weak:  # a Python number or list: MindSpore's dtypes, not NumPy's
+        return tr.cast(t, {"float64": "float32"}.get(t.dtype, t.dtype), False)
+    return t
+
+
 OPS_HANDLERS: dict[Callable, Callable] = {fn: _handler(fn, build) for fn, build in _BUILDERS.items()}
-"""`msir.ops` functions by object, with the NumPy handler table's signature `(translator, args, kwargs, node)`."""
+"""`msir.ops` functions by object, with the NumPy handler table's signature `(translator, args, kwargs, node)`;
+also `msir.Tensor` (a constructor call)."""
+OPS_HANDLERS[UserTensor] = _tensor_constructor

@@ -172,7 +172,8 @@ class _UniformLike:
         shape = x.shape
         if tr.tc.recorder is not None and tr.tc.recorder.failed is None:
             tr.tc.recorder.failed = "it draws random numbers at every call (nn.Dropout)"
-        return tr.capture(np.empty(shape), f"uniform_{len(tr.tc.captures)}", lambda: np.random.random(shape), node)
+        drawn = tr.capture(np.empty(shape), f"uniform_{len(tr.tc.captures)}", lambda: np.random.random(shape), node)
+        return tr.localize(drawn)  # an argument of the entry function, read where the call is
 
 
 uniform_like = _UniformLike()

@@ -48,7 +48,10 @@ def test_tensor_dtypes_follow_mindspore():
     assert str(Tensor(True).dtype) == "Bool"
     assert Tensor(np.ones(2)).dtype == ms.float64  # arrays keep their dtype
     assert Tensor(np.ones(2), ms.float32).dtype == ms.float32
-    assert Tensor(shape=(2, 3), dtype=ms.int32, init="ones").asnumpy().tolist() == [[1, 1, 1], [1, 1, 1]]
+    from msir.common.initializer import One
+
+    ones = Tensor(shape=(2, 3), dtype=ms.int32, init=One())
+    assert ones.dtype == ms.int32 and ones.asnumpy().tolist() == [[1, 1, 1], [1, 1, 1]]
     assert str(ms.float32) == "Float32" and repr(ms.int64) == "Int64"
     assert ms.dtype_to_nptype(ms.float16) is np.float16
     assert ms.pytype_to_dtype(np.int32) == ms.int32
