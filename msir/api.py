@@ -4,7 +4,10 @@
 signature (the in-memory cache), and calls the native code. The cache key is the
 dtype and shape of every array, the Python type of every scalar, and the value of
 the Python ints that reached a static position while tracing (a shape, an axis, a
-slice bound). `MSIR_LOG=recompile` logs every new signature on stderr. A new
+slice bound). Code that read values through objects (a Cell's attributes) is
+kept in up to eight versions per signature, one per set of values it read:
+switching back (`set_train(False)`) runs the earlier version without tracing
+again. `MSIR_LOG=recompile` logs every new signature on stderr. A new
 signature is first looked up in the persistent trace cache (`msir.trace_cache`),
 which finds the native code of an earlier process without running the frontend.
 
@@ -63,6 +66,10 @@ def get_num_threads() -> int:
     return threads.get_num_threads()
 
 
+_VERSIONS_KEPT = 8
+"""Versions of one signature a jitted function keeps (for values read through objects)."""
+
+
 class JitFunction(Jitted):
     """A function compiled on first call for each new argument signature."""
 
@@ -83,6 +90,9 @@ class JitFunction(Jitted):
         self._target = None if target is None else targets.device_target(target)
         """jit's `target` in MindSpore's spelling; None: the context's `device_target`."""
         self._entries_by_target: dict[str, dict[Any, Entry]] = {}
+        self._versions: dict[tuple[str, Any], list[Entry]] = {}
+        """Per target and signature, the versions compiled for what the code read
+        through objects (guards), newest last: `_call_other_version`."""
         self._lock = threading.Lock()
         self._signature = inspect.signature(_compiled_call(fn))
         self._n_params = len(self._signature.parameters)
@@ -121,10 +131,25 @@ class JitFunction(Jitted):
                 result = entry.call(args)
                 if result is not STALE:
                     return result
+                result = self._call_other_version(key, entry, args)
+                if result is not STALE:
+                    return result
             return self._compile(args, key0).call(args)
         except MsirError as e:
             # The user's source location is in the message: cut msir's frames.
             raise e.with_traceback(None) from None
+
+    def _call_other_version(self, key: Any, stale: Entry, args: tuple) -> Any:
+        """Call a version of signature `key` compiled earlier whose guards hold
+        again (a Cell switched back by `set_train(False)`, an attribute set
+        back): it becomes the one tried first. STALE if there is none."""
+        for entry in self._versions.get((self._current_target(), key), ()):
+            if entry is not stale:
+                result = entry.call(args)
+                if result is not STALE:
+                    self._entries[key] = entry
+                    return result
+        return STALE
 
     @staticmethod
     def _static_values(args: tuple, positions: frozenset[int]) -> tuple:
@@ -200,6 +225,9 @@ class JitFunction(Jitted):
         leaves(args, flat)
         entry = Entry(native, traced, len(flat))
         self._entries[key] = entry
+        versions = self._versions.setdefault((self._current_target(), key), [])
+        versions.append(entry)
+        del versions[:-_VERSIONS_KEPT]
         return entry
 
     def lower(self, *args) -> str:
@@ -330,7 +358,11 @@ def value_and_grad(fn, grad_position=0, weights=None, has_aux: bool = False, *, 
 @compile_time("vjp")
 def vjp(fn, *primals, has_aux: bool = False):
     """`(fn(*primals), vjp_fn)`: `vjp_fn(cotangent)` returns the cotangents of all
-    primals (a tuple). `vjp_fn` owns the residuals and can be called many times."""
+    primals (a tuple). `vjp_fn` owns the residuals and can be called many times.
+    Given Tensors, it gives Tensors (and `vjp_fn` takes and gives them)."""
+    if contains_tensor(primals):
+        out, vjp_fn, *aux = vjp(fn, *unwrap(primals), has_aux=has_aux)
+        return (wrap(out), lambda cotangent: wrap(vjp_fn(unwrap(cotangent))), *wrap(tuple(aux)))
     t = Transformed("vjp", fn, tuple(range(len(primals))), has_aux)
     if pynative():
         from msir.eager.engine import call_transformed
@@ -348,6 +380,8 @@ def jvp(fn, primals, tangents, has_aux: bool = False):
         raise TypeError("msir.jvp(fn, primals, tangents): primals and tangents must be tuples")
     if len(primals) != len(tangents):
         raise TypeError(f"msir.jvp: {len(primals)} primals but {len(tangents)} tangents")
+    if contains_tensor(primals) or contains_tensor(tangents):  # Tensors in, Tensors out
+        return wrap(jvp(fn, unwrap(tuple(primals)), unwrap(tuple(tangents)), has_aux=has_aux))
     t = Transformed("jvp", fn, tuple(range(len(primals))), has_aux, tangents=tuple(tangents))
     if pynative():
         from msir.eager.engine import call_transformed
