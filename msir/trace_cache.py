@@ -96,7 +96,8 @@ from typing import Any, Callable
 import numpy as np
 
 from msir import cache, targets
-from msir.transforms import CustomVjp, Jitted, JvpEntry, Transform, checkpoint
+from msir.common.tensor import Tensor as UserTensor
+from msir.transforms import CustomVjp, Jitted, JvpEntry, Transform, checkpoint, compiled_call_name
 
 FORMAT_VERSION = 1
 SUFFIX = ".msirt"
@@ -273,6 +274,8 @@ class Fingerprinter:
             return [t.__name__, [self(x) for x in v]]
         if t is np.ndarray:
             return ["array", v.dtype.name, list(v.shape)]
+        if isinstance(v, UserTensor):  # its array is a runtime argument, as an array's is
+            return [t.__name__, v._data.dtype.name, list(v._data.shape)]
         if isinstance(v, np.generic):
             return ["npscalar", v.dtype.str, repr(v.item())]
         if isinstance(v, np.dtype):
@@ -344,6 +347,8 @@ class Recorder:
             self._modules.setdefault(id(v), ref)
         elif t is np.ndarray:
             self.arrays.setdefault(id(v), ref)
+        elif isinstance(v, UserTensor):
+            self.arrays.setdefault(id(v._data), ["a", ref, "_data"])
         elif t is tuple or t is list:
             for i, x in enumerate(v):
                 self._register(["i", ref, i], x)
@@ -591,6 +596,12 @@ def identity(fn: Any) -> Any:
         return ["transformed", fn.kind, repr(fn.argnums), _aux_form(fn), identity(fn.fn)]
     if isinstance(fn, Jitted):
         return identity(fn.__wrapped__)
+    if t is types.MethodType and is_plain_object(fn.__self__):
+        owner = type(fn.__self__)
+        return ["method", owner.__module__, owner.__qualname__, identity(fn.__func__)]
+    if is_plain_object(fn):  # a callable object (a Cell): the method its call runs
+        cls = type(fn)
+        return ["object", cls.__module__, cls.__qualname__, identity(getattr(cls, compiled_call_name(fn), None))]
     return None
 
 

@@ -275,8 +275,10 @@ def _trace_transformed(t, specs: list[Spec], recorder=None) -> Traced:
         n = t.n
         inner = Transform("jvp", t.t.fn, t.t.argnums, t.t.has_aux, tangents=tuple(params[n:]))
         value = tr.call_value(inner, params[:n], {}, src.node)
-    else:
+    elif isinstance(t, Transform):
         value = tr.call_value(t, params, {}, src.node)
+    else:
+        value = tr.call_value(_root_value(tr, t), params, {}, src.node)
     structure, leaves = flatten_result(value, tr, src.node)
     from xdsl.dialects import func as func_dialect
     from xdsl.dialects.builtin import FunctionType
@@ -291,6 +293,20 @@ def _trace_transformed(t, specs: list[Spec], recorder=None) -> Traced:
         module, name, specs, frozenset(tc.static_positions), tc.captures, structure,
         [leaf.weak for leaf in leaves], list(ftype.outputs.data), recorder, tc.guards,
     )
+
+
+def _root_value(tr: Any, fn: Any) -> Any:
+    """The jitted method of an object (or callable object, a Cell) as a
+    frontend value reached from the jitted callable itself (the trace cache's
+    reference ["root"]), so that what the trace reads through it is recorded
+    and guarded."""
+    from msir.frontend.state import MethodValue, Path
+
+    if isinstance(fn, types.MethodType):
+        owner = fn.__self__
+        path = Path(lambda: owner, type(owner).__name__, ["a", ["root"], "__self__"])
+        return MethodValue(tr.object_value(owner, path), fn.__func__, fn.__name__)
+    return tr.object_value(fn, Path(lambda: fn, type(fn).__name__, ["root"]))
 
 
 def _python_function(fn: Any) -> Any:

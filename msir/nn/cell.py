@@ -15,7 +15,10 @@ calling it runs `construct`:
 * in PYNATIVE_MODE `construct` runs as Python, op by op, on Tensors.
 
 Either way the results are Tensors (`msir.common.tensor`), whatever the
-arguments were. Inside compiled code (a jitted function or a transform
+arguments were. A compiled Cell is found again by the persistent trace cache
+(`msir.trace_cache`: keyed by its class, with what `construct` read from
+`self` and its Tensors' dtypes and shapes in the manifest), so another
+instance or another process does not trace it again. Inside compiled code (a jitted function or a transform
 calling `net(x)`) a Cell call is an ordinary inlined call.
 
 `bprop(self, *inputs, out, dout)` gives a Cell a custom backward, as in

@@ -198,6 +198,30 @@ def test_updating_a_parameter_does_not_recompile(trace_count):
     assert trace_count[0] == 2
 
 
+@pytest.fixture
+def fresh_cache(tmp_path, monkeypatch):
+    from msir import cache
+
+    monkeypatch.setenv("MSIR_CACHE_DIR", str(tmp_path / "cache"))
+    for var in ("MSIR_CACHE", "MSIR_TRACE_CACHE", "MSIR_DUMP"):
+        monkeypatch.delenv(var, raising=False)
+    cache.reset_stats()
+    return cache
+
+
+def test_the_persistent_trace_cache_keys_what_construct_read(fresh_cache):
+    first = TwoLayers()
+    first(Tensor(X))
+    assert fresh_cache.stats["trace_writes"] == 1
+    second = TwoLayers()  # another instance, as another process would make: found without tracing
+    second.fc1.weight.set_data(second.fc1.weight.asnumpy() + 1)
+    np.testing.assert_allclose(second(Tensor(X)).asnumpy(), two_layers_numpy(second, X, False), rtol=1e-5, atol=1e-6)
+    assert fresh_cache.stats["trace_hits"] == 1
+    third = TwoLayers().set_train()  # `training` is part of the key: the entry is stale
+    np.testing.assert_allclose(third(Tensor(X)).asnumpy(), two_layers_numpy(third, X, True), rtol=1e-5, atol=1e-6)
+    assert fresh_cache.stats["trace_stale"] == 1 and fresh_cache.stats["trace_hits"] == 1
+
+
 def test_jit_takes_cells_methods_and_tensors():
     net = TwoLayers()
     jitted = ms.jit(net)
