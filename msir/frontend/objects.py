@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from msir.common.tensor import Tensor as UserTensor
-from msir.errors import UnsupportedSyntaxError
+from msir.errors import MsirError, UnsupportedSyntaxError
 from msir.frontend.base import AttributeError_, KeyError_, TypeError_
 from msir.frontend.state import MethodValue, ObjectValue, Path
 from msir.frontend.values import KnownInt, Tensor
@@ -148,9 +148,14 @@ class ObjectsMixin:
         object whose `__msir_custom_vjp__()` gives a `CustomVjp` (a Cell with a
         `bprop`) is called as that function, with its reverse rule."""
         custom = getattr(type(value.obj), "__msir_custom_vjp__", None)
-        # The rule's methods are read through this object's path, like any method of it.
-        rule = custom(value.obj, lambda name: self.python_value(self.object_attribute(value, name, node))) \
-            if custom is not None else None
+        try:
+            # The rule's methods are read through this object's path, like any method of it.
+            rule = custom(value.obj, lambda name: self.python_value(self.object_attribute(value, name, node))) \
+                if custom is not None else None
+        except MsirError as e:
+            if e.loc is not None:
+                raise
+            raise self.error(type(e), e.message, node) from None
         if rule is not None:
             return self.call_custom_vjp(rule, args, node)
         method = compiled_call_name(value.obj)

@@ -25,9 +25,8 @@ calling `net(x)`) a Cell call is an ordinary inlined call.
 MindSpore: it is the reverse rule of the Cell's `construct` through msir's
 custom-vjp mechanism (`msir.custom_vjp`: the forward keeps the inputs and
 the output, the backward calls `bprop`). Compiled only: differentiating a
-bprop Cell in PYNATIVE_MODE is refused, as it is for `custom_vjp`; and its
-`construct` may not read Parameters (MindSpore gives those no gradient
-either; msir says so instead of returning zeros).
+bprop Cell in PYNATIVE_MODE is refused, as it is for `custom_vjp`; and it may
+not hold Parameters (a clear error: pass them as arguments instead).
 
 Parameter names follow MindSpore (see `msir.common.parameter`):
 `parameters_and_names()` gives the attribute paths ("fc1.weight").
@@ -224,6 +223,12 @@ class Cell:
         `method(name)` is the bound method compiled code reads."""
         if not _has_bprop(self):
             return None
+        held = [name for name, _ in self.parameters_and_names()]
+        if held:
+            raise UnsupportedSyntaxError(
+                f"{type(self).__name__}.bprop: a Cell with a custom backward cannot hold Parameters in msir yet "
+                f"({', '.join(held)}); keep them in a Cell around it and pass them to this one as arguments"
+            )
         rule = CustomVjp(method("construct"))
         rule.__name__ = f"{type(self).__name__}.construct"
         return rule.defvjp(_KeepInputs(rule.fn), _CallBprop(method("bprop"), type(self).__name__))
@@ -363,4 +368,4 @@ class CellList(Cell, list):
         return Cell.__repr__(self)
 
 
-__all__ = ["Cell", "CellList", "ParameterTuple", "SequentialCell", "check_input"]
+__all__ = ["Cell", "CellList", "SequentialCell", "check_input"]

@@ -460,6 +460,30 @@ def test_bprop_is_the_cells_backward():
         ms.grad(loss, (0, 1))(x, y)
 
 
+class HoldsAParameter(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.w = Parameter(Tensor(np.ones(3, np.float32)))
+
+    def construct(self, x):
+        return x * self.w
+
+    def bprop(self, x, out, dout):
+        return (dout * 2.0,)
+
+
+def test_a_bprop_cell_holding_parameters_is_refused_at_its_call():
+    net = HoldsAParameter()
+
+    def loss(x):
+        return ops.reduce_sum(net(x))
+
+    with pytest.raises(UnsupportedSyntaxError) as info:
+        ms.grad(loss)(Tensor(np.ones(3, np.float32)))
+    assert "HoldsAParameter.bprop: a Cell with a custom backward cannot hold Parameters in msir yet (w)" in str(info.value)
+    assert "test_cell_api.py" in str(info.value)  # at the call in the user's code
+
+
 # -- bad input ------------------------------------------------------------------------------
 
 
