@@ -30,6 +30,7 @@ import numpy as np
 
 import msir
 from msir.errors import MsirError, UnsupportedSyntaxError
+from msir.transforms import compiled_call_name
 
 
 class GradOperation:
@@ -112,8 +113,9 @@ class SumOfOutputs:
         self.fn = fn
         self.has_aux = has_aux
         self.__name__ = getattr(fn, "__name__", type(fn).__name__)
+        runs = getattr(fn, compiled_call_name(fn)) if hasattr(type(fn), "__msir_call__") else fn
         try:
-            self.__signature__ = inspect.signature(fn)
+            self.__signature__ = inspect.signature(runs)  # a Cell's: its construct's
         except (TypeError, ValueError):
             pass
 

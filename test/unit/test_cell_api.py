@@ -258,6 +258,22 @@ def test_vjp_and_jvp_take_and_give_tensors(mode):
     np.testing.assert_allclose(tangent.asnumpy(), 2 * (1 - np.tanh(x) ** 2), rtol=1e-6)
 
 
+def test_the_mindspore_surface_imports_light():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, msir\n"
+        "from msir import nn, ops, Tensor, Parameter\n"
+        "import msir.common.initializer\n"
+        "heavy = [m for m in sys.modules if m.split('.')[0] in ('xdsl', 'llvmlite', 'scipy')]\n"
+        "heavy += [m for m in ('msir.api', 'msir.frontend.translate') if m in sys.modules]\n"
+        "print(heavy)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
 def test_legacy_context_and_modes():
     from msir import context
 
@@ -301,6 +317,24 @@ def test_grad_position_and_argnums(mode):
         ms.grad(f3, None)
     with pytest.raises(TypeError, match="not both"):
         ms.grad(f3, 1, argnums=2)
+
+
+class Product(nn.Cell):
+    def construct(self, x, y, z):
+        return x * y * z
+
+
+def test_a_cell_is_differentiated_as_mindspore_does(mode):
+    """MindSpore's docstring example: the output is not a scalar, its sensitivity is ones."""
+    x = Tensor([1, 2], ms.float32)
+    y = Tensor([-2, 3], ms.float32)
+    z = Tensor([0, 3], ms.float32)
+    output, inputs_gradient = ms.value_and_grad(Product(), grad_position=1)(x, y, z)
+    np.testing.assert_array_equal(output.asnumpy(), [-0.0, 18.0])
+    np.testing.assert_array_equal(inputs_gradient.asnumpy(), [0.0, 6.0])
+    gy, gz = ms.grad(Product(), grad_position=(1, 2))(x, y, z)
+    np.testing.assert_array_equal(gy.asnumpy(), [0.0, 6.0])
+    np.testing.assert_array_equal(gz.asnumpy(), [-2.0, 6.0])
 
 
 def with_aux(x, y, z):
