@@ -180,7 +180,7 @@ class ObjectsMixin:
         for _, bound in reversed(self.tc.bound_parameters):
             if id(t) in bound:
                 return bound[id(t)]
-        return self.capture(t.asnumpy(), re.sub(r"\W", "_", name), getter, node)
+        return self.capture(t.asnumpy(), _argument_name(name), getter, node)
 
     def parameter_value(self, p: UserTensor, node: ast.AST) -> Tensor:
         """The value of Parameter `p` differentiated with respect to (`weights=`)."""
@@ -222,6 +222,12 @@ class ObjectsMixin:
             owner = fn.__self__
             return MethodValue(self.from_python(owner), fn.__func__, fn.__name__)
         return self.object_value(fn, Path(lambda: fn, type(fn).__name__))
+
+
+def _argument_name(name: str) -> str:
+    """`name` (a Parameter's "0.weight") as an IR argument's name hint, which must not start with a digit."""
+    name = re.sub(r"\W", "_", name)
+    return name if name[:1].isalpha() or name[:1] == "_" else "p_" + name
 
 
 def array_of(value: Any) -> Any:

@@ -430,6 +430,34 @@ def test_weight_gradients_follow_parameter_updates_without_recompiling(trace_cou
     assert trace_count[0] == 1
 
 
+def test_weights_inside_a_jitted_step(trace_count):
+    ms.set_seed(0)
+    model = nn.SequentialCell(nn.Dense(4, 6), nn.ReLU(), nn.Dense(6, 3))  # parameters named "0.weight", ...
+
+    def forward_fn(data, label):
+        logits = model(data)
+        return ops.cross_entropy(logits, label), logits
+
+    grad_fn = ms.value_and_grad(forward_fn, None, model.trainable_params(), has_aux=True)
+
+    @ms.jit
+    def step(data, label):
+        (loss, logits), grads = grad_fn(data, label)
+        return loss, grads
+
+    x = Tensor(np.random.default_rng(0).random((5, 4)).astype(np.float32))
+    y = Tensor(np.array([0, 1, 2, 1, 0], np.int32))
+    for _ in range(2):
+        loss, grads = step(x, y)
+        (expected_loss, _), expected = grad_fn(x, y)
+        np.testing.assert_allclose(float(loss), float(expected_loss), rtol=1e-6)
+        assert len(grads) == 4
+        for g, e in zip(grads, expected):
+            np.testing.assert_allclose(g.asnumpy(), e.asnumpy(), rtol=1e-5, atol=1e-7)
+        model[0].weight.set_data(model[0].weight.asnumpy() * 0.5)
+    assert trace_count[0] == 2  # the jitted step once, grad_fn called from Python once
+
+
 def test_weights_must_be_parameters():
     with pytest.raises(TypeError, match="weights must be a Parameter"):
         ms.grad(f3, None, weights=[np.zeros(2)])
