@@ -274,6 +274,46 @@ def test_the_mindspore_surface_imports_light():
     assert out.strip() == "[]"
 
 
+class Stack(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.CellList([Affine(4, 4, 10), Affine(4, 4, 11)])
+        self.layers.append(Affine(4, 2, 12))
+
+    def construct(self, x):
+        for layer in self.layers:
+            x = ops.tanh(layer(x))
+        return x
+
+
+def test_a_cell_list_is_iterated_in_construct(mode):
+    net = Stack()
+    expected = X.astype(np.float64)
+    for layer in net.layers:
+        expected = np.tanh(expected @ layer.weight.asnumpy() + layer.bias.asnumpy())
+    np.testing.assert_allclose(net(Tensor(X)).asnumpy(), expected, rtol=1e-5, atol=1e-6)
+    assert [n for n, _ in net.parameters_and_names()][:2] == ["layers.0.weight", "layers.0.bias"]
+
+
+SHIFT = Parameter(Tensor(np.array([1.0, 2.0, 3.0], np.float32)), name="shift")
+
+
+def shifted(x):
+    return x + SHIFT
+
+
+def test_a_global_parameter_is_a_runtime_argument(trace_count):
+    f = ms.jit(shifted)
+    x = np.zeros(3, np.float32)
+    np.testing.assert_array_equal(f(x), [1.0, 2.0, 3.0])
+    SHIFT.set_data(np.array([5.0, 5.0, 5.0]))
+    try:
+        np.testing.assert_array_equal(f(x), [5.0, 5.0, 5.0])
+    finally:
+        SHIFT.set_data(np.array([1.0, 2.0, 3.0]))
+    assert trace_count[0] == 1
+
+
 def test_legacy_context_and_modes():
     from msir import context
 
