@@ -82,6 +82,13 @@ class Tensor:
                 raise ValueError(f"Tensor: input_data has shape {data.shape}, but shape={shape} was given")
         self._data = data
 
+    @staticmethod
+    def from_numpy(array: np.ndarray) -> "Tensor":
+        """A Tensor sharing `array`'s memory (mindspore.Tensor.from_numpy)."""
+        if not isinstance(array, np.ndarray):
+            raise TypeError(f"Tensor.from_numpy expects a NumPy array, got {type(array).__name__}")
+        return Tensor._wrap(array)
+
     @classmethod
     def _wrap(cls, data: Any) -> "Tensor":
         """A Tensor holding `data` (an array or an eager tracer) as it is."""

@@ -78,6 +78,7 @@ def test_tensor_holds_its_array_and_computes_like_numpy():
     t[0, 0] = 7.0
     assert a[0, 0] == 7.0  # writes reach the array
     assert repr(Tensor([1.0, 2.0])) == "Tensor(shape=[2], dtype=Float32, value=[1., 2.])"
+    assert Tensor.from_numpy(a).asnumpy() is a
 
 
 def test_parameter_is_a_named_tensor():
