@@ -22,11 +22,12 @@ instance or another process does not trace it again. Inside compiled code (a jit
 calling `net(x)`) a Cell call is an ordinary inlined call.
 
 `bprop(self, *inputs, out, dout)` gives a Cell a custom backward, as in
-MindSpore: it is the reverse rule of the Cell's `construct` through msir's
-custom-vjp mechanism (`msir.custom_vjp`: the forward keeps the inputs and
-the output, the backward calls `bprop`). Compiled only: differentiating a
-bprop Cell in PYNATIVE_MODE is refused, as it is for `custom_vjp`; and it may
-not hold Parameters (a clear error: pass them as arguments instead).
+MindSpore: in compiled code it is the reverse rule of the Cell's `construct`
+through msir's custom-vjp mechanism (`msir.custom_vjp`: the forward keeps
+the inputs and the output, the backward calls `bprop`); in PYNATIVE_MODE
+`construct` is one node of the eager tape whose adjoint is `bprop`
+(`msir.eager.tracer.custom_vjp_call`). A bprop Cell may not hold Parameters
+(a clear error: pass them as arguments instead); in PyNative it has one output.
 
 Parameter names follow MindSpore (see `msir.common.parameter`):
 `parameters_and_names()` gives the attribute paths ("fc1.weight").
@@ -183,10 +184,7 @@ class Cell:
     def __call__(self, *args, **kwargs):
         if pynative():
             if _has_bprop(self) and _any_traced(args):
-                raise UnsupportedSyntaxError(
-                    f"{type(self).__name__}.bprop: a Cell with a custom backward cannot be differentiated "
-                    "in PYNATIVE_MODE yet (its rule would be ignored); use GRAPH_MODE"
-                )
+                return self._construct_with_bprop(args, kwargs)
             return wrap(self.construct(*args, **kwargs))
         graph = self._graph
         if graph is None:
@@ -218,17 +216,38 @@ class Cell:
                 break
         return e
 
-    def __msir_custom_vjp__(self, method) -> CustomVjp | None:
-        """The Cell as a function with its custom backward (`bprop`), or None.
-        `method(name)` is the bound method compiled code reads."""
-        if not _has_bprop(self):
-            return None
+    def _construct_with_bprop(self, args: tuple, kwargs: dict) -> Any:
+        """PyNative differentiation of a bprop Cell: `construct` recorded as one
+        node of the eager tape whose adjoint is `bprop` (`msir.eager.tracer.custom_vjp_call`)."""
+        from msir.eager.tracer import custom_vjp_call
+
+        self._check_bprop_holds_no_parameters()
+        if kwargs:
+            raise UnsupportedSyntaxError(f"{type(self).__name__}.bprop: pass the inputs of a bprop Cell by position")
+
+        def primal(*xs):
+            return unwrap(self.construct(*wrap(xs)))
+
+        def backward(xs, out, dout):
+            grads = self.bprop(*wrap(tuple(xs)), wrap(out), wrap(dout))
+            return unwrap(grads if isinstance(grads, tuple) else (grads,))
+
+        return wrap(custom_vjp_call(primal, backward, list(unwrap(args)), f"{type(self).__name__}.bprop"))
+
+    def _check_bprop_holds_no_parameters(self) -> None:
         held = [name for name, _ in self.parameters_and_names()]
         if held:
             raise UnsupportedSyntaxError(
                 f"{type(self).__name__}.bprop: a Cell with a custom backward cannot hold Parameters in msir yet "
                 f"({', '.join(held)}); keep them in a Cell around it and pass them to this one as arguments"
             )
+
+    def __msir_custom_vjp__(self, method) -> CustomVjp | None:
+        """The Cell as a function with its custom backward (`bprop`), or None.
+        `method(name)` is the bound method compiled code reads."""
+        if not _has_bprop(self):
+            return None
+        self._check_bprop_holds_no_parameters()
         rule = CustomVjp(method("construct"))
         rule.__name__ = f"{type(self).__name__}.construct"
         return rule.defvjp(_KeepInputs(rule.fn), _CallBprop(method("bprop"), type(self).__name__))
