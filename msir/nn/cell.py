@@ -39,7 +39,7 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
 
-from msir.common.parameter import PARAMETER_NAME_DEFAULT, Parameter, ParameterTuple
+from msir.common.parameter import PARAMETER_NAME_DEFAULT, Parameter
 from msir.common.tensor import unwrap, wrap
 from msir.context import pynative
 from msir.errors import MsirError, ShapeError, UnsupportedSyntaxError
