@@ -220,6 +220,39 @@ def test_dropout_in_training_is_reproducible_and_the_same_in_both_modes():
     np.testing.assert_array_equal(outs[0][1], outs[1][1])
 
 
+class WithDropout(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.dense = nn.Dense(6, 6, weight_init="ones", bias_init="zeros")
+        self.dropout = nn.Dropout(p=0.5)
+
+    def construct(self, x):
+        return self.dropout(self.dense(x))
+
+
+def test_set_train_switches_a_compiled_dropout_without_stale_code(monkeypatch):
+    import msir.frontend.driver as driver
+
+    traces = [0]
+    real = driver.trace
+
+    def counting(*args, **kwargs):
+        traces[0] += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(driver, "trace", counting)
+    net = WithDropout()
+    x = Tensor(np.ones((40, 6), np.float32))
+    evaluated = net(x).asnumpy()
+    np.testing.assert_array_equal(evaluated, np.full((40, 6), 6.0, np.float32))  # eval: no dropout
+    net.set_train()
+    trained = net(x).asnumpy()
+    assert set(np.unique(trained).tolist()) == {0.0, 12.0}  # dropped, or scaled by 1 / (1 - p)
+    net.set_train(False)
+    np.testing.assert_array_equal(net(x).asnumpy(), evaluated)
+    assert traces[0] == 2  # eval and train; eval again runs its first version
+
+
 def test_dropout_gradient_is_its_mask(mode):
     d = nn.Dropout(p=0.5).set_train()
     x = RNG.standard_normal((4, 6))
