@@ -25,6 +25,7 @@ import inspect
 import os
 import sys
 import threading
+import types
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -35,7 +36,7 @@ from msir import targets, trace_cache
 from msir.calling import STALE, EagerArgument, Entry, signature_key
 from msir.context import GRAPH_MODE, PYNATIVE_MODE, device_target, get_context, pynative, set_context
 from msir.errors import DonationWarning, MsirError, UnsupportedSyntaxError
-from msir.common.tensor import contains_tensor, unwrap, wrap
+from msir.common.tensor import TracedTensorRead, contains_tensor, unwrap, wrap
 from msir.grad_operation import SumOfOutputs
 from msir.transforms import (
     CustomVjp, Jitted, JvpEntry, Transform, checkpoint, compile_time, compiled_call_name,
@@ -135,6 +136,8 @@ class JitFunction(Jitted):
                 if result is not STALE:
                     return result
             return self._compile(args, key0).call(args)
+        except TracedTensorRead:  # a Parameter PyNative mode differentiates: run eagerly
+            return self.__wrapped__(*args)
         except MsirError as e:
             # The user's source location is in the message: cut msir's frames.
             raise e.with_traceback(None) from None
@@ -237,7 +240,21 @@ class JitFunction(Jitted):
         return str(trace(self.__wrapped__, [spec_of(a) for a in args]).module)
 
     def __get__(self, obj, objtype=None):
-        return self if obj is None else functools.partial(self, obj)
+        if obj is None:
+            return self
+        from msir.trace_cache import is_plain_object
+
+        if not (inspect.isfunction(self.__wrapped__) and is_plain_object(obj) and hasattr(obj, "__dict__")):
+            return functools.partial(self, obj)
+        # A jitted method of a plain object (`@msir.jit def construct(self, x)`): the
+        # method bound to the object is compiled, reading `self` like any object.
+        key = f"__msir_jit_{id(self)}"
+        bound = vars(obj).get(key)
+        if bound is None:
+            donated = [p - 1 for p in self._donate if p > 0]
+            bound = JitFunction(types.MethodType(self.__wrapped__, obj), donated, self._target)
+            vars(obj)[key] = bound
+        return bound
 
 
 # ---------------------------------------------------------------------------
@@ -459,7 +476,8 @@ def _is_object_callable(fn: Any) -> bool:
 
     if inspect.ismethod(fn):
         return inspect.isfunction(fn.__func__) and is_plain_object(fn.__self__)
-    return is_plain_object(fn) and inspect.isfunction(getattr(type(fn), compiled_call_name(fn), None))
+    method = getattr(type(fn), compiled_call_name(fn), None)
+    return is_plain_object(fn) and inspect.isfunction(method.__wrapped__ if isinstance(method, Jitted) else method)
 
 
 def _compiled_call(fn: Any) -> Any:

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from msir.common.tensor import TracedTensorRead, is_traced
 from msir.tree import leaves
 
 
@@ -76,6 +77,8 @@ class Entry:
             leaves(args, inputs)
         for c, dtype, shape in self.capture_types:
             value = c.get()
+            if is_traced(value):
+                raise TracedTensorRead
             if not isinstance(value, np.ndarray) or value.shape != shape or (
                 value.dtype != dtype and value.dtype.name != c.dtype
             ):

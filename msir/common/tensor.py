@@ -54,6 +54,18 @@ def _as_array(input_data: Any, dtype: Any) -> np.ndarray:
     return data
 
 
+class TracedTensorRead(Exception):
+    """Compiled code was about to read a Tensor that holds an eager tracer (a
+    Parameter PyNative mode is differentiating, `weights=`): the jitted
+    function runs eagerly instead, so that the differentiation sees its ops
+    (`msir.api.JitFunction`)."""
+
+
+def is_traced(value: Any) -> bool:
+    """Does `value` (a Tensor, or what one holds) hold an eager tracer?"""
+    return _is_tracer(value._data if isinstance(value, Tensor) else value)
+
+
 class Tensor:
     """A MindSpore tensor: `Tensor(input_data=None, dtype=None, shape=None, init=None)`."""
 

@@ -37,7 +37,7 @@ from msir.errors import DTypeError, UnsupportedSyntaxError
 from msir.frontend.source import get_source
 from msir.frontend.translate import Capture, TraceContext, _closure_env, build_function
 from msir.frontend.values import KnownInt, Tensor
-from msir.transforms import JvpEntry, Transform, compiled_call_name
+from msir.transforms import Jitted, JvpEntry, Transform, compiled_call_name
 
 if TYPE_CHECKING:
     from msir.trace_cache import Guard
@@ -316,6 +316,8 @@ def _python_function(fn: Any) -> Any:
     if isinstance(fn, types.MethodType):
         return fn.__func__
     call = getattr(type(fn), compiled_call_name(fn), None)
+    if isinstance(call, Jitted):
+        call = call.__wrapped__
     if not isinstance(fn, types.FunctionType) and isinstance(call, types.FunctionType):
         return call
     return fn

@@ -37,12 +37,13 @@ from typing import Any
 import numpy as np
 
 from msir.common.tensor import Tensor as UserTensor
+from msir.common.tensor import TracedTensorRead, is_traced
 from msir.errors import MsirError, UnsupportedSyntaxError
 from msir.frontend.base import AttributeError_, KeyError_, TypeError_
 from msir.frontend.state import MethodValue, ObjectValue, Path
 from msir.frontend.values import KnownInt, Tensor
 from msir.trace_cache import ABSENT, Guard, is_plain_object, item_or_absent
-from msir.transforms import BindParameters, compiled_call_name
+from msir.transforms import BindParameters, Jitted, compiled_call_name
 
 _CONSTANT_TYPES = (bool, int, float, complex, str, type(None))
 
@@ -160,7 +161,8 @@ class ObjectsMixin:
             return self.call_custom_vjp(rule, args, node)
         method = compiled_call_name(value.obj)
         call = getattr(type(value.obj), method, None)
-        if isinstance(value.obj, dict) or not isinstance(call, types.FunctionType):
+        function = call.__wrapped__ if isinstance(call, Jitted) else call  # `@msir.jit def construct`
+        if isinstance(value.obj, dict) or not isinstance(function, types.FunctionType):
             raise self.error(
                 TypeError_,
                 f"'{type(value.obj).__name__}' object is not callable in compiled functions "
@@ -170,7 +172,7 @@ class ObjectsMixin:
         get = value.path.get
         ref = self.tc.recorder.read(value.path.ref, "t", method, call) if self.tc.recorder is not None else None
         self.guard("identity", Path(lambda: getattr(type(get()), method, ABSENT), f"{value.path.name}.{method}", ref), call)
-        return self.call_user(call, [value, *args], kwargs, node)
+        return self.call_user(function, [value, *args], kwargs, node)
 
     def tensor_value(self, t: UserTensor, name: str, getter, node: ast.AST) -> Tensor:
         """A `msir.Tensor` (or Parameter) read by the traced code: the value
@@ -180,6 +182,8 @@ class ObjectsMixin:
         for _, bound in reversed(self.tc.bound_parameters):
             if id(t) in bound:
                 return bound[id(t)]
+        if is_traced(t):
+            raise TracedTensorRead
         return self.capture(t.asnumpy(), _argument_name(name), getter, node)
 
     def parameter_value(self, p: UserTensor, node: ast.AST) -> Tensor:

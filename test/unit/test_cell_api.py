@@ -315,6 +315,46 @@ def test_a_global_parameter_is_a_runtime_argument(trace_count):
     assert trace_count[0] == 1
 
 
+class JittedConstruct(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.w = Parameter(Tensor(np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], np.float32)), name="w")
+
+    @ms.jit
+    def construct(self, x):
+        return ops.tanh(ops.matmul(x, self.w))
+
+
+def test_a_jitted_construct(mode):
+    """MindSpore's `@jit` on construct: compiled in both modes, differentiable in both."""
+    net = JittedConstruct()
+    x = Tensor(np.array([[0.1, -0.2, 0.3]], np.float32))
+    y = np.tanh(x.asnumpy() @ net.w.asnumpy())
+    np.testing.assert_allclose(net(x).asnumpy(), y, rtol=1e-6)
+
+    def loss(inp):
+        return ops.reduce_sum(net(inp))
+
+    (gw,) = ms.grad(loss, None, net.trainable_params())(x)  # in PyNative the Parameter is traced: runs eagerly
+    np.testing.assert_allclose(gw.asnumpy(), x.asnumpy().T @ (1 - y**2), rtol=1e-5)
+
+
+def test_a_jitted_method_of_a_plain_object(trace_count):
+    class Scale:
+        def __init__(self):
+            self.k = 3.0
+
+        @ms.jit
+        def apply(self, x):
+            return x * self.k
+
+    s = Scale()
+    np.testing.assert_array_equal(s.apply(np.ones(2)), [3.0, 3.0])
+    s.k = 4.0
+    np.testing.assert_array_equal(s.apply(np.ones(2)), [4.0, 4.0])
+    assert trace_count[0] == 2
+
+
 def test_legacy_context_and_modes():
     from msir import context
 
