@@ -172,7 +172,12 @@ class ObjectsMixin:
         get = value.path.get
         ref = self.tc.recorder.read(value.path.ref, "t", method, call) if self.tc.recorder is not None else None
         self.guard("identity", Path(lambda: getattr(type(get()), method, ABSENT), f"{value.path.name}.{method}", ref), call)
-        return self.call_user(function, [value, *args], kwargs, node)
+        try:
+            return self.call_user(function, [value, *args], kwargs, node)
+        except MsirError as e:
+            if method != "__call__":  # a Cell's construct: say which one the error is in
+                _name_the_method(e, f"{type(value.obj).__qualname__}.{method}", function)
+            raise
 
     def tensor_value(self, t: UserTensor, name: str, getter, node: ast.AST) -> Tensor:
         """A `msir.Tensor` (or Parameter) read by the traced code: the value
@@ -226,6 +231,19 @@ class ObjectsMixin:
             owner = fn.__self__
             return MethodValue(self.from_python(owner), fn.__func__, fn.__name__)
         return self.object_value(fn, Path(lambda: fn, type(fn).__name__))
+
+
+def _name_the_method(e: MsirError, qualname: str, function: types.FunctionType) -> None:
+    """Begin `e`'s message with "in Net.construct: " if its location is in `function`."""
+    loc, code = e.loc, function.__code__
+    if loc is None or loc.file != code.co_filename:
+        return
+    lines = [line for _, _, line in code.co_lines() if line is not None]
+    where = f"in {qualname}: "
+    if lines and code.co_firstlineno <= loc.line <= max(lines) and not e.message.startswith(where):
+        e.message = where + e.message
+        if isinstance(e, UnsupportedSyntaxError):
+            e.msg = e.message
 
 
 def _argument_name(name: str) -> str:

@@ -42,7 +42,7 @@ from typing import Any
 from msir.common.parameter import PARAMETER_NAME_DEFAULT, Parameter
 from msir.common.tensor import unwrap, wrap
 from msir.context import pynative
-from msir.errors import MsirError, ShapeError, UnsupportedSyntaxError
+from msir.errors import ShapeError, UnsupportedSyntaxError
 from msir.transforms import CustomVjp, compile_time
 
 
@@ -192,29 +192,7 @@ class Cell:
 
             graph = JitFunction(self)
             object.__setattr__(self, "_graph", graph)
-        try:
-            return wrap(graph(*args, **kwargs))
-        except MsirError as e:
-            raise self._naming_construct(e).with_traceback(None) from None
-
-    def _naming_construct(self, e: MsirError) -> MsirError:
-        """`e` with the `construct` (of this Cell or one under it) its location is in named."""
-        loc = e.loc
-        if loc is None:
-            return e
-        for _, cell in self.cells_and_names():
-            code = getattr(type(cell).construct, "__code__", None)
-            if code is None or code.co_filename != loc.file:
-                continue
-            lines = [line for _, _, line in code.co_lines() if line is not None]
-            if lines and code.co_firstlineno <= loc.line <= max(lines):
-                where = f"in {type(cell).__qualname__}.construct: "
-                if not e.message.startswith(where):
-                    e.message = where + e.message
-                    if isinstance(e, UnsupportedSyntaxError):
-                        e.msg = e.message
-                break
-        return e
+        return wrap(graph(*args, **kwargs))
 
     def _construct_with_bprop(self, args: tuple, kwargs: dict) -> Any:
         """PyNative differentiation of a bprop Cell: `construct` recorded as one

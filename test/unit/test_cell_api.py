@@ -659,6 +659,13 @@ def test_an_unsupported_construct_names_the_construct_and_line():
     line = Unsupported.construct.__code__.co_firstlineno + 2
     assert f"test_cell_api.py:{line}:9: error: in Unsupported.construct: try/except is not supported" in message
     assert "try:" in message
+    inner = nn.SequentialCell(Unsupported())
+
+    def through_a_transform(x):
+        return ops.reduce_sum(inner(x))
+
+    with pytest.raises(UnsupportedSyntaxError, match="in Unsupported.construct: try/except"):
+        ms.grad(through_a_transform)(Tensor(np.ones((2, 3), np.float32)))
 
 
 def test_a_wrong_input_shape_names_the_layer_and_both_shapes(mode):
