@@ -230,6 +230,10 @@ class Cell:
         rule.__name__ = f"{type(self).__name__}.construct"
         return rule.defvjp(_KeepInputs(rule.fn), _CallBprop(method("bprop"), type(self).__name__))
 
+    def __getstate__(self) -> dict:
+        """The Cell without its compiled code (copies and pickles compile again)."""
+        return {k: (None if k == "_graph" else v) for k, v in self.__dict__.items() if not k.startswith("__msir_jit_")}
+
     # -- printing ------------------------------------------------------------------------
 
     def extend_repr(self) -> str:

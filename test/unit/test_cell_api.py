@@ -152,6 +152,21 @@ def test_parameters_are_named_by_their_attribute_paths():
     assert [p.name for p in layers.trainable_params()] == ["0.weight", "0.bias", "1.weight", "1.bias"]
 
 
+def test_a_compiled_cell_can_be_copied():
+    import copy
+    import pickle
+
+    net = TwoLayers()
+    net(Tensor(X))
+    twin = copy.deepcopy(net)
+    twin.fc1.weight.set_data(twin.fc1.weight.asnumpy() * 3)
+    np.testing.assert_allclose(twin(Tensor(X)).asnumpy(), two_layers_numpy(twin, X, False), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(net(Tensor(X)).asnumpy(), two_layers_numpy(net, X, False), rtol=1e-5, atol=1e-6)
+    again = pickle.loads(pickle.dumps(net))
+    assert [p.name for p in again.trainable_params()] == [p.name for p in net.trainable_params()]
+    np.testing.assert_allclose(again(Tensor(X)).asnumpy(), net(Tensor(X)).asnumpy(), rtol=1e-6)
+
+
 def test_a_cell_needs_its_init_before_its_parameters():
     class Forgot(nn.Cell):
         def __init__(self):
