@@ -15,6 +15,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "jit": "msir.api",
     "set_context": "msir.api",
+    "set_device": "msir.context",
     "get_context": "msir.api",
     "set_num_threads": "msir.api",
     "get_num_threads": "msir.api",

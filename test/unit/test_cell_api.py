@@ -379,6 +379,10 @@ def test_legacy_context_and_modes():
     assert context.get_context("mode") == context.GRAPH_MODE and ms.get_context("device_target") == "CPU"
     with pytest.raises(ValueError, match="mode must be"):
         ms.set_context(mode=7)
+    ms.set_device("cpu")
+    assert ms.get_context("device_target") == "CPU"
+    with pytest.raises(ValueError, match="device_id must be 0"):
+        ms.set_device("CPU", 1)
 
 
 # -- the grad API ---------------------------------------------------------------------
