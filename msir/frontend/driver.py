@@ -252,6 +252,8 @@ def module_from_file(path: str, entry: str, arg_types: str) -> ModuleOp:
     if fn is None:
         raise SystemExit(f"msir-opt: {path} has no function '{entry}'")
     fn = getattr(fn, "__wrapped__", fn)
+    if not callable(fn) or isinstance(fn, type):
+        raise SystemExit(f"msir-opt: '{entry}' in {path} is not a function (its type: {type(fn).__name__})")
     return trace(fn, parse_arg_types(arg_types)).module
 
 
