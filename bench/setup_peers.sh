@@ -26,7 +26,7 @@ if [[ "${1:-}" != "--no-mindspore" ]]; then
     if [[ -z "$MS_PY" ]]; then
         status+=("mindspore: no python3.11 found (bench reports it as skipped)")
     elif { [[ -x "$MS_VENV/bin/python" ]] || "$MS_PY" -m venv "$MS_VENV"; } \
-        && "$MS_VENV/bin/python" -m pip install -q 'numpy<2' mindspore; then
+        && "$MS_VENV/bin/python" -m pip install -q 'numpy<2' 'mindspore==2.10.0'; then
         if "$MS_VENV/bin/python" -c 'import mindspore' >/dev/null 2>&1; then
             status+=("mindspore: ok ($MS_VENV)")
         else

@@ -15,6 +15,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "jit": "msir.api",
     "set_context": "msir.api",
+    "set_device": "msir.context",
     "get_context": "msir.api",
     "set_num_threads": "msir.api",
     "get_num_threads": "msir.api",
@@ -36,13 +37,31 @@ _LAZY = {
     "parallel": "msir.parallel",
     "SummaryRecord": "msir.viz.summary",
     "DonationWarning": "msir.errors",
+    # MindSpore's programming model (issue 14): Tensor, Parameter, dtypes, nn, context
+    "nn": "msir.nn",
+    "context": "msir.context",
+    "common": "msir.common",
+    "dtype": "msir.common.dtype",
+    "Tensor": "msir.common.tensor",
+    "Parameter": "msir.common.parameter",
+    "ParameterTuple": "msir.common.parameter",
+    "dtype_to_nptype": "msir.common.dtype",
+    "set_seed": "msir.common.seed",
+    "get_seed": "msir.common.seed",
+    "pytype_to_dtype": "msir.common.dtype",
+    **{t: "msir.common.dtype" for t in (
+        "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
+        "float32", "float64", "complex64", "complex128", "int_", "uint", "float_", "half", "single", "double",
+    )},
 }
+_MODULES = ("errors", "ops", "viz", "parallel", "nn", "context", "common", "dtype")
+"""The names in `_LAZY` that are modules (the others are names in the module given)."""
 
 
 def __getattr__(name: str):
     if name in _LAZY:
         module = importlib.import_module(_LAZY[name])
-        value = module if _LAZY[name] == f"msir.{name}" else getattr(module, name)  # a submodule, or a name in one
+        value = module if name in _MODULES else getattr(module, name)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'msir' has no attribute {name!r}")

@@ -4,7 +4,10 @@
 signature (the in-memory cache), and calls the native code. The cache key is the
 dtype and shape of every array, the Python type of every scalar, and the value of
 the Python ints that reached a static position while tracing (a shape, an axis, a
-slice bound). `MSIR_LOG=recompile` logs every new signature on stderr. A new
+slice bound). Code that read values through objects (a Cell's attributes) is
+kept in up to eight versions per signature, one per set of values it read:
+switching back (`set_train(False)`) runs the earlier version without tracing
+again. `MSIR_LOG=recompile` logs every new signature on stderr. A new
 signature is first looked up in the persistent trace cache (`msir.trace_cache`),
 which finds the native code of an earlier process without running the frontend.
 
@@ -22,6 +25,7 @@ import inspect
 import os
 import sys
 import threading
+import types
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -32,7 +36,11 @@ from msir import targets, trace_cache
 from msir.calling import STALE, EagerArgument, Entry, signature_key
 from msir.context import GRAPH_MODE, PYNATIVE_MODE, device_target, get_context, pynative, set_context
 from msir.errors import DonationWarning, MsirError, UnsupportedSyntaxError
-from msir.transforms import CustomVjp, Jitted, JvpEntry, Transform, checkpoint, compile_time
+from msir.common.tensor import TracedTensorRead, contains_tensor, unwrap, wrap
+from msir.grad_operation import SumOfOutputs
+from msir.transforms import (
+    CustomVjp, Jitted, JvpEntry, Transform, checkpoint, compile_time, compiled_call_name,
+)
 from msir.tree import count_leaves, leaves
 
 __all__ = [
@@ -59,6 +67,10 @@ def get_num_threads() -> int:
     return threads.get_num_threads()
 
 
+_VERSIONS_KEPT = 8
+"""Versions of one signature a jitted function keeps (for values read through objects)."""
+
+
 class JitFunction(Jitted):
     """A function compiled on first call for each new argument signature."""
 
@@ -66,16 +78,24 @@ class JitFunction(Jitted):
         if isinstance(fn, JitFunction):
             target = fn._target if target is None else target
         fn = getattr(fn, "__wrapped__", fn) if isinstance(fn, JitFunction) else fn
-        if not (inspect.isfunction(fn) or isinstance(fn, (Transform, JvpEntry))):
-            raise TypeError(f"msir.jit expects a Python function, got {type(fn).__name__}")
+        if not (inspect.isfunction(fn) or isinstance(fn, (Transform, JvpEntry)) or _is_object_callable(fn)):
+            raise TypeError(
+                f"msir.jit expects a Python function, a method of an object or a callable object (a Cell), "
+                f"got {type(fn).__name__}"
+            )
         functools.update_wrapper(self, fn)
+        if not hasattr(self, "__qualname__"):
+            self.__qualname__ = self.__name__ = type(fn).__name__
         self.__wrapped__ = fn
         self._static: dict[Any, frozenset[int]] = {}
         self._target = None if target is None else targets.device_target(target)
         """jit's `target` in MindSpore's spelling; None: the context's `device_target`."""
         self._entries_by_target: dict[str, dict[Any, Entry]] = {}
+        self._versions: dict[tuple[str, Any], list[Entry]] = {}
+        """Per target and signature, the versions compiled for what the code read
+        through objects (guards), newest last: `_call_other_version`."""
         self._lock = threading.Lock()
-        self._signature = inspect.signature(fn)
+        self._signature = inspect.signature(_compiled_call(fn))
         self._n_params = len(self._signature.parameters)
         self._donate = _donated_positions(donate_argnums, self._n_params, fn)
 
@@ -97,6 +117,9 @@ class JitFunction(Jitted):
             bound = self._signature.bind(*args, **kwargs)
             bound.apply_defaults()
             args = tuple(bound.arguments.values())
+        if not all(type(a) is np.ndarray for a in args) and contains_tensor(args):
+            # Tensors are passed as their arrays; the results come back as Tensors.
+            return wrap(self(*unwrap(args)))
         try:
             key0 = tuple([(a.dtype, a.shape) if type(a) is np.ndarray else signature_key(a) for a in args])
         except EagerArgument:
@@ -109,10 +132,27 @@ class JitFunction(Jitted):
                 result = entry.call(args)
                 if result is not STALE:
                     return result
+                result = self._call_other_version(key, entry, args)
+                if result is not STALE:
+                    return result
             return self._compile(args, key0).call(args)
+        except TracedTensorRead:  # a Parameter PyNative mode differentiates: run eagerly
+            return self.__wrapped__(*args)
         except MsirError as e:
             # The user's source location is in the message: cut msir's frames.
             raise e.with_traceback(None) from None
+
+    def _call_other_version(self, key: Any, stale: Entry, args: tuple) -> Any:
+        """Call a version of signature `key` compiled earlier whose guards hold
+        again (a Cell switched back by `set_train(False)`, an attribute set
+        back): it becomes the one tried first. STALE if there is none."""
+        for entry in self._versions.get((self._current_target(), key), ()):
+            if entry is not stale:
+                result = entry.call(args)
+                if result is not STALE:
+                    self._entries[key] = entry
+                    return result
+        return STALE
 
     @staticmethod
     def _static_values(args: tuple, positions: frozenset[int]) -> tuple:
@@ -188,6 +228,9 @@ class JitFunction(Jitted):
         leaves(args, flat)
         entry = Entry(native, traced, len(flat))
         self._entries[key] = entry
+        versions = self._versions.setdefault((self._current_target(), key), [])
+        versions.append(entry)
+        del versions[:-_VERSIONS_KEPT]
         return entry
 
     def lower(self, *args) -> str:
@@ -197,7 +240,21 @@ class JitFunction(Jitted):
         return str(trace(self.__wrapped__, [spec_of(a) for a in args]).module)
 
     def __get__(self, obj, objtype=None):
-        return self if obj is None else functools.partial(self, obj)
+        if obj is None:
+            return self
+        from msir.trace_cache import is_plain_object
+
+        if not (inspect.isfunction(self.__wrapped__) and is_plain_object(obj) and hasattr(obj, "__dict__")):
+            return functools.partial(self, obj)
+        # A jitted method of a plain object (`@msir.jit def construct(self, x)`): the
+        # method bound to the object is compiled, reading `self` like any object.
+        key = f"__msir_jit_{id(self)}"
+        bound = vars(obj).get(key)
+        if bound is None:
+            donated = [p - 1 for p in self._donate if p > 0]
+            bound = JitFunction(types.MethodType(self.__wrapped__, obj), donated, self._target)
+            vars(obj)[key] = bound
+        return bound
 
 
 # ---------------------------------------------------------------------------
@@ -208,42 +265,121 @@ class JitFunction(Jitted):
 class Transformed(Transform):
     """A function transformed by `grad`/`value_and_grad`/`jacrev`/`jacfwd`:
     calling it compiles (GRAPH_MODE) or runs eagerly (PYNATIVE_MODE) the
-    derivative. It can be transformed again and jitted."""
+    derivative. It can be transformed again and jitted. Called on Tensors
+    (or with `weights`) it gives Tensors."""
 
-    def __init__(self, kind: str, fn, argnums=0, has_aux: bool = False, tangents=None):
-        super().__init__(kind, fn, argnums, has_aux, tangents)
+    def __init__(self, kind: str, fn, argnums=0, has_aux: bool = False, tangents=None, weights=None,
+                 aux_tuple: bool | None = None):
+        super().__init__(kind, fn, argnums, has_aux, tangents, weights, aux_tuple)
         self._jit: JitFunction | None = None
+        self._mindspore_form: Transformed | None = None
 
     def __call__(self, *args, **kwargs):
-        if pynative():
-            from msir.eager.engine import call_transformed
+        if self.kind in ("grad", "value_and_grad") and (
+            self.weights is not None or contains_tensor(args) or contains_tensor(kwargs)
+        ):
+            return self._call_in_mindspore_form(args, kwargs)
+        return self._call(args, kwargs)
 
-            return call_transformed(self, args, kwargs)
+    def _call(self, args: tuple, kwargs: dict) -> Any:
+        if pynative():
+            return self._call_eagerly(args, kwargs)
         if self._jit is None:
             self._jit = JitFunction(self)
         return self._jit(*args, **kwargs)
 
+    def _call_in_mindspore_form(self, args: tuple, kwargs: dict) -> Any:
+        """`grad` / `value_and_grad` called on Tensors (or with `weights`), as
+        MindSpore's: every output is differentiated with a sensitivity of ones
+        (the first only with `has_aux`, the others come back as a tuple), and
+        the results are Tensors. Differentiates `SumOfOutputs(fn)`, which also
+        returns the outputs."""
+        inner = self._mindspore_form
+        if inner is None:
+            inner = Transformed(self.kind, SumOfOutputs(self.fn, self.has_aux), self.argnums, True,
+                                weights=self.weights, aux_tuple=False)
+            self._mindspore_form = inner
+        result = inner._call(args, kwargs)
+        if self.kind == "grad":
+            grads, outputs = result
+            return wrap((grads, tuple(outputs[1:])) if self.has_aux else grads)
+        (_, outputs), grads = result
+        return wrap((outputs, grads))
+
+    def _call_eagerly(self, args: tuple, kwargs: dict) -> Any:
+        from msir.eager.engine import call_transformed
+
+        if self.weights is None:
+            if not (contains_tensor(args) or contains_tensor(kwargs)):
+                return call_transformed(self, args, kwargs)
+            # the Tensors' arrays (SumOfOutputs gives the function Tensors again)
+            return call_transformed(self, unwrap(self._bind_arguments(args, kwargs) if kwargs else args), {})
+        if kwargs:
+            args = self._bind_arguments(args, kwargs)
+        args = unwrap(args)
+        inner = self.with_weights_as_argument(len(args))
+        values = tuple(p.asnumpy() for p in self.weights)
+        result = call_transformed(inner, (*args, values), {})
+        if self.kind == "grad":
+            if self.has_aux:
+                grads, aux = result
+                return self.arrange_gradients(grads), aux
+            return self.arrange_gradients(result)
+        value, grads = result
+        return value, self.arrange_gradients(grads)
+
+    def _bind_arguments(self, args: tuple, kwargs: dict) -> tuple:
+        bound = inspect.signature(self).bind(*args, **kwargs)
+        bound.apply_defaults()
+        return tuple(bound.arguments.values())
+
+
+def _grad_position(grad_position, argnums, fname: str):
+    """MindSpore's `grad_position`, or msir's (and JAX's) keyword `argnums` for it."""
+    if argnums is None:
+        return grad_position
+    if grad_position != 0:
+        raise TypeError(f"msir.{fname}: give grad_position or its alias argnums, not both")
+    return argnums
+
 
 @compile_time("transform")
-def grad(fn, argnums=0, has_aux: bool = False) -> Transformed:
-    """The gradient of a function with a scalar float output, with respect to
-    argument `argnums` (an int, or a tuple: then a tuple of gradients). A
-    gradient has the structure, shape and dtype of its argument. With
-    `has_aux=True` the function returns `(output, aux)` and the gradient
-    function returns `(gradient, aux)`."""
-    return Transformed("grad", fn, argnums, has_aux)
+def grad(fn, grad_position=0, weights=None, has_aux: bool = False, *, argnums=None) -> Transformed:
+    """The gradient of a function with a scalar float output (MindSpore's
+    `mindspore.grad`), with respect to argument `grad_position` (an int; a
+    tuple: then a tuple of gradients; None: no argument) and to the
+    Parameters `weights` (a Parameter, a `ParameterTuple` such as
+    `net.trainable_params()`, or a list). A gradient has the structure,
+    shape and dtype of what it differentiates; with both, the result is
+    `(gradients of the arguments, gradients of the weights)`, with weights
+    only the weights' tuple. `argnums=` is a keyword alias of `grad_position`.
+
+    With `has_aux=True` the function returns several outputs: the first is
+    differentiated, the others come back as they are, `(gradient, aux)`,
+    where `aux` is the second output for a pair `(output, aux)` and the
+    tuple of the others for more (MindSpore returns a tuple for a pair too:
+    a difference msir keeps, see the README)."""
+    return Transformed("grad", fn, _grad_position(grad_position, argnums, "grad"), has_aux, weights=weights)
 
 
 @compile_time("transform")
-def value_and_grad(fn, argnums=0, has_aux: bool = False) -> Transformed:
-    """Like `grad`, returning `(value, gradient)` (`((value, aux), gradient)` with `has_aux`)."""
-    return Transformed("value_and_grad", fn, argnums, has_aux)
+def value_and_grad(fn, grad_position=0, weights=None, has_aux: bool = False, *, argnums=None) -> Transformed:
+    """Like `grad`, returning `(value, gradient)`: the value is everything the
+    function returns (`(output, aux...)` with `has_aux`), as MindSpore's
+    `mindspore.value_and_grad`."""
+    return Transformed(
+        "value_and_grad", fn, _grad_position(grad_position, argnums, "value_and_grad"), has_aux, weights=weights
+    )
 
 
 @compile_time("vjp")
 def vjp(fn, *primals, has_aux: bool = False):
     """`(fn(*primals), vjp_fn)`: `vjp_fn(cotangent)` returns the cotangents of all
-    primals (a tuple). `vjp_fn` owns the residuals and can be called many times."""
+    primals (a tuple). `vjp_fn` owns the residuals and can be called many times.
+    Given Tensors, it gives Tensors (and `vjp_fn` takes and gives them)."""
+    if contains_tensor(primals):
+        out, vjp_fn, *aux = vjp(fn, *unwrap(primals), has_aux=has_aux)
+        return (wrap(out), lambda cotangent: wrap(vjp_fn(unwrap(cotangent))), *wrap(tuple(aux)))
     t = Transformed("vjp", fn, tuple(range(len(primals))), has_aux)
     if pynative():
         from msir.eager.engine import call_transformed
@@ -261,6 +397,8 @@ def jvp(fn, primals, tangents, has_aux: bool = False):
         raise TypeError("msir.jvp(fn, primals, tangents): primals and tangents must be tuples")
     if len(primals) != len(tangents):
         raise TypeError(f"msir.jvp: {len(primals)} primals but {len(tangents)} tangents")
+    if contains_tensor(primals) or contains_tensor(tangents):  # Tensors in, Tensors out
+        return wrap(jvp(fn, unwrap(tuple(primals)), unwrap(tuple(tangents)), has_aux=has_aux))
     t = Transformed("jvp", fn, tuple(range(len(primals))), has_aux, tangents=tuple(tangents))
     if pynative():
         from msir.eager.engine import call_transformed
@@ -330,6 +468,24 @@ def stop_gradient(x):
 
         return eager_stop_gradient(x)
     return x
+
+
+def _is_object_callable(fn: Any) -> bool:
+    """Is `fn` a method of a plain object, or a callable plain object (a Cell), that jit compiles?"""
+    from msir.trace_cache import is_plain_object
+
+    if inspect.ismethod(fn):
+        return inspect.isfunction(fn.__func__) and is_plain_object(fn.__self__)
+    method = getattr(type(fn), compiled_call_name(fn), None)
+    return is_plain_object(fn) and inspect.isfunction(method.__wrapped__ if isinstance(method, Jitted) else method)
+
+
+def _compiled_call(fn: Any) -> Any:
+    """What a call of jitted `fn` runs, for its signature: a callable object's
+    compiled method (`msir.transforms.compiled_call_name`), bound."""
+    if inspect.isfunction(fn) or inspect.ismethod(fn) or isinstance(fn, (Transform, JvpEntry)):
+        return fn
+    return getattr(fn, compiled_call_name(fn))
 
 
 def _describe(args: tuple) -> str:

@@ -38,6 +38,15 @@ def set_context(mode: int | None = None, device_target: str | None = None) -> No
         _context["device_target"] = spelling
 
 
+def set_device(device_target: str, device_id: int | None = None) -> None:
+    """MindSpore's `set_device("CPU")` (its successor of `set_context(device_target=...)`):
+    the target functions are compiled for. msir drives one device of a
+    target, so `device_id` is None or 0."""
+    if device_id not in (None, 0):
+        raise ValueError(f"set_device: msir drives one device of a target, so device_id must be 0, got {device_id!r}")
+    set_context(device_target=device_target)
+
+
 def get_context(key: str) -> Any:
     if key not in _context:
         raise ValueError(f"unknown context key {key!r} (known: {', '.join(_context)})")

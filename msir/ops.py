@@ -67,20 +67,28 @@ The frontend's side (argument binding, the ops' names) is
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+import msir
+from msir.common.tensor import contains_tensor, unwrap, wrap
 from msir.errors import MsirError, MsirIndexError, ShapeError, UnsupportedSyntaxError
 from msir.frontend.values import kind, promote
+from msir.grad_operation import GradOperation
 
 __all__ = [
     "abs", "add", "concat", "cross_entropy", "dense", "div", "einsum", "exp", "gelu", "layer_norm",
     "log", "log_softmax", "matmul", "maximum", "minimum", "mse_loss", "mul", "neg", "pow", "reduce_max",
     "reduce_mean", "reduce_min", "reduce_sum", "relu", "reshape", "sigmoid", "softmax", "sqrt", "square",
     "sub", "tanh", "transpose",
+    # MindSpore's spelling of what its tutorials and layers call (issue 14)
+    "argmax", "binary_cross_entropy_with_logits", "cast", "cat", "expand_dims", "flatten", "full", "mean",
+    "ones", "ones_like", "squeeze", "stack", "stop_gradient", "sum", "unsqueeze", "zeros", "zeros_like",
+    "GradOperation",
 ]
 
 
@@ -567,3 +575,180 @@ def mse_loss(input, target, reduction="mean", *, name=None):
     check_choice(reduction, LOSS_REDUCTIONS, "reduction", "mse_loss")
     x, t = _eager_floats(input, target, broadcast=True)
     return _eager_result(mse_body(_builder(), x, t, reduction))
+
+
+def binary_cross_entropy_with_logits_body(B, x, target, weight, pos_weight, reduction: str) -> Any:
+    """weight * (pos_weight * target * softplus(-x) + (1 - target) * softplus(x)),
+    -log(sigmoid(x)) being softplus(-x) = max(-x, 0) + log(1 + exp(-|x|)):
+    finite for every x. Operands of one shape; `weight`, `pos_weight` may be None."""
+
+    def softplus(z):
+        return B.binary("add", B.binary("maximum", z, _full(B, 0.0, z)),
+                        B.unary("log", B.binary("add", _full(B, 1.0, z), B.unary("exp", B.unary("neg", B.unary("abs", z))))))
+
+    positive = B.binary("mul", target, softplus(B.unary("neg", x)))
+    if pos_weight is not None:
+        positive = B.binary("mul", pos_weight, positive)
+    loss = B.binary("add", positive, B.binary("mul", B.binary("sub", _full(B, 1.0, target), target), softplus(x)))
+    if weight is not None:
+        loss = B.binary("mul", weight, loss)
+    return _reduce_loss(B, loss, reduction)
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, pos_weight=None, reduction="mean", *, name=None):
+    """The binary cross entropy of logits `input` and probabilities `target`,
+    weighted by `weight` and, for the positive term, `pos_weight` (both
+    broadcast); `reduction` is 'mean', 'sum' or 'none'
+    (mindspore.ops.binary_cross_entropy_with_logits)."""
+    check_name(name, "binary_cross_entropy_with_logits")
+    check_choice(reduction, LOSS_REDUCTIONS, "reduction", "binary_cross_entropy_with_logits")
+    given = [v for v in (weight, pos_weight) if v is not None]
+    x, t, *w = _eager_floats(input, target, *given, broadcast=True)
+    weight_v = w.pop(0) if weight is not None else None
+    pos_v = w.pop(0) if pos_weight is not None else None
+    return _eager_result(binary_cross_entropy_with_logits_body(_builder(), x, t, weight_v, pos_v, reduction))
+
+
+def _shape_arg(shape: Any, fname: str) -> tuple[int, ...]:
+    dims = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    return tuple(static_int(d, "a shape", fname) for d in dims)
+
+
+def _np_dtype(dtype: Any, default: Any = "float32") -> np.dtype:
+    """A MindSpore or NumPy dtype (None: `default`) as a NumPy dtype."""
+    return np.dtype(default if dtype is None else dtype)
+
+
+def ones(shape, dtype=None, *, name=None):
+    """A Tensor of ones of `shape` (an int or a tuple), Float32 unless `dtype` (mindspore.ops.ones)."""
+    check_name(name, "ones")
+    return wrap(np.ones(_shape_arg(shape, "ones"), _np_dtype(dtype)))
+
+
+def zeros(shape, dtype=None, *, name=None):
+    """A Tensor of zeros of `shape`, Float32 unless `dtype` (mindspore.ops.zeros)."""
+    check_name(name, "zeros")
+    return wrap(np.zeros(_shape_arg(shape, "zeros"), _np_dtype(dtype)))
+
+
+def full(size, fill_value, dtype=None, *, name=None):
+    """A Tensor of `size` filled with `fill_value` (mindspore.ops.full); the dtype
+    is `dtype`, else the value's (Float32 for a Python float, Int64 for an int)."""
+    check_name(name, "full")
+    default = "float32" if isinstance(fill_value, float) else "int64" if isinstance(fill_value, int) else None
+    return wrap(np.full(_shape_arg(size, "full"), fill_value, _np_dtype(dtype, default or np.asarray(fill_value).dtype)))
+
+
+def ones_like(input, dtype=None, *, name=None):
+    """Ones of `input`'s shape and dtype (or `dtype`) (mindspore.ops.ones_like)."""
+    check_name(name, "ones_like")
+    return np.ones(_typed(input).shape, _np_dtype(dtype, _typed(input).dtype))
+
+
+def zeros_like(input, dtype=None, *, name=None):
+    """Zeros of `input`'s shape and dtype (or `dtype`) (mindspore.ops.zeros_like)."""
+    check_name(name, "zeros_like")
+    return np.zeros(_typed(input).shape, _np_dtype(dtype, _typed(input).dtype))
+
+
+def cast(input, dtype, *, name=None):
+    """`input` converted to `dtype` (mindspore.ops.cast)."""
+    check_name(name, "cast")
+    return _tracer().TRACING_BUILDER.cast(_typed(input).v, _np_dtype(dtype).name)
+
+
+def flatten_shape(shape: Sequence[int], start_dim: int, end_dim: int, fname: str = "flatten") -> tuple[int, ...]:
+    """`shape` with the axes `start_dim..end_dim` merged into one (a 0-d shape becomes (1,))."""
+    if not shape:
+        return (1,)
+    start, end = axis_index(start_dim, len(shape), fname), axis_index(end_dim, len(shape), fname)
+    if start > end:
+        raise BadOptionError(f"{fname}: start_dim {start_dim} comes after end_dim {end_dim}")
+    return (*shape[:start], math.prod(shape[start : end + 1]), *shape[end + 1 :])
+
+
+def flatten(input, order="C", *, start_dim=1, end_dim=-1, name=None):
+    """`input` with the axes `start_dim..end_dim` merged (mindspore.ops.flatten:
+    by default every axis but the first, the batch axis)."""
+    check_name(name, "flatten")
+    check_choice(order, ("C",), "order", "flatten")
+    return np.reshape(input, flatten_shape(_typed(input).shape, start_dim, end_dim))
+
+
+def expand_dims(input_x, axis, *, name=None):
+    """`input_x` with a new axis of size 1 at `axis` (mindspore.ops.expand_dims)."""
+    check_name(name, "expand_dims")
+    return np.expand_dims(input_x, axis)
+
+
+def unsqueeze(input, dim, *, name=None):
+    """`input` with a new axis of size 1 at `dim` (mindspore.ops.unsqueeze)."""
+    check_name(name, "unsqueeze")
+    return np.expand_dims(input, dim)
+
+
+def squeeze(input, axis=None, *, name=None):
+    """`input` without its axes of size 1 (those of `axis` only, if given) (mindspore.ops.squeeze)."""
+    check_name(name, "squeeze")
+    return np.squeeze(input, axis)
+
+
+def stack(tensors, axis=0, *, name=None):
+    """`tensors` joined along a new axis `axis` (mindspore.ops.stack)."""
+    check_name(name, "stack")
+    return np.stack(tensors, axis=axis)
+
+
+def mean(input, axis=None, keep_dims=False, *, name=None):
+    """The mean over `axis` (mindspore.ops.mean)."""
+    check_name(name, "mean")
+    return np.mean(input, axis=reduction_axis(axis), keepdims=bool(keep_dims))
+
+
+def sum(input, dim=None, keepdim=False, *, dtype=None, name=None):  # noqa: A001 (MindSpore's name)
+    """The sum over `dim` (mindspore.ops.sum), in `dtype` if given."""
+    check_name(name, "sum")
+    total = np.sum(input, axis=reduction_axis(dim), keepdims=bool(keepdim))
+    return total if dtype is None else cast(total, dtype)
+
+
+def argmax(input, dim=None, keepdim=False, *, name=None):
+    """The index of the largest value along `dim` (every axis flattened if None), Int64 (mindspore.ops.argmax)."""
+    check_name(name, "argmax")
+    return np.argmax(input, axis=dim, keepdims=bool(keepdim))
+
+
+cat = concat
+
+
+def stop_gradient(value, *, name=None):
+    """`value`, with a zero derivative (mindspore.ops.stop_gradient; `msir.stop_gradient`)."""
+    check_name(name, "stop_gradient")
+    return msir.stop_gradient(value)
+
+
+# ---------------------------------------------------------------------------
+# Tensors
+# ---------------------------------------------------------------------------
+
+
+def _tensor_io(fn):
+    """`fn` on `msir.Tensor`s: called with their arrays (no copies), its
+    results come back as Tensors when an argument was one. Compiled code
+    calls the same object (`msir.frontend.ops_calls` keys its builders by it)."""
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        if not (contains_tensor(args) or contains_tensor(kwargs)):
+            return fn(*args, **kwargs)
+        return wrap(fn(*unwrap(args), **unwrap(kwargs)))
+
+    return call
+
+
+_CREATING = ("ones", "zeros", "full")
+"""They give Tensors from Python without a Tensor argument, as MindSpore's do."""
+for _name in __all__:
+    if _name not in _CREATING and _name != "GradOperation":
+        globals()[_name] = _tensor_io(globals()[_name])
+del _name

@@ -96,7 +96,8 @@ from typing import Any, Callable
 import numpy as np
 
 from msir import cache, targets
-from msir.transforms import CustomVjp, Jitted, JvpEntry, Transform, checkpoint
+from msir.common.tensor import Tensor as UserTensor
+from msir.transforms import CustomVjp, Jitted, JvpEntry, Transform, checkpoint, compiled_call_name
 
 FORMAT_VERSION = 1
 SUFFIX = ".msirt"
@@ -195,9 +196,12 @@ def is_plain_object(v: Any) -> bool:
     module, not a tuple, list or dict, nothing of NumPy's, msir's or the
     builtins', no `functools.partial`: those are callables compiled code
     refuses by name)? The frontend reads such objects' attributes at compile
-    time."""
+    time. msir's own classes whose instances compiled code reads the same way
+    (`msir.nn.Cell`) say so with a class attribute `__msir_plain_object__`."""
     if isinstance(v, (type, types.ModuleType, types.FunctionType, types.MethodType, tuple, list, dict)):
         return False
+    if getattr(type(v), "__msir_plain_object__", False):
+        return True
     return not _is_library(type(v).__module__) and type(v).__module__ != "functools"
 
 
@@ -270,6 +274,8 @@ class Fingerprinter:
             return [t.__name__, [self(x) for x in v]]
         if t is np.ndarray:
             return ["array", v.dtype.name, list(v.shape)]
+        if isinstance(v, UserTensor):  # its array is a runtime argument, as an array's is
+            return [t.__name__, v._data.dtype.name, list(v._data.shape)]
         if isinstance(v, np.generic):
             return ["npscalar", _dtype_key(v.dtype), repr(v.item())]
         if isinstance(v, np.dtype):
@@ -288,7 +294,7 @@ class Fingerprinter:
             if isinstance(v, Jitted):
                 return ["jit", self(v.__wrapped__)]
             if isinstance(v, Transform) and v.tangents is None:
-                return ["transformed", v.kind, repr(v.argnums), bool(v.has_aux), self(v.fn)]
+                return ["transformed", v.kind, repr(v.argnums), _aux_form(v), self(v.fn)]
             if isinstance(v, CustomVjp):
                 return ["custom_vjp", self(v.fn), self(v.fwd), self(v.bwd)]
             raise Uncacheable(f"a {t.__name__}")
@@ -341,6 +347,8 @@ class Recorder:
             self._modules.setdefault(id(v), ref)
         elif t is np.ndarray:
             self.arrays.setdefault(id(v), ref)
+        elif isinstance(v, UserTensor):
+            self.arrays.setdefault(id(v._data), ["a", ref, "_data"])
         elif t is tuple or t is list:
             for i, x in enumerate(v):
                 self._register(["i", ref, i], x)
@@ -585,10 +593,21 @@ def identity(fn: Any) -> Any:
         code = fn.__code__
         return ["function", fn.__module__, fn.__qualname__, code.co_filename, code.co_firstlineno]
     if isinstance(fn, Transform) and fn.tangents is None:
-        return ["transformed", fn.kind, repr(fn.argnums), bool(fn.has_aux), identity(fn.fn)]
+        return ["transformed", fn.kind, repr(fn.argnums), _aux_form(fn), identity(fn.fn)]
     if isinstance(fn, Jitted):
         return identity(fn.__wrapped__)
+    if t is types.MethodType and is_plain_object(fn.__self__):
+        owner = type(fn.__self__)
+        return ["method", owner.__module__, owner.__qualname__, identity(fn.__func__)]
+    if is_plain_object(fn):  # a callable object (a Cell): the method its call runs
+        cls = type(fn)
+        return ["object", cls.__module__, cls.__qualname__, identity(getattr(cls, compiled_call_name(fn), None))]
     return None
+
+
+def _aux_form(t: Transform) -> Any:
+    """What of a transform's `has_aux` decides its trace: whether, and in which form (`Transform.aux_tuple`)."""
+    return "tuple" if t.has_aux and t.aux_tuple else bool(t.has_aux)
 
 
 def describe(value: Any) -> Any:

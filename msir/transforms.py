@@ -35,18 +35,30 @@ class Transform:
     function, a frontend `Closure`, or another `Transform`), `argnums`,
     `has_aux`, and for `jvp` the `tangents`."""
 
-    def __init__(self, kind: str, fn, argnums=0, has_aux: bool = False, tangents=None):
+    def __init__(self, kind: str, fn, argnums=0, has_aux: bool = False, tangents=None, weights=None,
+                 aux_tuple: bool | None = None):
         if not callable(fn) and not isinstance(fn, Closure):  # frontend closures are compile-time
             raise TypeError(f"msir.{kind} expects a function, got {type(fn).__name__}")
-        if not isinstance(argnums, int) and not (
+        if weights is not None:
+            weights = _parameters(weights, kind)
+        if not (argnums is None and weights is not None) and not isinstance(argnums, int) and not (
             isinstance(argnums, tuple) and argnums and all(isinstance(a, int) for a in argnums)
         ):
+            if argnums is None:
+                raise ValueError(f"msir.{kind}: grad_position and weights cannot both be None")
             raise TypeError(f"argnums must be an int or a non-empty tuple of ints, got {argnums!r}")
         self.kind = kind
         self.fn = fn.__wrapped__ if isinstance(fn, Jitted) else fn
         self.argnums = argnums
         self.has_aux = has_aux
         self.tangents = tangents
+        self.weights = weights
+        """The Parameters differentiated with respect to besides the arguments
+        (MindSpore's `weights=`), or None."""
+        self.aux_tuple = weights is not None if aux_tuple is None else aux_tuple
+        """`grad` with `has_aux` gives the outputs after the first as a tuple,
+        also for a pair `(output, aux)`: `(gradient, (aux,))`, MindSpore's form
+        (msir's own, without it: `(gradient, aux)`); by default with `weights`."""
         base = self.source_function
         self.__name__ = f"{kind}_{getattr(base, '__name__', 'fn')}"
         if not callable(base):
@@ -62,12 +74,74 @@ class Transform:
     def source_function(self):
         """The innermost Python function (for source locations)."""
         base = self.fn
-        while isinstance(base, Transform):
+        while isinstance(base, (Transform, BindParameters)):
             base = base.fn
         return base
 
+    def with_weights_as_argument(self, n_args: int) -> "Transform":
+        """This transform (with `weights`) as one without: its function takes
+        the weights' values as an extra last argument, a tuple
+        (`BindParameters`), and is differentiated with respect to it too. Its
+        gradients are arranged by `arrange_gradients`."""
+        positions = () if self.argnums is None else (
+            (self.argnums,) if isinstance(self.argnums, int) else tuple(self.argnums)
+        )
+        return Transform(self.kind, BindParameters(self.fn, self.weights), (*positions, n_args), self.has_aux,
+                         aux_tuple=self.aux_tuple)
+
+    def arrange_gradients(self, grads: tuple) -> Any:
+        """MindSpore's layout of the gradients `with_weights_as_argument` gives
+        (one per position, then the weights' tuple): the weights' gradients
+        alone without `grad_position`, else (position gradients, weights' gradients)."""
+        *by_position, by_weight = grads
+        if self.argnums is None:
+            return by_weight
+        return (by_position[0] if isinstance(self.argnums, int) else tuple(by_position)), by_weight
+
     def __repr__(self) -> str:
         return f"<msir.{self.kind} of {self.source_function!r} argnums={self.argnums}>"
+
+
+class BindParameters:
+    """`fn` taking the values of `parameters` (Parameters, `msir.common.parameter`)
+    as an extra last argument, a tuple: called with `(*args, values)` it runs
+    `fn(*args)` with every read of one of the parameters giving its value
+    instead. It is what differentiating with respect to `weights=` differentiates:
+    in compiled code the frontend binds the parameters to the argument's
+    values (`msir.frontend.calls`); in Python (PyNative mode) the parameters
+    hold the values (eager tracers) while `fn` runs. Tensor arguments stay
+    Tensors for `fn` and its Tensor results are given back as arrays."""
+
+    def __init__(self, fn, parameters: tuple):
+        self.fn = fn
+        self.parameters = parameters
+        self.__name__ = getattr(fn, "__name__", type(fn).__name__)
+
+    def __call__(self, *args):
+        from msir.common.tensor import unwrap, wrap
+
+        *args, values = args
+        saved = [p._data for p in self.parameters]
+        try:
+            for p, v in zip(self.parameters, values):
+                p._data = v
+            return unwrap(self.fn(*wrap(tuple(args))))
+        finally:
+            for p, v in zip(self.parameters, saved):
+                p._data = v
+
+
+def _parameters(weights, kind: str) -> tuple:
+    """`weights` (a Parameter, or a tuple or list of them) as a tuple of Parameters."""
+    from msir.common.parameter import Parameter
+
+    items = (weights,) if isinstance(weights, Parameter) else weights
+    if not isinstance(items, (tuple, list)) or not all(isinstance(p, Parameter) for p in items):
+        raise TypeError(
+            f"msir.{kind}: weights must be a Parameter, a ParameterTuple or a list of Parameters "
+            f"(net.trainable_params()), got {type(weights).__name__}"
+        )
+    return tuple(items)
 
 
 class JvpEntry:
@@ -127,7 +201,9 @@ class checkpoint:
 COMPILE_TIME: list[tuple[Callable, str]] = []
 """The API functions compiled code may call, each with what the frontend does:
 "transform" (call it while tracing: it returns a `Transform`), "vjp" and "jvp"
-(differentiate at the call), "stop_gradient" (emit `msir.stop_gradient`)."""
+(differentiate at the call), "stop_gradient" (emit `msir.stop_gradient`),
+"python" (call it while tracing on the compile-time values, e.g. a layer's
+check of its input's static shape: `msir.nn.cell.check_input`)."""
 
 
 def compile_time(kind: str):
@@ -143,3 +219,10 @@ def compile_time(kind: str):
 def compile_time_kind(fn: Any) -> str | None:
     """What compiled code does with a call of `fn` (None: not an API function)."""
     return next((kind for f, kind in COMPILE_TIME if f is fn), None)
+
+
+def compiled_call_name(obj: Any) -> str:
+    """The method compiled code runs for a call `obj(...)` of a plain object:
+    the one its class names in `__msir_call__` (a Cell's "construct", whose
+    `__call__` is Python-side dispatch), else `__call__`."""
+    return getattr(type(obj), "__msir_call__", "__call__")

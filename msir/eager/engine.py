@@ -121,12 +121,13 @@ def _argnums(t: Any, n: int) -> tuple[int, ...]:
     return tuple(a % n for a in nums)
 
 
-def _split_aux(out: Any, has_aux: bool) -> tuple[Any, Any]:
+def _split_aux(out: Any, has_aux: bool, aux_tuple: bool = False) -> tuple[Any, Any]:
     if not has_aux:
         return out, None
-    if not isinstance(out, (tuple, list)) or len(out) != 2:
+    if not isinstance(out, (tuple, list)) or len(out) < 2:
         raise EagerValueError("with has_aux=True the function must return a pair (output, aux)")
-    return out[0], out[1]
+    # MindSpore's has_aux: the first output is differentiated, the others come back as they are.
+    return out[0], (out[1] if len(out) == 2 and not aux_tuple else tuple(out[1:]))
 
 
 class _Inputs:
@@ -205,7 +206,7 @@ def _grad(t: Any, args: tuple) -> Any:
     try:
         inputs = _Inputs(trace, args, argnums, lambda primal, weak, i, j: trace.leaf(primal, weak))
         out = t.fn(*inputs.args)
-        main, aux = _split_aux(out, t.has_aux)
+        main, aux = _split_aux(out, t.has_aux, t.aux_tuple)
         _check_scalar_output(main)
         seeds = []
         if type(main) is Tracer and main.trace is trace:

@@ -291,6 +291,48 @@ def bind(name: str, p: dict, xs: Sequence[Any]) -> Any:
     return top.process(name, p, list(xs))
 
 
+def custom_vjp_call(primal_fn, bwd, xs: Sequence[Any], what: str) -> Any:
+    """`primal_fn(*xs)` (one array out) with a user-defined reverse rule:
+    `bwd(xs, y, ct)` gives one cotangent per operand (None: zero). At the
+    highest active trace among `xs`, which must be reverse mode: the primal
+    runs on the operands' primals (lower levels record it), and the trace
+    records one node whose adjoint is `bwd` (whose ops lower levels record
+    in turn). `what` names the function in errors (a Cell's bprop)."""
+    top = None
+    for x in xs:
+        if type(x) is Tracer and x.trace.active and (top is None or x.trace.level > top.level):
+            top = x.trace
+    if top is None:
+        return primal_fn(*xs)
+    if not isinstance(top, ReverseTrace):
+        raise UnsupportedSyntaxError(f"{what}: a custom backward has no forward-mode (jvp) rule")
+    mine = [type(x) is Tracer and x.trace is top for x in xs]
+    primals = [x.primal if m else x for x, m in zip(xs, mine)]
+    y = primal_fn(*primals)
+    if isinstance(y, (tuple, list)) or (type(y) is Tracer and y.trace is top):
+        raise UnsupportedSyntaxError(
+            f"{what}: a custom backward in PYNATIVE_MODE needs one output computed from the inputs alone"
+        )
+    if _dtype(y) not in FLOATS:
+        return y
+    out = Tracer(top, y)
+    out.id = next(top._ids)
+    top.nodes.append(("custom_vjp", {"bwd": bwd, "what": what}, primals, y, [x.id if m else None for x, m in zip(xs, mine)], out.id))
+    return out
+
+
+def _custom_cotangents(p: dict, xs: list, y: Any, ct: Any) -> list:
+    grads = list(p["bwd"](xs, y, ct))
+    if len(grads) != len(xs):
+        raise ShapeError(f"{p['what']}: the custom backward must return one gradient per input ({len(xs)}), got {len(grads)}")
+    for x, g in zip(xs, grads):
+        if g is not None and _shape(g) != _shape(x):
+            raise ShapeError(
+                f"{p['what']}: a gradient of shape {fmt_shape(_shape(g))} for an input of shape {fmt_shape(_shape(x))}"
+            )
+    return grads
+
+
 def _record_params(p: dict, y: Any, dt: str) -> dict:
     p = dict(p)
     p.setdefault("shape", _shape(y))
@@ -344,6 +386,8 @@ class ReverseTrace(Trace):
                     [None, B.matmul(B.transpose(a, (1, 0)), ct)] if in_ids[0] is None
                     else [B.matmul(ct, B.transpose(b, (1, 0))), None]
                 )
+            elif name == "custom_vjp":
+                grads = _custom_cotangents(p, list(xs), y, ct)
             else:
                 grads = VJP[name](B, p, list(xs), y, ct)
             for i, g in zip(in_ids, grads):

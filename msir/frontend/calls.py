@@ -34,7 +34,7 @@ from msir.frontend.state import FunctionValue, MethodValue, ObjectValue, _Callee
 from msir.frontend.structure import _rebuild
 from msir.frontend.values import Closure, KnownInt, Tensor
 from msir.trace_cache import is_plain_object
-from msir.transforms import CustomVjp, Jitted, Transform, checkpoint, compile_time_kind
+from msir.transforms import BindParameters, CustomVjp, Jitted, Transform, checkpoint, compile_time_kind
 
 
 class CallsMixin:
@@ -70,8 +70,13 @@ class CallsMixin:
             return self.call_custom_vjp(fn, args, node)
         if isinstance(fn, checkpoint):
             return self.call_checkpoint(fn, args, kwargs, node)
+        if isinstance(fn, BindParameters):
+            return self.call_binding_parameters(fn, args, kwargs, node)
+        translate = getattr(type(fn), "__msir_translate__", None)
+        if translate is not None:  # msir's own callables that drive the translator (msir.nn.cell)
+            return translate(fn, self, args, kwargs, node)
         api_kind = compile_time_kind(fn)
-        if api_kind == "transform":
+        if api_kind in ("transform", "python"):
             return fn(*[self.python_value(a) for a in args], **kwargs)
         if api_kind == "stop_gradient":
             (x,) = args
@@ -96,6 +101,8 @@ class CallsMixin:
             return handler(self, args, kwargs, node)
         if isinstance(fn, Jitted):
             fn = fn.__wrapped__
+            if not isinstance(fn, types.FunctionType):  # a jitted method or Cell
+                return self.call_value(fn, args, kwargs, node)
         if isinstance(fn, types.FunctionType):
             return self.call_user(fn, args, kwargs, node)
         name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
@@ -214,9 +221,10 @@ class CallsMixin:
         array arguments. Compile-time arguments (functions, as a recursion that
         is too deep to unroll may pass) are part of the function, by identity.
         `checkpoint` marks the call `msir.checkpoint` (see `call_checkpoint`)."""
+        # A function translated while parameters are bound reads them as other values.
         key = (fn.code, tuple(
             (v.dtype, v.shape, v.weak) if isinstance(v, Tensor) else ("static", id(v)) for v in bound.values()
-        ))
+        ), tuple(number for number, _ in self.tc.bound_parameters))
         self.tc.static_arguments += [v for v in bound.values() if not isinstance(v, Tensor)]
         if key in self.tc.active:
             return self.recursive_call(key, bound, node)

@@ -256,10 +256,27 @@ class DifferentiationMixin:
         outs = self.apply(fv.ssa, [leaf.ssa for leaf in leaves])
         return _rebuild(fv.structure, iter(_tensors(outs, fv.weak)))
 
+    def call_transformed_with_weights(self, t: Any, args: list[Any], node: ast.AST) -> Any:
+        """`msir.grad(f, grad_position, weights=params)(*args)`: the weights'
+        current values are one more argument of `f` (the parameters bound to
+        it while `f` is translated: `msir.transforms.BindParameters`), and the
+        gradients are arranged as MindSpore does."""
+        values = tuple(self.parameter_value(p, node) for p in t.weights)
+        result = self.call_transformed(t.with_weights_as_argument(len(args)), [*args, values], {}, node)
+        if t.kind == "grad":
+            if t.has_aux:
+                grads, aux = result
+                return t.arrange_gradients(grads), aux
+            return t.arrange_gradients(result)
+        value, grads = result
+        return value, t.arrange_gradients(grads)
+
     def call_transformed(self, t: Any, args: list[Any], kwargs: dict[str, Any], node: ast.AST) -> Any:
         """`msir.grad(f)(*args)` and friends: outline `f`, apply the transform op."""
         if kwargs:
             raise self.error(UnsupportedSyntaxError, "keyword arguments to a differentiated function", node)
+        if getattr(t, "weights", None) is not None:
+            return self.call_transformed_with_weights(t, args, node)
         argnums = (t.argnums,) if isinstance(t.argnums, int) else tuple(t.argnums)
         for a in argnums:
             if not -len(args) <= a < len(args):
@@ -294,11 +311,13 @@ class DifferentiationMixin:
         has_aux = bool(getattr(t, "has_aux", False))
         main_struct, aux_struct = o.structure, None
         if has_aux:
-            if o.structure[0] != "tuple" or len(o.structure[1]) != 2:
+            if o.structure[0] != "tuple" or len(o.structure[1]) < 2:
                 raise self.error(
                     ValueError_, "with has_aux=True the function must return a pair (output, aux)", node
                 )
-            main_struct, aux_struct = o.structure[1]
+            # MindSpore's has_aux: the first output is differentiated, the others come back as they are.
+            main_struct, *aux_structs = o.structure[1]
+            aux_struct = aux_structs[0] if len(aux_structs) == 1 and not t.aux_tuple else ("tuple", aux_structs)
         n_main = len(_struct_leaves(main_struct))
         if t.kind in ("grad", "value_and_grad"):
             if n_main != 1:

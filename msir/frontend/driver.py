@@ -37,7 +37,7 @@ from msir.errors import DTypeError, UnsupportedSyntaxError
 from msir.frontend.source import get_source
 from msir.frontend.translate import Capture, TraceContext, _closure_env, build_function
 from msir.frontend.values import KnownInt, Tensor
-from msir.transforms import JvpEntry, Transform
+from msir.transforms import Jitted, JvpEntry, Transform, compiled_call_name
 
 if TYPE_CHECKING:
     from msir.trace_cache import Guard
@@ -137,7 +137,8 @@ def trace(fn, specs: list[Spec], kwargs_specs: dict[str, Spec] | None = None, re
         from msir.trace_cache import Recorder
 
         recorder = Recorder(fn)
-    if isinstance(fn, (Transform, JvpEntry)):
+    if isinstance(fn, (Transform, JvpEntry)) or not isinstance(fn, types.FunctionType):
+        # a transform, a method of an object or a callable object (a Cell): its call is traced
         return _trace_transformed(fn, specs, recorder)
     src = get_source(fn)
     node = src.node
@@ -267,15 +268,20 @@ def module_from_file(path: str, entry: str, arg_types: str) -> ModuleOp:
     if fn is None:
         raise SystemExit(f"msir-opt: {path} has no function '{entry}'")
     fn = getattr(fn, "__wrapped__", fn)
+    if not callable(fn) or isinstance(fn, type):
+        raise SystemExit(f"msir-opt: '{entry}' in {path} is not a function (its type: {type(fn).__name__})")
     return trace(fn, parse_arg_types(arg_types)).module
 
 
 def _trace_transformed(t, specs: list[Spec], recorder=None) -> Traced:
-    """Trace an entry that applies a differentiation transform to its arguments."""
+    """Trace an entry that applies a differentiation transform to its arguments,
+    or calls a method of an object or a callable object on them."""
     from msir.frontend.translate import Translator, flatten_result
 
-    jvp_entry = not isinstance(t, Transform)
-    base = _python_function(t.t.source_function if jvp_entry else t.source_function)
+    jvp_entry = isinstance(t, JvpEntry)
+    base = _python_function(
+        t.t.source_function if jvp_entry else t.source_function if isinstance(t, Transform) else t
+    )
     src = get_source(base)
     tc = TraceContext(recorder=recorder)
     block = Block()
@@ -287,15 +293,17 @@ def _trace_transformed(t, specs: list[Spec], recorder=None) -> Traced:
         n = t.n
         inner = Transform("jvp", t.t.fn, t.t.argnums, t.t.has_aux, tangents=tuple(params[n:]))
         value = tr.call_value(inner, params[:n], {}, src.node)
-    else:
+    elif isinstance(t, Transform):
         value = tr.call_value(t, params, {}, src.node)
+    else:
+        value = tr.call_value(_root_value(tr, t), params, {}, src.node)
     structure, leaves = flatten_result(value, tr, src.node)
     from xdsl.dialects import func as func_dialect
     from xdsl.dialects.builtin import FunctionType
     from xdsl.ir import Region
 
     block.add_op(func_dialect.ReturnOp(*[leaf.ssa for leaf in leaves]))
-    name = tc.unique_name(t.__name__)
+    name = tc.unique_name(re.sub(r"\W", "_", getattr(t, "__name__", type(t).__name__)))
     ftype = FunctionType.from_lists([a.type for a in block.args], [leaf.ssa.type for leaf in leaves])
     entry = func_dialect.FuncOp(name, ftype, Region(block))
     module = ModuleOp([entry, *tc.module_ops])
@@ -305,12 +313,29 @@ def _trace_transformed(t, specs: list[Spec], recorder=None) -> Traced:
     )
 
 
+def _root_value(tr: Any, fn: Any) -> Any:
+    """The jitted method of an object (or callable object, a Cell) as a
+    frontend value reached from the jitted callable itself (the trace cache's
+    reference ["root"]), so that what the trace reads through it is recorded
+    and guarded."""
+    from msir.frontend.state import MethodValue, Path
+
+    if isinstance(fn, types.MethodType):
+        owner = fn.__self__
+        path = Path(lambda: owner, type(owner).__name__, ["a", ["root"], "__self__"])
+        return MethodValue(tr.object_value(owner, path), fn.__func__, fn.__name__)
+    return tr.object_value(fn, Path(lambda: fn, type(fn).__name__, ["root"]))
+
+
 def _python_function(fn: Any) -> Any:
     """The Python function a transformed callable runs, for its source and
-    scopes: a method's function, or a callable object's class's `__call__`."""
+    scopes: a method's function, or a callable object's class's `__call__`
+    (or the method its class names in `__msir_call__`: a Cell's `construct`)."""
     if isinstance(fn, types.MethodType):
         return fn.__func__
-    call = getattr(type(fn), "__call__", None)
+    call = getattr(type(fn), compiled_call_name(fn), None)
+    if isinstance(call, Jitted):
+        call = call.__wrapped__
     if not isinstance(fn, types.FunctionType) and isinstance(call, types.FunctionType):
         return call
     return fn

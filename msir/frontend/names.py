@@ -22,7 +22,8 @@ from xdsl.ir import BlockArgument
 
 from msir.dialects import msir as M
 from msir.errors import UnsupportedSyntaxError
-from msir.frontend.objects import is_method_of_object
+from msir.common.tensor import Tensor as UserTensor
+from msir.frontend.objects import array_of, is_method_of_object
 from msir.frontend.state import Capture, MethodValue, Path, _Undefined
 from msir.frontend.values import Closure, KnownInt, Tensor, dtype_name
 from msir.trace_cache import is_plain_object
@@ -82,6 +83,9 @@ class NamesMixin:
             getter = lambda: cell.cell_contents  # noqa: E731
         if isinstance(value, np.ndarray):
             return self.capture(value, name, getter or (lambda: value), node)
+        if isinstance(value, UserTensor):
+            outer = getter or (lambda: value)
+            return self.tensor_value(value, name, lambda: array_of(outer()), node)
         if isinstance(value, (tuple, list)) and any(_holds_values_to_read(v) for v in value):
             outer = getter or (lambda: value)
             items = [
@@ -100,9 +104,9 @@ class NamesMixin:
         return value
 
     def capture(self, value: np.ndarray, name: str, getter, node) -> Tensor:
-        key = (name, id(value))
         for i, c in enumerate(self.tc.captures):
-            if (c.name, id(c.get())) == key:
+            # the name first: a getter may draw random numbers (msir.nn's Dropout), read only at calls
+            if c.name == name and c.get() is value:
                 return self.tc.capture_values[i]
         dtype = dtype_name(value.dtype, self.source.loc(node))
         assert self.tc.entry_block is not None
@@ -116,4 +120,4 @@ class NamesMixin:
 
 def _holds_values_to_read(v: Any) -> bool:
     """Is `v` an item that makes a tuple or list be read item by item?"""
-    return isinstance(v, (np.ndarray, tuple, list, dict)) or is_plain_object(v) or is_method_of_object(v)
+    return isinstance(v, (np.ndarray, UserTensor, tuple, list, dict)) or is_plain_object(v) or is_method_of_object(v)

@@ -36,11 +36,14 @@ from typing import Any
 
 import numpy as np
 
-from msir.errors import UnsupportedSyntaxError
+from msir.common.tensor import Tensor as UserTensor
+from msir.common.tensor import TracedTensorRead, is_traced
+from msir.errors import MsirError, UnsupportedSyntaxError
 from msir.frontend.base import AttributeError_, KeyError_, TypeError_
 from msir.frontend.state import MethodValue, ObjectValue, Path
 from msir.frontend.values import KnownInt, Tensor
 from msir.trace_cache import ABSENT, Guard, is_plain_object, item_or_absent
+from msir.transforms import BindParameters, Jitted, compiled_call_name
 
 _CONSTANT_TYPES = (bool, int, float, complex, str, type(None))
 
@@ -121,6 +124,9 @@ class ObjectsMixin:
         """The frontend value of `v`, read through an object at `path`, guarded."""
         if isinstance(v, np.ndarray):
             return self.capture(v, path.name, path.get, node)
+        if isinstance(v, UserTensor):
+            get = path.get
+            return self.tensor_value(v, path.name, lambda: array_of(get()), node)
         if isinstance(v, (tuple, list)):
             self.guard("len", path, v)
             items = [self.read_through(x, self.item_path(path, i, x), node) for i, x in enumerate(v)]
@@ -138,9 +144,25 @@ class ObjectsMixin:
 
     def call_object(self, value: ObjectValue, args: list[Any], kwargs: dict[str, Any], node: ast.AST) -> Any:
         """`obj(...)`: its class's `__call__` (as Python calls it, whatever the
-        instance's own attributes), inlined with `self` bound."""
-        call = getattr(type(value.obj), "__call__", None)
-        if isinstance(value.obj, dict) or not isinstance(call, types.FunctionType):
+        instance's own attributes), or the method its class names in
+        `__msir_call__` (a Cell's `construct`), inlined with `self` bound. An
+        object whose `__msir_custom_vjp__()` gives a `CustomVjp` (a Cell with a
+        `bprop`) is called as that function, with its reverse rule."""
+        custom = getattr(type(value.obj), "__msir_custom_vjp__", None)
+        try:
+            # The rule's methods are read through this object's path, like any method of it.
+            rule = custom(value.obj, lambda name: self.python_value(self.object_attribute(value, name, node))) \
+                if custom is not None else None
+        except MsirError as e:
+            if e.loc is not None:
+                raise
+            raise self.error(type(e), e.message, node) from None
+        if rule is not None:
+            return self.call_custom_vjp(rule, args, node)
+        method = compiled_call_name(value.obj)
+        call = getattr(type(value.obj), method, None)
+        function = call.__wrapped__ if isinstance(call, Jitted) else call  # `@msir.jit def construct`
+        if isinstance(value.obj, dict) or not isinstance(function, types.FunctionType):
             raise self.error(
                 TypeError_,
                 f"'{type(value.obj).__name__}' object is not callable in compiled functions "
@@ -148,9 +170,43 @@ class ObjectsMixin:
                 node,
             )
         get = value.path.get
-        ref = self.tc.recorder.read(value.path.ref, "t", "__call__", call) if self.tc.recorder is not None else None
-        self.guard("identity", Path(lambda: getattr(type(get()), "__call__", ABSENT), f"{value.path.name}.__call__", ref), call)
-        return self.call_user(call, [value, *args], kwargs, node)
+        ref = self.tc.recorder.read(value.path.ref, "t", method, call) if self.tc.recorder is not None else None
+        self.guard("identity", Path(lambda: getattr(type(get()), method, ABSENT), f"{value.path.name}.{method}", ref), call)
+        try:
+            return self.call_user(function, [value, *args], kwargs, node)
+        except MsirError as e:
+            if method != "__call__":  # a Cell's construct: say which one the error is in
+                _name_the_method(e, f"{type(value.obj).__qualname__}.{method}", function)
+            raise
+
+    def tensor_value(self, t: UserTensor, name: str, getter, node: ast.AST) -> Tensor:
+        """A `msir.Tensor` (or Parameter) read by the traced code: the value
+        it is bound to (`bind_parameters`), else its array as a hidden runtime
+        argument that `getter` reads again at every call (a Parameter updated
+        in place or by `set_data` is read anew, without compiling again)."""
+        for _, bound in reversed(self.tc.bound_parameters):
+            if id(t) in bound:
+                return bound[id(t)]
+        if is_traced(t):
+            raise TracedTensorRead
+        return self.capture(t.asnumpy(), _argument_name(name), getter, node)
+
+    def parameter_value(self, p: UserTensor, node: ast.AST) -> Tensor:
+        """The value of Parameter `p` differentiated with respect to (`weights=`)."""
+        return self.localize(self.tensor_value(p, getattr(p, "name", "parameter"), lambda: array_of(p), node))
+
+    def call_binding_parameters(self, fn: BindParameters, args: list[Any], kwargs: dict[str, Any], node) -> Any:
+        """A call of `BindParameters(f, params)(*args, values)`: `f(*args)` with
+        every read of one of `params` giving its value in `values`."""
+        *args, values = args
+        if not isinstance(values, tuple) or len(values) != len(fn.parameters):
+            raise self.error(TypeError_, "the values of the bound parameters must be a tuple, one per parameter", node)
+        self.tc.bound_parameters.append((len(self.tc.bound_parameters_seen), {id(p): v for p, v in zip(fn.parameters, values)}))
+        self.tc.bound_parameters_seen.append(fn)
+        try:
+            return self.call_value(fn.fn, list(args), kwargs, node)
+        finally:
+            self.tc.bound_parameters.pop()
 
     def python_value(self, v: Any) -> Any:
         """A frontend value given to Python code while tracing (the function
@@ -175,6 +231,31 @@ class ObjectsMixin:
             owner = fn.__self__
             return MethodValue(self.from_python(owner), fn.__func__, fn.__name__)
         return self.object_value(fn, Path(lambda: fn, type(fn).__name__))
+
+
+def _name_the_method(e: MsirError, qualname: str, function: types.FunctionType) -> None:
+    """Begin `e`'s message with "in Net.construct: " if its location is in `function`."""
+    loc, code = e.loc, function.__code__
+    if loc is None or loc.file != code.co_filename:
+        return
+    lines = [line for _, _, line in code.co_lines() if line is not None]
+    where = f"in {qualname}: "
+    if lines and code.co_firstlineno <= loc.line <= max(lines) and not e.message.startswith(where):
+        e.message = where + e.message
+        if isinstance(e, UnsupportedSyntaxError):
+            e.msg = e.message
+
+
+def _argument_name(name: str) -> str:
+    """`name` (a Parameter's "0.weight") as an IR argument's name hint, which must not start with a digit."""
+    name = re.sub(r"\W", "_", name)
+    return name if name[:1].isalpha() or name[:1] == "_" else "p_" + name
+
+
+def array_of(value: Any) -> Any:
+    """The array a Tensor read again holds (anything else as it is: the
+    compiled entry then sees a value of another type and traces again)."""
+    return value._data if isinstance(value, UserTensor) else value
 
 
 def _source_of(node: ast.AST, field: str, default: str) -> str:

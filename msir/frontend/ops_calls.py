@@ -19,13 +19,15 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import Block, Operation, SSAValue
 
 from msir import ops
+from msir.common.tensor import Tensor as UserTensor
 from msir.dialects import msir as M
 from msir.errors import MsirError
-from msir.frontend.base import TypeError_, _loc_attr
+from msir.frontend.base import TypeError_, ValueError_, _loc_attr
 from msir.frontend.einsum import build_einsum
 from msir.frontend.values import Tensor
 from msir.passes.ad_ir import IRBuilder
@@ -167,6 +169,100 @@ def _mse_loss(tr, node, input, target, reduction):
     return _tensor(ops.mse_body(_builder(tr), x.ssa, t.ssa, reduction))
 
 
+def _binary_cross_entropy_with_logits(tr, node, input, target, weight, pos_weight, reduction):
+    ops.check_choice(reduction, ops.LOSS_REDUCTIONS, "reduction", "binary_cross_entropy_with_logits")
+    given = [v for v in (weight, pos_weight) if v is not None]
+    ts = _floats(tr, node, input, target, *given)
+    shape = ts[0].shape
+    for t in ts[1:]:
+        shape = M.infer_broadcast(shape, t.shape)
+    x, t, *w = [tr.broadcast(v, shape).ssa for v in ts]
+    weight_v = w.pop(0) if weight is not None else None
+    pos_v = w.pop(0) if pos_weight is not None else None
+    return _tensor(ops.binary_cross_entropy_with_logits_body(_builder(tr), x, t, weight_v, pos_v, reduction))
+
+
+def _creating(value: int):
+    def handler(tr, node, shape, dtype):
+        dims = (shape,) if not isinstance(shape, (tuple, list)) else shape
+        return tr.full(dims, value, ops._np_dtype(dtype), node)
+
+    return handler
+
+
+def _full(tr, node, size, fill_value, dtype):
+    dims = (size,) if not isinstance(size, (tuple, list)) else size
+    if dtype is None and isinstance(fill_value, float):
+        dtype = "float32"  # MindSpore: a Python float fills Float32
+    return tr.full(dims, fill_value, None if dtype is None else ops._np_dtype(dtype), node)
+
+
+def _creating_like(value: int):
+    def handler(tr, node, input, dtype):
+        t = tr.as_tensor(input, node)
+        return tr.full(t.shape, value, ops._np_dtype(dtype, t.dtype), node)
+
+    return handler
+
+
+def _cast(tr, node, input, dtype):
+    return tr.cast(tr.as_tensor(input, node), ops._np_dtype(dtype).name, False)
+
+
+def _flatten(tr, node, input, order, start_dim, end_dim):
+    ops.check_choice(order, ("C",), "order", "flatten")
+    x = tr.as_tensor(input, node)
+    start = tr.static_int(start_dim, "start_dim", node)
+    end = tr.static_int(end_dim, "end_dim", node)
+    return tr.reshape(x, ops.flatten_shape(x.shape, start, end), node)
+
+
+def _numpy(fn: Callable, names: tuple[str, ...], renamed: dict[str, str] | None = None) -> Callable:
+    """A builder calling NumPy's handler of `fn` with these parameters (renamed to NumPy's names)."""
+
+    def handler(tr, node, **params):
+        kwargs = {(renamed or {}).get(k, k): params[k] for k in names[1:]}
+        return tr.call_value(fn, [params[names[0]]], kwargs, node)
+
+    return handler
+
+
+def _expand_dims(tr, node, input_x, axis):
+    x = tr.as_tensor(input_x, node)
+    a = ops.axis_index(tr.static_int(axis, "an axis", node), x.ndim + 1, "expand_dims")
+    return tr.reshape(x, (*x.shape[:a], 1, *x.shape[a:]), node)
+
+
+def _unsqueeze(tr, node, input, dim):
+    return _expand_dims(tr, node, input, dim)
+
+
+def _squeeze(tr, node, input, axis):
+    x = tr.as_tensor(input, node)
+    if axis is None:
+        axes = [i for i, d in enumerate(x.shape) if d == 1]
+    else:
+        axes = [ops.axis_index(a, x.ndim, "squeeze") for a in tr.static_ints(axis if isinstance(axis, (tuple, list)) else (axis,), "an axis", node)]
+    for a in axes:
+        if x.shape[a] != 1:
+            raise tr.error(ValueError_, f"squeeze: axis {a} has size {x.shape[a]}, not 1", node)
+    return tr.reshape(x, tuple(d for i, d in enumerate(x.shape) if i not in axes), node)
+
+
+def _stack(tr, node, tensors, axis):
+    return tr.concatenate(tensors, axis, node, stack=True)
+
+
+def _sum(tr, node, input, dim, keepdim, dtype):
+    total = tr.reduce("sum", input, ops.reduction_axis(dim), keepdim, node)
+    return total if dtype is None else _cast(tr, node, total, dtype)
+
+
+def _stop_gradient(tr, node, value):
+    t = tr.as_tensor(value, node)
+    return tr.tensor(M.StopGradientOp(t.ssa), t.weak)
+
+
 _BUILDERS: dict[Callable, Callable] = {
     ops.add: _binary("add"),
     ops.sub: _binary("sub"),
@@ -200,6 +296,23 @@ _BUILDERS: dict[Callable, Callable] = {
     ops.concat: _concat,
     ops.cross_entropy: _cross_entropy,
     ops.mse_loss: _mse_loss,
+    ops.binary_cross_entropy_with_logits: _binary_cross_entropy_with_logits,
+    ops.ones: _creating(1),
+    ops.zeros: _creating(0),
+    ops.full: _full,
+    ops.ones_like: _creating_like(1),
+    ops.zeros_like: _creating_like(0),
+    ops.cast: _cast,
+    ops.flatten: _flatten,
+    ops.expand_dims: _expand_dims,
+    ops.unsqueeze: _unsqueeze,
+    ops.squeeze: _squeeze,
+    ops.stack: _stack,
+    ops.cat: _concat,
+    ops.mean: _reduction("mean"),
+    ops.sum: _sum,
+    ops.stop_gradient: _stop_gradient,
+    ops.argmax: _numpy(np.argmax, ("input", "dim", "keepdim"), {"dim": "axis", "keepdim": "keepdims"}),
 }
 """Each `msir.ops` function's builder: `(translator, node, **its parameters but name)`."""
 
@@ -247,5 +360,27 @@ def _handler(fn: Callable, build: Callable) -> Callable:
     return handler
 
 
+def _tensor_constructor(tr, args, kwargs, node):
+    """`msir.Tensor(input_data, dtype=None)` in compiled code: the value itself
+    (cast to `dtype`), Python numbers and lists of them Float32 / Int64 / Bool
+    as MindSpore makes them."""
+    try:
+        bound = inspect.signature(UserTensor).bind(*args, **kwargs)
+    except TypeError as e:
+        raise tr.error(TypeError_, f"msir.Tensor: {e}", node) from None
+    params = bound.arguments
+    if params.get("input_data") is None or params.get("init") is not None or params.get("shape") is not None:
+        raise tr.error(TypeError_, "msir.Tensor in compiled code takes input_data (and dtype), not shape or init", node)
+    data, dtype = params["input_data"], params.get("dtype")
+    t = tr.as_tensor(data, node)
+    if dtype is not None:
+        return tr.cast(t, ops._np_dtype(dtype).name, False)
+    if t.weak:  # a Python number or list: MindSpore's dtypes, not NumPy's
+        return tr.cast(t, {"float64": "float32"}.get(t.dtype, t.dtype), False)
+    return t
+
+
 OPS_HANDLERS: dict[Callable, Callable] = {fn: _handler(fn, build) for fn, build in _BUILDERS.items()}
-"""`msir.ops` functions by object, with the NumPy handler table's signature `(translator, args, kwargs, node)`."""
+"""`msir.ops` functions by object, with the NumPy handler table's signature `(translator, args, kwargs, node)`;
+also `msir.Tensor` (a constructor call)."""
+OPS_HANDLERS[UserTensor] = _tensor_constructor

@@ -69,6 +69,11 @@ class TraceContext:
     """Compile-time arguments of outlined functions (kept alive: keys hold their ids)."""
     guards: list[Guard] = field(default_factory=list)
     """What the trace read through objects, checked before every call of its code."""
+    bound_parameters: list[tuple[int, dict[int, Tensor]]] = field(default_factory=list)
+    """The Parameters bound to values while a `BindParameters` function is
+    translated (innermost last), by id: (the binding's number, the values)."""
+    bound_parameters_seen: list[Any] = field(default_factory=list)
+    """Every binding of the trace (numbers them; keeps the parameters alive)."""
     python_values: dict[int, tuple[Any, Any]] = field(default_factory=dict)
     """Objects given to Python code while tracing (`msir.grad(self.loss)`), by
     id: (the Python object, the frontend value it was), so that a call of it

@@ -21,6 +21,7 @@ from msir.frontend.expressions import _BINOPS, _op_symbol
 from msir.frontend.rewrites import _may_return
 from msir.frontend.state import _RETURN, ObjectValue
 from msir.frontend.values import Closure, Tensor
+from msir.transforms import compile_time_kind
 
 _MUTATING_METHODS = {"append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault", "popitem", "sort", "reverse"}
 """List and dict methods that change their object: refused on attributes."""
@@ -97,6 +98,8 @@ class StatementsMixin:
                 )
             case ast.Expr(value=ast.Yield() | ast.YieldFrom() | ast.Await() as value):
                 self.expr(value)
+            case ast.Expr(value=ast.Call(func=func) as call) if compile_time_kind(self.expr(func)) == "python":
+                self.expr(call)  # a check at compile time (msir.nn.cell.check_input): nothing to emit
             case ast.Expr(value=value):
                 raise self.unsupported(
                     "an expression statement (a call for its side effect, e.g. print)", value
