@@ -59,7 +59,15 @@ from xdsl.irdl import (
 )
 from xdsl.parser import Parser
 from xdsl.printer import Printer
-from xdsl.traits import ConstantLike, HasParent, IsTerminator, Pure, SingleBlockImplicitTerminator
+from xdsl.traits import (
+    ConstantLike,
+    HasParent,
+    IsTerminator,
+    Pure,
+    SingleBlockImplicitTerminator,
+    SymbolTable,
+    SymbolUserOpInterface,
+)
 
 from msir.dialects import primitives as P
 from xdsl.utils.exceptions import VerifyException
@@ -1399,6 +1407,30 @@ class StopGradientOp(IRDLOperation):
 # ---------------------------------------------------------------------------
 
 
+class ClosureCalleeExists(SymbolUserOpInterface):
+    """A closure's `@callee` is a function of the module whose parameters are
+    the closure's own, then its captures', and whose results are the closure's
+    (a pass that followed a dangling name would fail inside, with a KeyError)."""
+
+    def verify(self, op: Operation) -> None:
+        from xdsl.dialects.func import FuncOp
+
+        assert isinstance(op, ClosureOp)
+        callee = SymbolTable.lookup_symbol(op, op.callee)
+        if not isinstance(callee, FuncOp):
+            what = "is not a function" if callee is not None else "is not defined in the module"
+            raise VerifyException(f"'msir.closure' callee {op.callee} {what}")
+        closure_type = op.result.type
+        assert isinstance(closure_type, FunctionType)
+        expected = (*closure_type.inputs.data, *(c.type for c in op.captures))
+        got = callee.function_type
+        if tuple(got.inputs.data) != expected or tuple(got.outputs.data) != tuple(closure_type.outputs.data):
+            shown = FunctionType.from_lists(list(expected), list(closure_type.outputs.data))
+            raise VerifyException(f"'msir.closure' of {op.callee} has type {closure_type} with captures "
+                                  f"({', '.join(str(c.type) for c in op.captures)}), so the callee must be "
+                                  f"{shown}, but it is {got}")
+
+
 @irdl_op_definition
 class ClosureOp(IRDLOperation):
     """A function value: `@callee` with `captures` bound to its trailing
@@ -1413,7 +1445,7 @@ class ClosureOp(IRDLOperation):
     callee = prop_def(SymbolRefAttr)
     captures = var_operand_def(AnyAttr())
     result = result_def(FunctionType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), ClosureCalleeExists())
     assembly_format = "$callee `(` $captures `)` attr-dict `:` type($result) (`captures` type($captures)^)?"
 
     def __init__(self, callee: str, captures: Sequence[SSAValue], type_: FunctionType):

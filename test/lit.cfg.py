@@ -8,9 +8,9 @@ config.name = "msir"
 config.test_format = lit.formats.ShTest(execute_external=False)
 config.suffixes = [".mlir", ".py"]
 # The suite's root is test/ itself, so that a path below it (`lit test/filecheck/dialects`)
-# maps onto its tests; test/unit holds pytest files, not lit tests.
+# maps onto its tests; test/unit holds pytest files and test/fuzz the fuzzers, not lit tests.
 config.test_source_root = os.path.dirname(__file__)
-config.excludes = ["Inputs", "lit.cfg.py", "unit"]
+config.excludes = ["Inputs", "lit.cfg.py", "unit", "fuzz"]
 config.environment["PYTHONDONTWRITEBYTECODE"] = "1"
 for var in ("PATH", "HOME", "PYTHONPATH", "MSIR_CACHE_DIR", "TMPDIR"):
     if var in os.environ:
