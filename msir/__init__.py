@@ -39,6 +39,7 @@ _LAZY = {
     "DonationWarning": "msir.errors",
     # MindSpore's programming model (issue 14): Tensor, Parameter, dtypes, nn, context
     "nn": "msir.nn",
+    "train": "msir.train",
     "context": "msir.context",
     "common": "msir.common",
     "dtype": "msir.common.dtype",
@@ -54,7 +55,7 @@ _LAZY = {
         "float32", "float64", "complex64", "complex128", "int_", "uint", "float_", "half", "single", "double",
     )},
 }
-_MODULES = ("errors", "ops", "viz", "parallel", "nn", "context", "common", "dtype")
+_MODULES = ("errors", "ops", "viz", "parallel", "nn", "train", "context", "common", "dtype")
 """The names in `_LAZY` that are modules (the others are names in the module given)."""
 
 

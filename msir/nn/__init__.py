@@ -1,15 +1,28 @@
-"""`msir.nn`: MindSpore's network layer (`mindspore.nn`): `Cell`, its containers and the layers.
+"""`msir.nn`: MindSpore's network layer (`mindspore.nn`): `Cell`, its containers, the layers,
+the losses, the optimizers and learning-rate lists, the training wrappers and the metrics.
 
 `msir.nn.cell` holds `Cell`, `SequentialCell` and `CellList`; `msir.nn.layers`
-the layers. Importing `msir.nn` loads neither the frontend nor xDSL: a Cell
-compiles its `construct` at its first call in GRAPH_MODE.
+the layers; `msir.nn.loss` the losses; `msir.nn.optim` the optimizers;
+`msir.nn.dynamic_lr` the per-step learning rates; `msir.nn.wrap`
+`WithLossCell`, `WithEvalCell`, `TrainOneStepCell`; `msir.nn.metrics`
+`Accuracy` and `Loss` (also `msir.train`'s). Importing `msir.nn` loads
+neither the frontend nor xDSL: a Cell compiles its `construct` at its first
+call in GRAPH_MODE.
 """
 
 from msir.common.parameter import Parameter, ParameterTuple
 from msir.nn.cell import Cell, CellList, SequentialCell
+from msir.nn.dynamic_lr import cosine_decay_lr, exponential_decay_lr, piecewise_constant_lr
 from msir.nn.layers import GELU, Dense, Dropout, Embedding, Flatten, LayerNorm, ReLU, Sigmoid, Softmax, Tanh
+from msir.nn.loss import CrossEntropyLoss, L1Loss, LossBase, MSELoss, SoftmaxCrossEntropyWithLogits
+from msir.nn.metrics import Accuracy, Loss, Metric
+from msir.nn.optim import SGD, Adam, AdamWeightDecay, Momentum, Optimizer
+from msir.nn.wrap import TrainOneStepCell, WithEvalCell, WithLossCell
 
 __all__ = [
-    "Cell", "CellList", "Dense", "Dropout", "Embedding", "Flatten", "GELU", "LayerNorm", "Parameter",
-    "ParameterTuple", "ReLU", "SequentialCell", "Sigmoid", "Softmax", "Tanh",
+    "Accuracy", "Adam", "AdamWeightDecay", "Cell", "CellList", "CrossEntropyLoss", "Dense", "Dropout", "Embedding",
+    "Flatten", "GELU", "L1Loss", "LayerNorm", "Loss", "LossBase", "MSELoss", "Metric", "Momentum", "Optimizer",
+    "Parameter", "ParameterTuple", "ReLU", "SGD", "SequentialCell", "Sigmoid", "Softmax",
+    "SoftmaxCrossEntropyWithLogits", "Tanh", "TrainOneStepCell", "WithEvalCell", "WithLossCell", "cosine_decay_lr",
+    "exponential_decay_lr", "piecewise_constant_lr",
 ]
