@@ -318,6 +318,33 @@ def test_train_one_step_cell_is_the_same_in_both_modes(make_optimizer):
     assert graph[-1] < graph[0]
 
 
+def test_a_graph_mode_training_step_is_one_native_call(monkeypatch):
+    from msir.lowering.jit import NativeFunction
+
+    ms.set_context(mode=ms.GRAPH_MODE)
+    net = _mlp()
+    step = nn.TrainOneStepCell(nn.WithLossCell(net, nn.CrossEntropyLoss()), nn.Adam(net.trainable_params(), 0.01))
+    x, y = _batch()
+    step(Tensor(x), Tensor(y))  # compiles
+    calls = [0]
+    real = NativeFunction.__call__
+
+    def counting(self, *args, **kwargs):
+        calls[0] += 1
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(NativeFunction, "__call__", counting)
+    step(Tensor(x), Tensor(y))
+    assert calls[0] == 1
+    # the checkpointable state, named as MindSpore's checkpoint of the step names it
+    assert [p.name for p in step.get_parameters()] == [
+        "0.weight", "0.bias", "2.weight", "2.bias", "global_step", "learning_rate", "beta1_power", "beta2_power",
+        "moment1.0.weight", "moment1.0.bias", "moment1.2.weight", "moment1.2.bias",
+        "moment2.0.weight", "moment2.0.bias", "moment2.2.weight", "moment2.2.bias",
+    ]
+    assert float(step.optimizer.beta1_power.asnumpy()) == np.float32(0.9) * np.float32(0.9)
+
+
 def test_train_one_step_cell_step_is_forward_backward_update(mode):
     """One step's new weights are w - lr * grad(loss) (plain SGD), grad from msir.grad
     of the same loss; `sens` scales the gradient."""
@@ -424,6 +451,28 @@ def test_loss_monitor_refuses_a_nan_loss():
     x = np.full((2, 4), np.nan, np.float32)
     with pytest.raises(ValueError, match="In epoch: 1 step: 1, loss is NAN or INF, training process cannot continue"):
         model.train(1, [(x, np.zeros((2, 3), np.float32))], callbacks=[LossMonitor()])
+
+
+def _train_with_dropout(mode):
+    ms.set_context(mode=mode)
+    ms.set_seed(5)
+    net = nn.SequentialCell(nn.Dense(4, 16), nn.ReLU(), nn.Dropout(p=0.5), nn.Dense(16, 3))
+    model = Model(net, nn.CrossEntropyLoss(), nn.SGD(net.trainable_params(), 0.1, momentum=0.9),
+                  metrics={"accuracy": nn.Accuracy()})
+    recorder = Recorder()
+    model.train(2, _dataset(3), callbacks=[recorder])
+    return [s["loss"] for s in recorder.steps], model.eval(_dataset(3)), net.training
+
+
+def test_model_trains_with_dropout_and_evaluates_without_it_the_same_in_both_modes():
+    try:
+        graph_losses, graph_metrics, graph_training = _train_with_dropout(ms.GRAPH_MODE)
+        eager_losses, eager_metrics, eager_training = _train_with_dropout(ms.PYNATIVE_MODE)
+    finally:
+        ms.set_context(mode=ms.GRAPH_MODE)
+    np.testing.assert_allclose(graph_losses, eager_losses, rtol=1e-6)
+    assert graph_metrics == eager_metrics
+    assert graph_training is eager_training is False  # eval switched the network to evaluation
 
 
 def test_model_eval_and_predict(mode):
