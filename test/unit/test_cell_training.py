@@ -345,6 +345,30 @@ def test_a_graph_mode_training_step_is_one_native_call(monkeypatch):
     assert float(step.optimizer.beta1_power.asnumpy()) == np.float32(0.9) * np.float32(0.9)
 
 
+def test_the_quick_start_training_loop_equals_train_one_step_cell(mode):
+    """MindSpore's quick start: value_and_grad over optimizer.parameters, then optimizer(grads)."""
+    net = _mlp()
+    loss_fn = nn.CrossEntropyLoss()
+    optimizer = nn.SGD(net.trainable_params(), 1e-1, momentum=0.9)
+
+    def forward_fn(data, label):
+        logits = net(data)
+        return loss_fn(logits, label), logits
+
+    grad_fn = ms.value_and_grad(forward_fn, None, optimizer.parameters, has_aux=True)
+
+    def train_step(data, label):
+        (loss, _), grads = grad_fn(data, label)
+        optimizer(grads)
+        return loss
+
+    losses = [float(train_step(Tensor(x), Tensor(y))) for x, y in (_batch(t) for t in range(5))]
+    reference, params = _train_losses(lambda p: nn.SGD(p, 1e-1, momentum=0.9))
+    np.testing.assert_allclose(losses, reference, rtol=1e-6)
+    for p, q in zip(net.trainable_params(), params):
+        np.testing.assert_allclose(p.asnumpy(), q, rtol=1e-5, atol=1e-6)
+
+
 def test_train_one_step_cell_step_is_forward_backward_update(mode):
     """One step's new weights are w - lr * grad(loss) (plain SGD), grad from msir.grad
     of the same loss; `sens` scales the gradient."""
