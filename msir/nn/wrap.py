@@ -27,6 +27,7 @@ import types
 import msir
 from msir.common.tensor import unwrap, wrap
 from msir.context import pynative
+from msir.errors import UnsupportedSyntaxError
 from msir.nn.cell import Cell
 from msir.nn.optim import Optimizer
 from msir.transforms import BindParameters
@@ -72,7 +73,9 @@ class TrainOneStepCell(Cell):
         if not isinstance(optimizer, Optimizer):
             raise TypeError(f"TrainOneStepCell: optimizer must be an nn optimizer, got {type(optimizer).__name__}")
         if return_grad:
-            raise NotImplementedError("TrainOneStepCell: return_grad=True is not supported yet")
+            raise UnsupportedSyntaxError("TrainOneStepCell: return_grad=True is not supported yet")
+        if sens == 0:
+            raise ValueError("TrainOneStepCell: sens cannot be 0")
         self.network = network
         self.network.set_grad()
         self.optimizer = optimizer

@@ -250,6 +250,10 @@ def test_optimizer_arguments_are_checked():
         nn.SGD([{"params": params}])
     with pytest.raises(ValueError, match="SGD: got 1 gradients for 2 parameters"):
         nn.SGD(params)((np.zeros((2, 2), np.float32),))
+    with pytest.raises(ValueError, match="SGD: the gradient of 'weight' has shape \\(2,\\), the parameter \\(2, 2\\)"):
+        nn.SGD(params)((np.zeros(2, np.float32), np.zeros(2, np.float32)))
+    with pytest.raises(ValueError, match="TrainOneStepCell: sens cannot be 0"):
+        nn.TrainOneStepCell(nn.Dense(2, 2), nn.SGD(params), sens=0.0)
 
 
 def test_an_optimizer_called_in_compiled_code_is_refused():
