@@ -84,7 +84,8 @@ class Optimizer(Cell):
     def __init__(self, learning_rate: Any, parameters: Any, weight_decay: float = 0.0, loss_scale: float = 1.0):
         super().__init__(auto_prefix=False)
         name = type(self).__name__
-        params = list(parameters) if isinstance(parameters, Iterable) else parameters
+        params = list(parameters) if isinstance(parameters, Iterable) and not isinstance(parameters, Tensor) \
+            else parameters
         if not isinstance(params, list) or not params:
             raise TypeError(f"{name}: params must be a non-empty list of Parameters (net.trainable_params())")
         if all(isinstance(p, dict) for p in params):
@@ -93,8 +94,10 @@ class Optimizer(Cell):
             raise TypeError(f"{name}: every element of params must be a Parameter")
         if isinstance(loss_scale, bool) or not isinstance(loss_scale, (int, float)) or loss_scale <= 0:
             raise ValueError(f"{name}: loss_scale must be a positive number, got {loss_scale!r}")
-        if isinstance(weight_decay, bool) or not isinstance(weight_decay, (int, float)) or weight_decay < 0:
-            raise TypeError(f"{name}: weight_decay must be a number at least 0, got {weight_decay!r}")
+        if isinstance(weight_decay, bool) or not isinstance(weight_decay, (int, float)):
+            raise TypeError(f"{name}: weight_decay must be a float, got {type(weight_decay).__name__}")
+        if weight_decay < 0:
+            raise ValueError(f"{name}: weight_decay must be at least 0.0, got {weight_decay}")
         self.loss_scale = float(loss_scale)
         self.need_scale = self.loss_scale != 1.0
         self.global_step = Parameter(np.zeros(1, np.int32), name="global_step")
@@ -120,7 +123,7 @@ class Optimizer(Cell):
                 f"{name}: a LearningRateSchedule Cell is not supported yet; give a list of per-step rates "
                 f"(nn.cosine_decay_lr, ...)"
             )
-        if isinstance(learning_rate, (Tensor, np.ndarray, list, tuple)):
+        if isinstance(learning_rate, (Tensor, np.ndarray, np.generic, list, tuple)):
             values = np.asarray(unwrap(learning_rate), dtype=np.float32)
             if values.ndim > 1:
                 raise ValueError(f"{name}: a learning rate Tensor must be 0-d or 1-D, got shape {values.shape}")
