@@ -393,7 +393,7 @@ class _Builder:
         letters: dict = {}
         if contractions:
             c = contractions[0]
-            terms, out_term = _contraction_terms(c)
+            terms, out_term = contraction_terms(c)
             for ssa, term in zip((*c.operands, c.result), (*terms, out_term)):
                 for d, ch in enumerate(term):
                     if M.shape_of(ssa.type)[d] != 1:
@@ -537,7 +537,7 @@ class _Loops:
             self.parent[rb] = ra
 
 
-def _contraction_terms(op) -> tuple[tuple[str, ...], str]:
+def contraction_terms(op) -> tuple[tuple[str, ...], str]:
     """The operand terms and output term of a matmul (`mk,kn->mn`, batch `b`, `c`, ...) or einsum."""
     import msir.dialects.msir as M
 
@@ -564,7 +564,7 @@ def _relate(op, uf: _Loops, name: str, loc) -> list:
             uf.union((id(a), da), (id(b), db))
 
     if isinstance(op, (M.MatmulOp, M.EinsumOp)):
-        terms, out_term = _contraction_terms(op)
+        terms, out_term = contraction_terms(op)
         first: dict[str, tuple] = {}
         for ssa, term in zip((*op.operands, op.result), (*terms, out_term)):
             for d, ch in enumerate(term):
