@@ -64,6 +64,7 @@ PASSES: dict[str, str] = {
     "msir-inline": "msir.passes.inline:MsirInline",
     "msir-lower-einsum": "msir.passes.lower_einsum:MsirLowerEinsum",
     "msir-fuse": "msir.passes.fuse:MsirFuse",
+    "msir-shard": "msir.passes.shard:MsirShard",
     "convert-msir-to-loops": "msir.lowering.to_loops:ConvertMsirToLoops",
     "msir-lower-to-llvm": "msir.lowering.to_llvm:MsirLowerToLlvm",
 }

@@ -9,8 +9,8 @@ msir_shard.mesh @mesh(shape = 2x4)
 msir_shard.mesh @line(shape = 8)
 
 // CHECK-LABEL: func.func @collectives
-// CHECK-SAME: (%x: tensor<4x8xf32> {msir_shard.layout = #msir_shard.layout<@mesh, dims=[[0],[]], partial=[1]>})
-// CHECK-SAME: -> (tensor<4x8xf32> {msir_shard.layout = #msir_shard.layout<@mesh, dims=[[],[]]>})
+// CHECK-SAME: (%x: tensor<4x8xf32> {msir_shard.layout = #msir_shard.layout<@mesh, {{dims=\[\[0\],\[\]\],\ partial=\[1\]}}>})
+// CHECK-SAME: -> (tensor<4x8xf32> {msir_shard.layout = #msir_shard.layout<@mesh, {{dims=\[\[\],\[\]\]}}>})
 func.func @collectives(%x: tensor<4x8xf32> {msir_shard.layout = #msir_shard.layout<@mesh, dims=[[0],[]], partial=[1]>})
     -> (tensor<4x8xf32> {msir_shard.layout = #msir_shard.layout<@mesh, dims=[[],[]], partial=[]>})
     attributes {msir_shard.mesh = @mesh} {
