@@ -6,8 +6,13 @@ an argument is stored), `cost` (the total in seconds, a float) and
 `breakdown` (compute_s, comm_fwd_s, comm_bwd_s, memory_bytes), all recomputed
 from the cost model's terms for the chosen strategies, and prints a report
 with one row per op: its spec, strategy, local shapes, the collectives of its
-edges (forward; backward after `|`) and its cost. Step (a) of issue 12: a
-plan does not execute (`msir-shard` and the runtimes come next).
+edges (forward; backward after `|`) and its cost.
+
+`run(*global_args)` executes the plan's forward on emulated devices
+(`msir.parallel.emulated`): the traced function gets each op's strategy and
+each argument's layout, `msir-shard` makes the per-device function
+(`device_ir`), compiled once on first use. Plans of training steps
+(backward sharding) and MPI ranks are later steps of issue 12.
 """
 
 from __future__ import annotations

@@ -108,3 +108,18 @@ def test_wrong_argument_shape_is_a_shape_error():
     with pytest.raises(ShapeError, match=r"argument 1 of matmul has shape \(32, 8\); the sharded function was "
                                          r"built for \(32, 24\)"):
         plan.run(MM_ARGS[0], MM_ARGS[1][:, :8])
+
+
+@pytest.mark.parametrize("mesh", MESHES)
+def test_softmax_over_a_split_axis_equals_unsharded(mesh):
+    """The normalised axis split: the row max and the row sum are all-reduced (2 forward all-reduces)."""
+    def f(x, w):
+        return ops.softmax(ops.matmul(x, w, name="mm"), name="sm")
+
+    strategy = "n" if len(mesh) == 1 else "m,n"
+    plan = shard(f, mesh, strategies={"mm": strategy, "sm": strategy}, example_args=MM_ARGS, argnums=())
+    assert 'kind "max"' in plan.device_ir and plan.device_ir.count("msir_shard.all_reduce") == 2
+    x, w = (a.astype(np.float64) for a in MM_ARGS)
+    logits = x @ w
+    e = np.exp(logits - logits.max(axis=1, keepdims=True))
+    _assert_close(plan.run(*MM_ARGS), e / e.sum(axis=1, keepdims=True))

@@ -122,3 +122,32 @@ func.func @reductions(%x: tensor<4x6xf32> {msir_shard.layout = #msir_shard.layou
 // CHECK-NEXT: %e = msir.exp %[[X]] : tensor<4x6xf32>
 // CHECK-NEXT: %[[S:.*]] = msir_shard.all_reduce %s on @mesh axis 0 kind "sum" : tensor<4xf32>
 // CHECK-NEXT: func.return %[[S]], %[[M]], %e
+
+// -----
+
+// Softmax over a split axis (n): the row max is all-reduced (max) and the row
+// sum, a partial sum, is all-reduced before the division reads it.
+msir_shard.mesh @mesh(shape = 4)
+func.func @softmax(%l: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  %m = msir.reduce_max %l axes array<i64: 1> {msir_shard.strategy = #msir_shard.strategy<@mesh, "n">} : tensor<8x8xf32> to tensor<8x1xf32>
+  %mb = msir.broadcast_to %m : tensor<8x1xf32> to tensor<8x8xf32>
+  %d = msir.sub %l, %mb {msir_shard.strategy = #msir_shard.strategy<@mesh, "n">} : tensor<8x8xf32>
+  %e = msir.exp %d {msir_shard.strategy = #msir_shard.strategy<@mesh, "n">} : tensor<8x8xf32>
+  %s = msir.reduce_sum %e axes array<i64: 1> {msir_shard.strategy = #msir_shard.strategy<@mesh, "n">} : tensor<8x8xf32> to tensor<8x1xf32>
+  %sb = msir.broadcast_to %s : tensor<8x1xf32> to tensor<8x8xf32>
+  %p = msir.div %e, %sb {msir_shard.strategy = #msir_shard.strategy<@mesh, "n">} : tensor<8x8xf32>
+  func.return %p : tensor<8x8xf32>
+}
+// CHECK-LABEL: func.func @softmax
+// CHECK-SAME: (%l: tensor<8x2xf32> {msir_shard.layout = #msir_shard.layout<@mesh, {{dims=\[\[\],\[0\]\]}}>})
+// CHECK-SAME: -> (tensor<8x2xf32> {msir_shard.layout = #msir_shard.layout<@mesh, {{dims=\[\[\],\[0\]\]}}>})
+// CHECK-NEXT: %m = msir.reduce_max %l axes array<i64: 1> : tensor<8x2xf32> to tensor<8x1xf32>
+// CHECK-NEXT: %[[M:.*]] = msir_shard.all_reduce %m on @mesh axis 0 kind "max" : tensor<8x1xf32>
+// CHECK-NEXT: %[[MB:.*]] = msir.broadcast_to %[[M]] : tensor<8x1xf32> to tensor<8x2xf32>
+// CHECK-NEXT: %d = msir.sub %l, %[[MB]] : tensor<8x2xf32>
+// CHECK-NEXT: %e = msir.exp %d : tensor<8x2xf32>
+// CHECK-NEXT: %s = msir.reduce_sum %e axes array<i64: 1> : tensor<8x2xf32> to tensor<8x1xf32>
+// CHECK-NEXT: %[[S:.*]] = msir_shard.all_reduce %s on @mesh axis 0 kind "sum" : tensor<8x1xf32>
+// CHECK-NEXT: %[[SB:.*]] = msir.broadcast_to %[[S]] : tensor<8x1xf32> to tensor<8x2xf32>
+// CHECK-NEXT: %p = msir.div %e, %[[SB]] : tensor<8x2xf32>
+// CHECK-NEXT: func.return %p : tensor<8x2xf32>
