@@ -23,9 +23,10 @@ Rewrites, in program order:
 
 * an op with a strategy reads each operand in the layout its letters give
   (never partial) and produces its result split by its output letters and
-  partial over the mesh axes on its reduction loops (§2). A `reduce_max`
-  whose reduced loop is split all-reduces (max) its result at once; other
-  reductions that are not sums refuse such a split;
+  partial over the mesh axes on its reduction loops (§2). A `reduce_mean`
+  whose reduced loop is split n ways scales its local mean by 1/n (a partial
+  sum again), a `reduce_max` all-reduces (max) its result at once; the other
+  reductions (prod, min) refuse such a split;
 * an op without a strategy runs replicated (the strategy `-,-,...`): every
   device computes all of it from replicated operands;
 * views (`broadcast_to`, `transpose`, `reshape` inserting or removing size-1
@@ -56,11 +57,20 @@ location.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, FunctionType, ModuleOp, SymbolRefAttr, TensorType
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseIntOrFPElementsAttr,
+    DictionaryAttr,
+    FunctionType,
+    ModuleOp,
+    SymbolRefAttr,
+    TensorType,
+)
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -245,10 +255,18 @@ class _Partitioner:
                                            properties=dict(op.properties), attributes=attributes), op)
         local = new.results[0]
         local.name_hint = result.name_hint
-        if reduced and isinstance(op, M.ReduceOp) and not isinstance(op, M.ReduceSumOp):
+        if reduced and isinstance(op, M.ReduceMeanOp):
+            # the mean of 1/n of the elements, divided by n: the devices' values sum to the global mean
+            n = math.prod(self.mesh.shape[a] for a in reduced)
+            shape, dtype = M.shape_of(local.type), M.dtype_of(local.type)
+            scale = self._insert(M.ConstantOp(DenseIntOrFPElementsAttr.from_list(M.tensor_type(shape, dtype),
+                                                                                  [1.0 / n])), op).result
+            local = self._insert(M.ELEMENTWISE_OPS["mul"](local, scale), op).results[0]
+        elif reduced and isinstance(op, M.ReduceOp) and not isinstance(op, M.ReduceSumOp):
             if not isinstance(op, M.ReduceMaxOp):
                 raise CompileError(f"msir-shard: strategy {attr} splits a reduced loop of '{op.name}', which only "
-                                   f"a reduce_sum or reduce_max can combine across devices", source_loc(op))
+                                   f"a reduce_sum, reduce_mean or reduce_max can combine across devices",
+                                   source_loc(op))
             for a in reduced:
                 local = self._insert(S.AllReduceOp(local, self.mesh_name, a, "max"), op).result
             out = out.resolved()

@@ -123,3 +123,20 @@ def test_softmax_over_a_split_axis_equals_unsharded(mesh):
     logits = x @ w
     e = np.exp(logits - logits.max(axis=1, keepdims=True))
     _assert_close(plan.run(*MM_ARGS), e / e.sum(axis=1, keepdims=True))
+
+
+@pytest.mark.parametrize("mesh", MESHES)
+def test_layer_norm_over_a_split_axis_equals_unsharded(mesh):
+    """The normalised axis split: each device's mean is scaled to a partial sum and all-reduced (mean, variance)."""
+    def f(x, w, g, b):
+        return ops.layer_norm(ops.matmul(x, w, name="mm"), 24, g, b, name="ln")
+
+    args = [*MM_ARGS, *_args((24,), (24,), seed=1)]
+    strategy = "n" if len(mesh) == 1 else "m,n"
+    plan = shard(f, mesh, strategies={"mm": strategy, "ln": strategy}, example_args=args, argnums=())
+    assert plan.device_ir.count("msir_shard.all_reduce") == 2
+    x, w, g, b = (a.astype(np.float64) for a in args)
+    logits = x @ w
+    centred = logits - logits.mean(axis=1, keepdims=True)
+    want = centred / np.sqrt((centred ** 2).mean(axis=1, keepdims=True) + 1e-5) * g + b
+    _assert_close(plan.run(*args), want)

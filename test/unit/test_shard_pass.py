@@ -27,11 +27,11 @@ CASES = {
                           shape="4"),
                 "strategy #msir_shard.strategy<@mesh, \"m\"> of 'msir.matmul' splits loop 'm' (size 6) 4 ways, which "
                 "does not divide it"),
-    "mean": (_function('%y = msir.reduce_mean %x axes array<i64: 1> {msir_shard.strategy = '
+    "min": (_function('%y = msir.reduce_min %x axes array<i64: 1> {msir_shard.strategy = '
                        '#msir_shard.strategy<@mesh, "n">} : tensor<4x6xf32> to tensor<4xf32> loc("model.py":3:5)',
                        "%x: tensor<4x6xf32>", "tensor<4xf32>"),
-             "strategy #msir_shard.strategy<@mesh, \"n\"> splits a reduced loop of 'msir.reduce_mean', which only a "
-             "reduce_sum or reduce_max can combine across devices"),
+             "strategy #msir_shard.strategy<@mesh, \"n\"> splits a reduced loop of 'msir.reduce_min', which only a "
+             "reduce_sum, reduce_mean or reduce_max can combine across devices"),
     "view": (_function('%y = msir.broadcast_to %b {msir_shard.strategy = #msir_shard.strategy<@mesh, "n">} : '
                        'tensor<6xf32> to tensor<4x6xf32> loc("model.py":3:5)', "%b: tensor<6xf32>", "tensor<4x6xf32>"),
              "'msir.broadcast_to' is a view, which takes its consumer's layout; put the strategy on the op that "

@@ -103,15 +103,17 @@ func.func @two_axes(%x: tensor<8x4xf32>, %w: tensor<4x6xf32>) -> tensor<8x6xf32>
 
 // -----
 
-// A reduction over a split loop: reduce_sum gives a partial sum, reduce_max is
-// all-reduced (max) at once; an argument's layout attribute is kept, and a
-// consumer that wants it otherwise gets an all_gather.
+// A reduction over a split loop: reduce_sum gives a partial sum, reduce_mean
+// too (its local mean scaled by 1/n), reduce_max is all-reduced (max) at once;
+// an argument's layout attribute is kept, and a consumer that wants it
+// otherwise gets an all_gather.
 msir_shard.mesh @mesh(shape = 2)
-func.func @reductions(%x: tensor<4x6xf32> {msir_shard.layout = #msir_shard.layout<@mesh, dims=[[],[0]]>}) -> (tensor<4xf32>, tensor<4xf32>, tensor<4x6xf32>) {
+func.func @reductions(%x: tensor<4x6xf32> {msir_shard.layout = #msir_shard.layout<@mesh, dims=[[],[0]]>}) -> (tensor<4xf32>, tensor<4xf32>, tensor<4x6xf32>, tensor<4xf32>) {
   %s = msir.reduce_sum %x axes array<i64: 1> {msir_shard.strategy = #msir_shard.strategy<@mesh, "n">} : tensor<4x6xf32> to tensor<4xf32>
   %m = msir.reduce_max %x axes array<i64: 1> {msir_shard.strategy = #msir_shard.strategy<@mesh, "n">} : tensor<4x6xf32> to tensor<4xf32>
   %e = msir.exp %x : tensor<4x6xf32>
-  func.return %s, %m, %e : tensor<4xf32>, tensor<4xf32>, tensor<4x6xf32>
+  %a = msir.reduce_mean %x axes array<i64: 1> {msir_shard.strategy = #msir_shard.strategy<@mesh, "n">} : tensor<4x6xf32> to tensor<4xf32>
+  func.return %s, %m, %e, %a : tensor<4xf32>, tensor<4xf32>, tensor<4x6xf32>, tensor<4xf32>
 }
 // CHECK-LABEL: func.func @reductions
 // CHECK-SAME: (%x: tensor<4x3xf32> {msir_shard.layout = #msir_shard.layout<@mesh, {{dims=\[\[\],\[0\]\]}}>})
@@ -120,8 +122,12 @@ func.func @reductions(%x: tensor<4x6xf32> {msir_shard.layout = #msir_shard.layou
 // CHECK-NEXT: %[[M:.*]] = msir_shard.all_reduce %m on @mesh axis 0 kind "max" : tensor<4xf32>
 // CHECK-NEXT: %[[X:.*]] = msir_shard.all_gather %x on @mesh axis 0 dim 1 : tensor<4x3xf32> to tensor<4x6xf32>
 // CHECK-NEXT: %e = msir.exp %[[X]] : tensor<4x6xf32>
+// CHECK-NEXT: %a = msir.reduce_mean %x axes array<i64: 1> : tensor<4x3xf32> to tensor<4xf32>
+// CHECK-NEXT: %[[HALF:.*]] = msir.constant dense<5.000000e-01> : tensor<4xf32>
+// CHECK-NEXT: %[[A:.*]] = msir.mul %a, %[[HALF]] : tensor<4xf32>
 // CHECK-NEXT: %[[S:.*]] = msir_shard.all_reduce %s on @mesh axis 0 kind "sum" : tensor<4xf32>
-// CHECK-NEXT: func.return %[[S]], %[[M]], %e
+// CHECK-NEXT: %[[AR:.*]] = msir_shard.all_reduce %[[A]] on @mesh axis 0 kind "sum" : tensor<4xf32>
+// CHECK-NEXT: func.return %[[S]], %[[M]], %e, %[[AR]]
 
 // -----
 
