@@ -144,7 +144,13 @@ class EmulatedProgram:
     # -- running -------------------------------------------------------------------
 
     def run(self, *global_args) -> list[np.ndarray]:
-        args = [np.asarray(a) for a in global_args]
+        import msir.dialects.msir as M
+
+        # Python scalars take the type the trace gave them; arrays pass as they are (a wrong dtype is refused
+        # by the native call)
+        args = [np.asarray(a, M.dtype_of(arg.type)) if isinstance(a, (bool, int, float)) else np.asarray(a)
+                for a, arg in zip(global_args, self.function.body.block.args)]
+        args += [np.asarray(a) for a in global_args[len(args):]]
         if len(args) != len(self.global_shapes):
             raise ShapeError(f"{self.function.sym_name.data} takes {len(self.global_shapes)} arguments, got "
                              f"{len(args)}")
@@ -155,7 +161,7 @@ class EmulatedProgram:
         values = [dict() for _ in self.devices]  # per device: SSA value -> its local array
         for arg, layout, a in zip(self.function.body.block.args, self.arg_layouts, args):
             for d, coord in enumerate(self.devices):
-                values[d][arg] = np.ascontiguousarray(a[_block(layout, a.shape, coord, self.mesh)])
+                values[d][arg] = np.array(a[_block(layout, a.shape, coord, self.mesh)], order="C")
         for step in self.steps:
             if isinstance(step, _Segment):
                 fn = self.native[step.name]
@@ -217,6 +223,7 @@ def sharded_module(graph, mesh: Mesh, strategies: dict, layouts: Sequence[Layout
     from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr
     from xdsl.dialects.func import FuncOp
 
+    import msir.dialects.msir as M
     import msir.dialects.msir_shard as S
     from msir.compiler import make_context
     from msir.parallel.mesh_layout import format_strategy
@@ -229,8 +236,8 @@ def sharded_module(graph, mesh: Mesh, strategies: dict, layouts: Sequence[Layout
     for node in graph.nodes:
         s = strategies[node.name]
         for op in node.ops:
-            if op.name in ("msir.broadcast_to", "msir.transpose", "msir.reshape"):
-                continue
+            if isinstance(op, (M.BroadcastToOp, M.TransposeOp, M.ReshapeOp)):
+                continue  # views take their consumer's layout (msir-shard)
             terms, out_term = letter_terms(op)
             op_letter = {}
             for ssa, term in zip((*op.operands, *op.results), (*terms, out_term)):

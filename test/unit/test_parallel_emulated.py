@@ -140,3 +140,19 @@ def test_layer_norm_over_a_split_axis_equals_unsharded(mesh):
     centred = logits - logits.mean(axis=1, keepdims=True)
     want = centred / np.sqrt((centred ** 2).mean(axis=1, keepdims=True) + 1e-5) * g + b
     _assert_close(plan.run(*args), want)
+
+
+def test_several_results_an_argument_and_a_python_float():
+    """Results come back as a tuple; a returned argument is reassembled; a Python float is a runtime scalar."""
+    def f(x, w, s):
+        y = ops.matmul(x, w, name="mm") * s
+        return y, x, ops.reduce_sum(y, name="total")
+
+    x, w = MM_ARGS
+    plan = shard(f, (2, 2), strategies={"mm": "m,k"}, example_args=(x, w, 2.0), argnums=())
+    for s in (2.0, -3.0):
+        y, x_back, total = plan.run(x, w, s)
+        want = (x.astype(np.float64) @ w) * s
+        _assert_close(y, want)
+        assert np.array_equal(x_back, x)
+        _assert_close(total, np.asarray(want.sum()))
