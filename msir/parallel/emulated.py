@@ -39,14 +39,12 @@ from msir.parallel.mesh_layout import Layout, Mesh
 
 @dataclass
 class _Segment:
+    """A run of msir ops between collectives, compiled as function `name`."""
+
     name: str
-    inputs: list  # SSA values of the per-device function
-    outputs: list
-
-
-@dataclass
-class _Collective:
-    op: object  # the msir_shard op
+    ops: list
+    inputs: list  # SSA values of the per-device function it reads from before it
+    outputs: list  # those it defines that are read after it
 
 
 class EmulatedProgram:
@@ -57,6 +55,7 @@ class EmulatedProgram:
 
         import msir.dialects.msir_shard as S
 
+        self.module = module
         self.function = next(op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == entry)
         mesh_ref = self.function.attributes.get(S.MESH_ATTR)
         if mesh_ref is None:
@@ -76,13 +75,12 @@ class EmulatedProgram:
     # -- building ----------------------------------------------------------------
 
     def _cut(self, entry: str) -> list:
-        """The segments and collectives of the function, in program order."""
+        """The segments and the collective ops of the function, in program order."""
         from xdsl.dialects import func
 
         import msir.dialects.msir_shard as S
 
         block = self.function.body.block
-        self._segment_ops: dict[str, list] = {}
         groups: list[list] = [[]]
         for op in block.ops:
             if isinstance(op, S.ProcessIndexOp):
@@ -104,7 +102,7 @@ class EmulatedProgram:
         steps = []
         for k, g in enumerate(groups):
             if not isinstance(g, list):
-                steps.append(_Collective(g))
+                steps.append(g)
                 continue
             if not g:
                 continue
@@ -113,8 +111,7 @@ class EmulatedProgram:
             after = later_uses[k]
             outputs = [r for op in g for r in op.results if r in after]
             if outputs:
-                steps.append(_Segment(f"{entry}__segment{len(steps)}", inputs, outputs))
-                self._segment_ops[steps[-1].name] = g
+                steps.append(_Segment(f"{entry}__segment{len(steps)}", g, inputs, outputs))
         return steps
 
     def _compile(self) -> None:
@@ -132,7 +129,7 @@ class EmulatedProgram:
         for seg in segments:
             block = Block(arg_types=[v.type for v in seg.inputs])
             mapping = dict(zip(seg.inputs, block.args))
-            for op in self._segment_ops[seg.name]:
+            for op in seg.ops:
                 block.add_op(op.clone(value_mapper=mapping))
             block.add_op(func.ReturnOp(*[mapping[v] for v in seg.outputs]))
             functions.append(func.FuncOp(seg.name, ([v.type for v in seg.inputs], [v.type for v in seg.outputs]),
@@ -169,7 +166,7 @@ class EmulatedProgram:
                     for v, out in zip(step.outputs, fn(*[env[v] for v in step.inputs])):
                         env[v] = out
             else:
-                self._collective(step.op, values)
+                self._collective(step, values)
         return [self._assemble([env[v] for env in values], layout, v)
                 for v, layout in zip(self.returned, self.result_layouts)]
 

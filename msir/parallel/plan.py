@@ -110,7 +110,6 @@ class Plan:
             layouts = [self.layout_of(i) for i in range(len(self.graph.leaves))]
             module = sharded_module(self.graph, self.mesh, self.strategies, layouts)
             self._program = EmulatedProgram(module, self.graph.entry)
-            self._program.module = module
         return self._program
 
     # -- the terms of each op --------------------------------------------------
