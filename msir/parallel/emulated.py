@@ -158,7 +158,10 @@ class EmulatedProgram:
         values = [dict() for _ in self.devices]  # per device: SSA value -> its local array
         for arg, layout, a in zip(self.function.body.block.args, self.arg_layouts, args):
             for d, coord in enumerate(self.devices):
-                values[d][arg] = np.array(a[_block(layout, a.shape, coord, self.mesh)], order="C")
+                # a view where the block is contiguous (replicated, or split by rows): native code does not write
+                # its inputs, so the devices share the caller's memory
+                values[d][arg] = a if a.ndim == 0 else np.ascontiguousarray(a[_block(layout, a.shape, coord,
+                                                                                     self.mesh)])
         for step in self.steps:
             if isinstance(step, _Segment):
                 fn = self.native[step.name]
