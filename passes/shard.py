@@ -8,7 +8,9 @@ Expects: a module holding a `msir_shard.mesh` and functions whose ops carry
 `msir_shard.strategy = #msir_shard.strategy<@mesh, "m,-">` attributes (the
 strategy in the op's own loop letters, below); function arguments may carry
 `msir_shard.layout` attributes. Every strategy of a function names the same
-mesh. Functions without a strategy or a layout are left as they are.
+mesh. Functions without a strategy or a layout, and per-device functions
+(those with a `msir_shard.mesh` attribute: the pass is idempotent), are left
+as they are.
 
 Loop letters of an op:
 
@@ -97,7 +99,7 @@ class MsirShard(ModulePass):
     name = "msir-shard"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for f in [f for f in op.ops if isinstance(f, func.FuncOp)]:
+        for f in [f for f in op.ops if isinstance(f, func.FuncOp) and S.MESH_ATTR not in f.attributes]:
             mesh = _mesh_of(f)
             if mesh is not None:
                 _Partitioner(f, *mesh).run()

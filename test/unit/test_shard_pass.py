@@ -69,3 +69,28 @@ def test_argument_layout_that_does_not_divide():
     assert e.value.message == ("msir-shard: argument 0 of @f: layout #msir_shard.layout<@mesh, dims=[[0],[]]> splits "
                                "dimension 0 (size 3) 2 ways, which does not divide it")
     assert e.value.loc == SourceLoc("model.py", 1, 1)
+
+
+def test_two_meshes_in_one_function():
+    text = ('msir_shard.mesh @a(shape = 2)\nmsir_shard.mesh @b(shape = 2)\n'
+            'func.func @f(%x: tensor<4xf32> {msir_shard.layout = #msir_shard.layout<@b, dims=[[0]]>}) -> tensor<4xf32> {\n'
+            '  %y = msir.neg %x {msir_shard.strategy = #msir_shard.strategy<@a, "n">} : tensor<4xf32> loc("model.py":3:5)\n'
+            '  func.return %y : tensor<4xf32>\n} loc("model.py":2:1)\n')
+    module = Parser(make_context(), text).parse_module()
+    with pytest.raises(CompileError) as e:
+        MsirShard().apply(make_context(), module)
+    assert e.value.message == "msir-shard: function @f uses two meshes, @a and @b"
+    assert e.value.loc == SourceLoc("model.py", 2, 1)  # where the second mesh is named: an argument of @f
+
+
+def test_partial_argument_layout():
+    text = ('msir_shard.mesh @mesh(shape = 2)\n'
+            'func.func @f(%x: tensor<4xf32> {msir_shard.layout = #msir_shard.layout<@mesh, dims=[[]], partial=[0]>}) '
+            '-> tensor<4xf32> {\n  %y = msir.neg %x : tensor<4xf32>\n  func.return %y : tensor<4xf32>\n}'
+            ' loc("model.py":1:1)\n')
+    module = Parser(make_context(), text).parse_module()
+    with pytest.raises(CompileError) as e:
+        MsirShard().apply(make_context(), module)
+    assert e.value.message == ("msir-shard: argument 0 of @f cannot be partial "
+                               "(#msir_shard.layout<@mesh, dims=[[]], partial=[0]>)")
+    assert e.value.loc == SourceLoc("model.py", 1, 1)

@@ -1,4 +1,5 @@
 // RUN: msir-opt %s --split-input-file -p msir-shard | filecheck %s
+// RUN: msir-opt %s --split-input-file -p msir-shard,msir-shard | filecheck %s
 
 // msir-shard turns a function whose ops carry strategies into the per-device
 // function: local shapes, layouts on the arguments and results, and the
