@@ -2,6 +2,8 @@
 unsharded, forward, float32 against a float64 reference with
 |a - b| <= 1e-5 |b| + 1e-5 max|b|, on meshes (2), (4), (2, 2), (2, 4)."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -28,6 +30,41 @@ def _args(*shapes, seed=0):
 
 MLP_ARGS = _args((16, 32), (32, 64), (64,), (64, 32), (32,))
 MM_ARGS = _args((16, 32), (32, 24))
+
+
+def _ir_collectives(ir: str) -> list:
+    return sorted((m[1], int(m[2])) for m in re.finditer(r"msir_shard\.(\w+) %\S+ on @mesh axis (\d+)", ir)
+                  if m[1] != "all_slice")
+
+
+def _priced_collectives(plan) -> list:
+    """The forward collectives the cost model priced for the plan (all_slice, free, aside)."""
+    terms = [*plan.rows, *plan.leaf_rows.values()]
+    return sorted((c.kind, c.axis) for t in terms for c in t.fwd if c.kind != "all_slice")
+
+
+def _moved(x, w):
+    return ops.relu(ops.matmul(x, w, name="mm"), name="act")
+
+
+def _scattered(x, w):
+    return ops.tanh(ops.matmul(x, w, name="mm"), name="act")
+
+
+def _softmax(x, w):
+    return ops.softmax(ops.matmul(x, w, name="mm"), name="sm")
+
+
+PRICED = {
+    "megatron (4)": lambda: shard(mlp, 4, strategies=_megatron((4,)), example_args=MLP_ARGS, argnums=()),
+    "megatron (2, 4)": lambda: shard(mlp, (2, 4), strategies=_megatron((2, 4)), example_args=MLP_ARGS, argnums=()),
+    "all_to_all": lambda: shard(_moved, (2, 2), strategies={"mm": "k,-", "act": "-,m"},
+                                input_layouts={0: Layout(((0,), ()))}, example_args=MM_ARGS, argnums=()),
+    "reduce_scatter": lambda: shard(_scattered, (2, 2), strategies={"mm": "m,k", "act": "m,n"},
+                                    example_args=MM_ARGS, argnums=()),
+    "softmax": lambda: shard(_softmax, (2, 4), strategies={"mm": "m,n", "sm": "m,n"}, example_args=MM_ARGS,
+                             argnums=()),
+}
 
 
 def _mlp_reference(x, w1, b1, w2, b2):
@@ -76,11 +113,7 @@ def test_searched_plan_equals_unsharded(mesh):
 def test_moved_split_runs_all_to_all_and_gathers():
     """x stored by rows on axis 0, read split by its contraction there (all_to_all);
     the product replicated from a partial sum over axis 1 then split by rows."""
-    def f(x, w):
-        return ops.relu(ops.matmul(x, w, name="mm"), name="act")
-
-    plan = shard(f, (2, 2), strategies={"mm": "k,-", "act": "-,m"}, input_layouts={0: Layout(((0,), ()))},
-                 example_args=MM_ARGS, argnums=())
+    plan = PRICED["all_to_all"]()
     ir = plan.device_ir
     assert "msir_shard.all_to_all" in ir and "msir_shard.all_reduce" in ir
     x, w = (a.astype(np.float64) for a in MM_ARGS)
@@ -88,10 +121,7 @@ def test_moved_split_runs_all_to_all_and_gathers():
 
 
 def test_reduce_scatter_onto_the_consumer_split():
-    def f(x, w):
-        return ops.tanh(ops.matmul(x, w, name="mm"), name="act")
-
-    plan = shard(f, (2, 2), strategies={"mm": "m,k", "act": "m,n"}, example_args=MM_ARGS, argnums=())
+    plan = PRICED["reduce_scatter"]()
     assert "msir_shard.reduce_scatter" in plan.device_ir
     x, w = (a.astype(np.float64) for a in MM_ARGS)
     _assert_close(plan.run(*MM_ARGS), np.tanh(x @ w))
@@ -115,11 +145,8 @@ def test_wrong_argument_shape_is_a_shape_error():
 @pytest.mark.parametrize("mesh", MESHES)
 def test_softmax_over_a_split_axis_equals_unsharded(mesh):
     """The normalised axis split: the row max and the row sum are all-reduced (2 forward all-reduces)."""
-    def f(x, w):
-        return ops.softmax(ops.matmul(x, w, name="mm"), name="sm")
-
     strategy = "n" if len(mesh) == 1 else "m,n"
-    plan = shard(f, mesh, strategies={"mm": strategy, "sm": strategy}, example_args=MM_ARGS, argnums=())
+    plan = shard(_softmax, mesh, strategies={"mm": strategy, "sm": strategy}, example_args=MM_ARGS, argnums=())
     assert 'kind "max"' in plan.device_ir and plan.device_ir.count("msir_shard.all_reduce") == 2
     x, w = (a.astype(np.float64) for a in MM_ARGS)
     logits = x @ w
@@ -158,3 +185,9 @@ def test_several_results_an_argument_and_a_python_float():
         _assert_close(y, want)
         assert np.array_equal(x_back, x)
         _assert_close(total, np.asarray(want.sum()))
+
+
+@pytest.mark.parametrize("case", PRICED)
+def test_the_device_ir_runs_the_collectives_the_cost_model_prices(case):
+    plan = PRICED[case]()
+    assert _ir_collectives(plan.device_ir) == _priced_collectives(plan) != []
