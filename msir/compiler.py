@@ -51,9 +51,10 @@ def make_context() -> Context:
     ctx = Context()
     for d in (builtin.Builtin, func.Func, arith.Arith, math.Math, memref.MemRef, scf.Scf, llvm.LLVM, Msir):
         ctx.load_dialect(d)
-    # loaded only when a module holds ascend ops, for the pipeline to refuse
-    # them at their location (msir.pipeline.refuse_target_ops)
+    # loaded only when a module holds ascend or msir_shard ops, for the
+    # pipeline to refuse them at their location (msir.pipeline.refuse_target_ops)
     ctx.register_dialect("ascend", _ascend_dialect)
+    ctx.register_dialect("msir_shard", _shard_dialect)
     return ctx
 
 
@@ -61,6 +62,12 @@ def _ascend_dialect():
     from msir.dialects.ascend import Ascend
 
     return Ascend
+
+
+def _shard_dialect():
+    from msir.dialects.msir_shard import MsirShard
+
+    return MsirShard
 
 
 @dataclass

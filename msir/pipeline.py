@@ -30,7 +30,7 @@ the module). Everything else is derived from that one declaration:
 Target dialects
 ===============
 msir's passes and the CPU pipeline work on `msir` and the dialects below it
-on the way to LLVM. A target's own dialect (`TARGET_DIALECTS`: `ascend`) is
+on the way to LLVM. A target's own dialect (`TARGET_DIALECTS`: `ascend`, `msir_shard`) is
 foreign to them: `refuse_target_ops` rejects its ops, naming the first one and
 its location, before `run` applies a pipeline and before `msir-opt` applies
 an msir pass (passes that do work on the dialect are listed with it), so
@@ -64,6 +64,7 @@ PASSES: dict[str, str] = {
     "msir-inline": "msir.passes.inline:MsirInline",
     "msir-lower-einsum": "msir.passes.lower_einsum:MsirLowerEinsum",
     "msir-fuse": "msir.passes.fuse:MsirFuse",
+    "msir-shard": "msir.passes.shard:MsirShard",
     "convert-msir-to-loops": "msir.lowering.to_loops:ConvertMsirToLoops",
     "msir-lower-to-llvm": "msir.lowering.to_llvm:MsirLowerToLlvm",
 }
@@ -72,6 +73,8 @@ PASSES: dict[str, str] = {
 
 TARGET_DIALECTS: dict[str, tuple[frozenset[str], str]] = {
     "ascend": (frozenset(), "ascend kernels run on the emulator: msir-run --target ascend"),
+    "msir_shard": (frozenset({"msir-shard"}),
+                   "a sharded function runs on a mesh of devices: msir.parallel's Plan.run"),
 }
 """Target dialect -> (the msir passes that accept its ops, how to run them)."""
 

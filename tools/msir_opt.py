@@ -98,6 +98,12 @@ def _ascend_dialect():
     return Ascend
 
 
+def _shard_dialect():
+    from msir.dialects.msir_shard import MsirShard
+
+    return MsirShard
+
+
 class MsirOptMain(xDSLOptMain):
     _sources = None
     """Where each op of the parsed input starts (`msir.verify.SourceMap`), for located errors."""
@@ -108,6 +114,7 @@ class MsirOptMain(xDSLOptMain):
 
         self.ctx.register_dialect("msir", lambda: Msir)
         self.ctx.register_dialect("ascend", _ascend_dialect)
+        self.ctx.register_dialect("msir_shard", _shard_dialect)
 
     def register_all_passes(self):
         # msir's first: `-p`'s list in --help starts with them

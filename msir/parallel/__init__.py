@@ -9,9 +9,10 @@
 The modules, one job each: `mesh_layout` (Mesh, Layout, strategies),
 `op_graph` (one node per op call, its einsum loop spec), `reshard` (§3's
 collectives), `cost_model` (§4's total), `search` (the exact optimum), `plan`
-(the Plan and its report), `api` (`auto_shard`, `shard`). Plans do not execute
-yet. scipy is imported only when a binding memory limit makes the search fall
-back to an ILP.
+(the Plan and its report), `api` (`auto_shard`, `shard`), `emulated` (a
+plan's per-device function run on every device of the mesh in one process:
+`plan.run(*args)`). scipy is imported only when a binding memory limit makes
+the search fall back to an ILP.
 """
 
 from msir.parallel.api import auto_shard, shard

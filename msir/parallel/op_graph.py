@@ -106,6 +106,8 @@ class Node:
     normalised: str = ""  # softmax/layer_norm: the letters the statistics reduce
     backward_flops: int = 1  # elementwise: FLOPs per element per input needing a gradient
     has_elementwise: bool = False  # einsum: elementwise ops besides the contraction (a bias add)
+    ops: list = field(default_factory=list)  # the node's own msir ops (its folded views excluded)
+    dim_letters: dict = field(default_factory=dict)  # id(SSA value) of each operand/result of `ops` -> its letters
 
     @property
     def output_letters(self) -> str:
@@ -141,6 +143,8 @@ class Graph:
     arg_leaves: list[list[int]] = field(default_factory=list)  # leaf positions of each user argument
     arg_names: list[str] = field(default_factory=list)
     arg_locs: list[SourceLoc | None] = field(default_factory=list)
+    module: Any = None  # the traced msir module the graph was read from
+    entry: str = ""  # its function
 
     def node(self, name: str) -> Node:
         for n in self.nodes:
@@ -185,6 +189,7 @@ def build_graph(fn, example_args: tuple) -> Graph:
     params = list(src.node.args.args)
     graph = _Builder(traced.module, traced.entry, loc).build(arg_leaves, [a.arg for a in params])
     graph.arg_locs = [src.loc(a) for a in params]
+    graph.module, graph.entry = traced.module, traced.entry
     return graph
 
 
@@ -337,7 +342,8 @@ class _Builder:
                     c = letters.get(uf.find((id(ssa), d)))
                     if c:
                         sizes[c] = n
-        node = Node(name, kind, loc, uses, out_value.id, out_letters, sizes)
+        node = Node(name, kind, loc, uses, out_value.id, out_letters, sizes, ops=list(own_ops),
+                    dim_letters={id(ssa): letters_of(ssa) for op in own_ops for ssa in (*op.operands, *op.results)})
         node.normalised = "".join(dict.fromkeys(letters[uf.find(d)] for d in normalised_dims))
         node.backward_flops = max((_BACKWARD_FLOPS.get(op.name.removeprefix("msir."), 1) for op in compute), default=1)
         node.has_elementwise = kind == "einsum" and any(
@@ -393,7 +399,7 @@ class _Builder:
         letters: dict = {}
         if contractions:
             c = contractions[0]
-            terms, out_term = _contraction_terms(c)
+            terms, out_term = contraction_terms(c)
             for ssa, term in zip((*c.operands, c.result), (*terms, out_term)):
                 for d, ch in enumerate(term):
                     if M.shape_of(ssa.type)[d] != 1:
@@ -537,7 +543,7 @@ class _Loops:
             self.parent[rb] = ra
 
 
-def _contraction_terms(op) -> tuple[tuple[str, ...], str]:
+def contraction_terms(op) -> tuple[tuple[str, ...], str]:
     """The operand terms and output term of a matmul (`mk,kn->mn`, batch `b`, `c`, ...) or einsum."""
     import msir.dialects.msir as M
 
@@ -564,7 +570,7 @@ def _relate(op, uf: _Loops, name: str, loc) -> list:
             uf.union((id(a), da), (id(b), db))
 
     if isinstance(op, (M.MatmulOp, M.EinsumOp)):
-        terms, out_term = _contraction_terms(op)
+        terms, out_term = contraction_terms(op)
         first: dict[str, tuple] = {}
         for ssa, term in zip((*op.operands, op.result), (*terms, out_term)):
             for d, ch in enumerate(term):

@@ -6,8 +6,13 @@ an argument is stored), `cost` (the total in seconds, a float) and
 `breakdown` (compute_s, comm_fwd_s, comm_bwd_s, memory_bytes), all recomputed
 from the cost model's terms for the chosen strategies, and prints a report
 with one row per op: its spec, strategy, local shapes, the collectives of its
-edges (forward; backward after `|`) and its cost. Step (a) of issue 12: a
-plan does not execute (`msir-shard` and the runtimes come next).
+edges (forward; backward after `|`) and its cost.
+
+`run(*global_args)` executes the plan's forward on emulated devices
+(`msir.parallel.emulated`): the traced function gets each op's strategy and
+each argument's layout, `msir-shard` makes the per-device function
+(`device_ir`), compiled once on first use. Plans of training steps
+(backward sharding) and MPI ranks are later steps of issue 12.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ class Plan:
         for t in (*self.rows, *self.leaf_rows.values()):
             total.add(t)
         self.totals = total
+        self._program = None
 
     # -- the answers ---------------------------------------------------------
 
@@ -75,6 +81,36 @@ class Plan:
         t = self.totals
         return {"compute_s": t.compute, "comm_fwd_s": t.comm_fwd, "comm_bwd_s": t.comm_bwd,
                 "memory_bytes": t.memory}
+
+    # -- execution -------------------------------------------------------------
+
+    @property
+    def device_module(self):
+        """The per-device module: the function after `msir-shard` with this plan's strategies."""
+        return self._emulated().module
+
+    @property
+    def device_ir(self) -> str:
+        """The per-device function as text (what `msir-opt -p msir-shard` prints)."""
+        return str(self.device_module)
+
+    def run(self, *global_args):
+        """`fn(*global_args)` run sharded on emulated devices: the global results
+        (one array, or a tuple for several)."""
+        leaves = []
+        for i, arg in enumerate(global_args):
+            leaves.extend(_leaves(arg) if i < len(self.graph.arg_leaves) and self.graph.arg_leaves[i] else [])
+        results = self._emulated().run(*leaves)
+        return results[0] if len(results) == 1 else tuple(results)
+
+    def _emulated(self):
+        if self._program is None:
+            from msir.parallel.emulated import EmulatedProgram, sharded_module
+
+            layouts = [self.layout_of(i) for i in range(len(self.graph.leaves))]
+            module = sharded_module(self.graph, self.mesh, self.strategies, layouts)
+            self._program = EmulatedProgram(module, self.graph.entry)
+        return self._program
 
     # -- the terms of each op --------------------------------------------------
 
@@ -132,3 +168,10 @@ class Plan:
     def __repr__(self) -> str:
         ops = ", ".join(f"{n}: {format_strategy(s)!r}" for n, s in self.strategies.items())
         return f"<Plan of {self.graph.fn_name} on {self.mesh.shape}: cost {self.cost:.6g} s; {ops}>"
+
+
+def _leaves(arg) -> list:
+    """The arrays of one argument, flattened as the frontend flattens tuples and lists."""
+    if isinstance(arg, (tuple, list)):
+        return [x for a in arg for x in _leaves(a)]
+    return [arg]

@@ -15,6 +15,7 @@
 // CHECK-NEXT: {{^}}  msir-inline             Inline private
 // CHECK-NEXT: {{^}}  msir-lower-einsum       Decompose `msir.einsum`
 // CHECK-NEXT: {{^}}  msir-fuse               Group elementwise chains
+// CHECK-NEXT: {{^}}  msir-shard              Partition the functions whose ops carry strategies into per-device functions.{{$}}
 // CHECK-NEXT: {{^}}  convert-msir-to-loops   Bufferise msir tensor code
 // CHECK-NEXT: {{^}}  msir-lower-to-llvm      Lower a loops-level module
 // CHECK-EMPTY:

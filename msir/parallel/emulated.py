@@ -1,0 +1,297 @@
+"""Emulated devices: a sharded function run on every device of a mesh inside
+one process (`../shared/parallel.md` §7).
+
+`EmulatedProgram(module, entry)` takes a module after `msir-shard` (one
+per-device function `entry` with `msir_shard.layout`s on its arguments and
+results) and cuts the function at its collectives into *segments*: maximal
+runs of msir ops, each made a function of its own (the values it reads from
+before it in, the values read after it out). The segments are compiled
+natively once, together, through the cpu target (`msir.compiler`); the
+collectives run here, in NumPy, between segments.
+
+Why segments rather than calls from native code into the runtime: a
+collective needs every device's piece at once, so with callbacks each
+device's native code would have to stop inside a call and wait for the
+others (threads or coroutines around native frames). Cut at the
+collectives, the devices simply run one segment after another, and every
+collective sees all its inputs at hand: no threads, no locks, a fixed order,
+and in-process collectives that cost what their NumPy copies and sums cost.
+
+`run(*global_args)` splits each argument by its layout (device r of a mesh
+axis holds the r-th block of the dimensions that axis splits, major to
+minor), runs the segments device by device in row-major device order and
+the collectives in program order, each summing its devices' values in
+ascending device order (so results are the same on every run), and
+reassembles each result from its layout.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from msir.errors import CompileError, ShapeError
+from msir.parallel.mesh_layout import Layout, Mesh
+
+
+@dataclass
+class _Segment:
+    """A run of msir ops between collectives, compiled as function `name`."""
+
+    name: str
+    ops: list
+    inputs: list  # SSA values of the per-device function it reads from before it
+    outputs: list  # those it defines that are read after it
+
+
+class EmulatedProgram:
+    """A per-device function compiled once, run on emulated devices."""
+
+    def __init__(self, module, entry: str):
+        from xdsl.dialects import func
+
+        import msir.dialects.msir_shard as S
+
+        self.module = module
+        self.function = next(op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == entry)
+        mesh_ref = self.function.attributes.get(S.MESH_ATTR)
+        if mesh_ref is None:
+            raise CompileError(f"function @{entry} is not a per-device function (no {S.MESH_ATTR}): run msir-shard "
+                               f"first")
+        mesh_op = next(op for op in module.ops if isinstance(op, S.MeshOp)
+                       and op.sym_name.data == mesh_ref.root_reference.data)
+        self.mesh = Mesh(mesh_op.mesh_shape)
+        self.devices = list(np.ndindex(*self.mesh.shape))
+        self.arg_layouts = [_layout(a) for a in self.function.arg_attrs.data]
+        self.result_layouts = [_layout(a) for a in self.function.res_attrs.data]
+        self.global_shapes = [_global_shape(a.type, layout, self.mesh)
+                              for a, layout in zip(self.function.body.block.args, self.arg_layouts)]
+        self.steps = self._cut(entry)
+        self._compile()
+
+    # -- building ----------------------------------------------------------------
+
+    def _cut(self, entry: str) -> list:
+        """The segments and the collective ops of the function, in program order."""
+        from xdsl.dialects import func
+
+        import msir.dialects.msir_shard as S
+
+        block = self.function.body.block
+        groups: list[list] = [[]]
+        for op in block.ops:
+            if isinstance(op, S.ProcessIndexOp):
+                raise CompileError("the emulated runtime does not run msir_shard.process_index yet")
+            if isinstance(op, S.COLLECTIVES):
+                groups.append(op)
+                groups.append([])
+            elif not isinstance(op, func.ReturnOp):
+                groups[-1].append(op)
+        self.returned = list(block.last_op.operands)
+        later_uses: list[set] = []
+        needed = set(self.returned)
+        for g in reversed(groups):  # the values read at or after each step
+            later_uses.append(set(needed))
+            ops = [g] if not isinstance(g, list) else g
+            for op in ops:
+                needed.update(op.operands)
+        later_uses.reverse()
+        steps = []
+        for k, g in enumerate(groups):
+            if not isinstance(g, list):
+                steps.append(g)
+                continue
+            if not g:
+                continue
+            defined = {r for op in g for r in op.results}
+            inputs = list(dict.fromkeys(v for op in g for v in op.operands if v not in defined))
+            after = later_uses[k]
+            outputs = [r for op in g for r in op.results if r in after]
+            if outputs:
+                steps.append(_Segment(f"{entry}__segment{len(steps)}", g, inputs, outputs))
+        return steps
+
+    def _compile(self) -> None:
+        from xdsl.dialects import func
+        from xdsl.dialects.builtin import ModuleOp
+        from xdsl.ir import Block, Region
+
+        from msir.compiler import compile_module
+
+        segments = [s for s in self.steps if isinstance(s, _Segment)]
+        self.native = {}
+        if not segments:
+            return
+        functions = []
+        for seg in segments:
+            block = Block(arg_types=[v.type for v in seg.inputs])
+            mapping = dict(zip(seg.inputs, block.args))
+            for op in seg.ops:
+                block.add_op(op.clone(value_mapper=mapping))
+            block.add_op(func.ReturnOp(*[mapping[v] for v in seg.outputs]))
+            functions.append(func.FuncOp(seg.name, ([v.type for v in seg.inputs], [v.type for v in seg.outputs]),
+                                         Region(block)))
+        compiled = compile_module(ModuleOp(functions), segments[0].name, also=tuple(s.name for s in segments[1:]))
+        self.native[segments[0].name] = compiled.native
+        self.native.update(compiled.functions)
+
+    # -- running -------------------------------------------------------------------
+
+    def run(self, *global_args) -> list[np.ndarray]:
+        import msir.dialects.msir as M
+
+        # Python scalars take the type the trace gave them; arrays pass as they are (a wrong dtype is refused
+        # by the native call)
+        args = [np.asarray(a, M.dtype_of(arg.type)) if isinstance(a, (bool, int, float)) else np.asarray(a)
+                for a, arg in zip(global_args, self.function.body.block.args)]
+        args += [np.asarray(a) for a in global_args[len(args):]]
+        if len(args) != len(self.global_shapes):
+            raise ShapeError(f"{self.function.sym_name.data} takes {len(self.global_shapes)} arguments, got "
+                             f"{len(args)}")
+        for i, (a, shape) in enumerate(zip(args, self.global_shapes)):
+            if a.shape != shape:
+                raise ShapeError(f"argument {i} of {self.function.sym_name.data} has shape {a.shape}; the sharded "
+                                 f"function was built for {shape}")
+        values = [dict() for _ in self.devices]  # per device: SSA value -> its local array
+        for arg, layout, a in zip(self.function.body.block.args, self.arg_layouts, args):
+            for d, coord in enumerate(self.devices):
+                # a view where the block is contiguous (replicated, or split by rows): native code does not write
+                # its inputs, so the devices share the caller's memory
+                values[d][arg] = a if a.ndim == 0 else np.ascontiguousarray(a[_block(layout, a.shape, coord,
+                                                                                     self.mesh)])
+        for step in self.steps:
+            if isinstance(step, _Segment):
+                fn = self.native[step.name]
+                for env in values:
+                    for v, out in zip(step.outputs, fn(*[env[v] for v in step.inputs])):
+                        env[v] = out
+            else:
+                self._collective(step, values)
+        return [self._assemble([env[v] for env in values], layout, v)
+                for v, layout in zip(self.returned, self.result_layouts)]
+
+    def _groups(self, axis: int) -> list[list[int]]:
+        """Device indices along mesh axis `axis`, one list per position on the other axes, in axis order."""
+        groups: dict[tuple, list[int]] = {}
+        for d, coord in enumerate(self.devices):
+            groups.setdefault(coord[:axis] + coord[axis + 1:], []).append(d)
+        return list(groups.values())
+
+    def _collective(self, op, values: list[dict]) -> None:
+        import msir.dialects.msir_shard as S
+
+        axis = op.axis.value.data
+        n = self.mesh.shape[axis]
+        for group in self._groups(axis):
+            pieces = [values[d][op.input] for d in group]
+            if isinstance(op, S.AllReduceOp):
+                total = _reduce(pieces, op.kind.data)
+                out = [total] * n
+            elif isinstance(op, S.ReduceScatterOp):
+                out = _chunks(_reduce(pieces, "sum"), n, op.dim.value.data)
+            elif isinstance(op, S.AllGatherOp):
+                out = [np.concatenate(pieces, axis=op.dim.value.data)] * n
+            elif isinstance(op, S.AllSliceOp):
+                out = [_chunks(p, n, op.dim.value.data)[r] for r, p in enumerate(pieces)]
+            else:  # all_to_all
+                dim, to_dim = op.dim.value.data, op.to_dim.value.data
+                cut = [_chunks(p, n, to_dim) for p in pieces]
+                out = [np.ascontiguousarray(np.concatenate([cut[q][r] for q in range(n)], axis=dim))
+                       for r in range(n)]
+            for d, o in zip(group, out):
+                values[d][op.result] = o
+
+    def _assemble(self, pieces: Sequence[np.ndarray], layout: Layout, value) -> np.ndarray:
+        """The global value of a result from the devices' pieces (replicas agree; the first is taken)."""
+        local = pieces[0]
+        shape = tuple(n * math.prod(self.mesh.shape[a] for a in axes) for n, axes in zip(local.shape, layout.dims))
+        out = np.empty(shape, local.dtype)
+        split = {a for axes in layout.dims for a in axes}
+        for coord, piece in zip(self.devices, pieces):
+            if all(c == 0 for a, c in enumerate(coord) if a not in split):
+                out[_block(layout, shape, coord, self.mesh)] = piece
+        return out
+
+
+def sharded_module(graph, mesh: Mesh, strategies: dict, layouts: Sequence[Layout]):
+    """`graph`'s traced module with each op's strategy (`strategies`: node name
+    -> strategy in the node's letters, translated to the op's own letters),
+    the arguments' `layouts` and `mesh`, rewritten by `msir-shard`."""
+    from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr
+    from xdsl.dialects.func import FuncOp
+
+    import msir.dialects.msir as M
+    import msir.dialects.msir_shard as S
+    from msir.compiler import make_context
+    from msir.parallel.mesh_layout import format_strategy
+    from msir.passes.shard import MsirShard, letter_terms
+
+    module = graph.module.clone()
+    originals = list(graph.module.walk())
+    copy_of = dict(zip(originals, module.walk()))
+    mesh_name = "mesh"
+    for node in graph.nodes:
+        s = strategies[node.name]
+        for op in node.ops:
+            if isinstance(op, (M.BroadcastToOp, M.TransposeOp, M.ReshapeOp)):
+                continue  # views take their consumer's layout (msir-shard)
+            terms, out_term = letter_terms(op)
+            op_letter = {}
+            for ssa, term in zip((*op.operands, *op.results), (*terms, out_term)):
+                for c, letter in zip(term, node.dim_letters[id(ssa)]):
+                    if letter is not None and c != "1":
+                        op_letter[letter] = c
+            text = format_strategy(tuple(op_letter.get(c) if c else None for c in s))
+            copy_of[op].attributes[S.STRATEGY_ATTR] = S.StrategyAttr(mesh_name, text)
+    entry = next(op for op in module.ops if isinstance(op, FuncOp) and op.sym_name.data == graph.entry)
+    entry.arg_attrs = ArrayAttr([DictionaryAttr({S.LAYOUT_ATTR: S.LayoutAttr(mesh_name, layout.dims)})
+                                 for layout in layouts])
+    module.body.block.insert_op_before(S.MeshOp(mesh_name, mesh.shape), module.body.block.first_op)
+    MsirShard().apply(make_context(), module)
+    module.verify()
+    return module
+
+
+def _layout(attrs) -> Layout:
+    import msir.dialects.msir_shard as S
+
+    attr = attrs.data[S.LAYOUT_ATTR]
+    return Layout(attr.dims_tuple, attr.partial_tuple)
+
+
+def _global_shape(t, layout: Layout, mesh: Mesh) -> tuple[int, ...]:
+    import msir.dialects.msir as M
+
+    return tuple(n * math.prod(mesh.shape[a] for a in axes) for n, axes in zip(M.shape_of(t), layout.dims))
+
+
+def _block(layout: Layout, shape: Sequence[int], coord: tuple[int, ...], mesh: Mesh) -> tuple[slice, ...]:
+    """The index of the block of a value of global `shape` that device `coord` holds."""
+    index = []
+    for n, axes in zip(shape, layout.dims):
+        k, count = 0, 1
+        for a in axes:  # major to minor: a mixed-radix block number
+            k = k * mesh.shape[a] + coord[a]
+            count *= mesh.shape[a]
+        size = n // count
+        index.append(slice(k * size, (k + 1) * size))
+    return tuple(index)
+
+
+def _chunks(x: np.ndarray, n: int, dim: int) -> list[np.ndarray]:
+    return [np.ascontiguousarray(c) for c in np.split(x, n, axis=dim)]
+
+
+def _reduce(pieces: Sequence[np.ndarray], kind: str) -> np.ndarray:
+    """The sum (or max) of `pieces`, accumulated in their order."""
+    acc = np.array(pieces[0], copy=True)
+    for p in pieces[1:]:
+        if kind == "sum":
+            acc += p
+        else:
+            np.maximum(acc, p, out=acc)
+    return acc
+

@@ -1,0 +1,193 @@
+"""Plans run on emulated devices (`msir.parallel.emulated`): sharded equals
+unsharded, forward, float32 against a float64 reference with
+|a - b| <= 1e-5 |b| + 1e-5 max|b|, on meshes (2), (4), (2, 2), (2, 4)."""
+
+import re
+
+import numpy as np
+import pytest
+
+from msir import ops
+from msir.errors import ShapeError
+from msir.parallel import Layout, shard
+
+MESHES = [(2,), (4,), (2, 2), (2, 4)]
+
+
+def mlp(x, w1, b1, w2, b2):
+    h = ops.relu(ops.add(ops.matmul(x, w1, name="fc1"), b1, name="bias1"), name="act")
+    return ops.add(ops.matmul(h, w2, name="fc2"), b2, name="bias2")
+
+
+def matmul(x, w):
+    return ops.matmul(x, w, name="mm")
+
+
+def _args(*shapes, seed=0):
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal(s).astype(np.float32) for s in shapes]
+
+
+MLP_ARGS = _args((16, 32), (32, 64), (64,), (64, 32), (32,))
+MM_ARGS = _args((16, 32), (32, 24))
+
+
+def _ir_collectives(ir: str) -> list:
+    return sorted((m[1], int(m[2])) for m in re.finditer(r"msir_shard\.(\w+) %\S+ on @mesh axis (\d+)", ir)
+                  if m[1] != "all_slice")
+
+
+def _priced_collectives(plan) -> list:
+    """The forward collectives the cost model priced for the plan (all_slice, free, aside)."""
+    terms = [*plan.rows, *plan.leaf_rows.values()]
+    return sorted((c.kind, c.axis) for t in terms for c in t.fwd if c.kind != "all_slice")
+
+
+def _moved(x, w):
+    return ops.relu(ops.matmul(x, w, name="mm"), name="act")
+
+
+def _scattered(x, w):
+    return ops.tanh(ops.matmul(x, w, name="mm"), name="act")
+
+
+def _softmax(x, w):
+    return ops.softmax(ops.matmul(x, w, name="mm"), name="sm")
+
+
+PRICED = {
+    "megatron (4)": lambda: shard(mlp, 4, strategies=_megatron((4,)), example_args=MLP_ARGS, argnums=()),
+    "megatron (2, 4)": lambda: shard(mlp, (2, 4), strategies=_megatron((2, 4)), example_args=MLP_ARGS, argnums=()),
+    "all_to_all": lambda: shard(_moved, (2, 2), strategies={"mm": "k,-", "act": "-,m"},
+                                input_layouts={0: Layout(((0,), ()))}, example_args=MM_ARGS, argnums=()),
+    "reduce_scatter": lambda: shard(_scattered, (2, 2), strategies={"mm": "m,k", "act": "m,n"},
+                                    example_args=MM_ARGS, argnums=()),
+    "softmax": lambda: shard(_softmax, (2, 4), strategies={"mm": "m,n", "sm": "m,n"}, example_args=MM_ARGS,
+                             argnums=()),
+}
+
+
+def _mlp_reference(x, w1, b1, w2, b2):
+    x, w1, b1, w2, b2 = (a.astype(np.float64) for a in (x, w1, b1, w2, b2))
+    return np.maximum(x @ w1 + b1, 0) @ w2 + b2
+
+
+def _assert_close(got, want):
+    assert got.shape == want.shape and got.dtype == np.float32
+    bound = 1e-5 * np.abs(want) + 1e-5 * np.abs(want).max()
+    assert np.all(np.abs(got - want) <= bound), np.abs(got - want).max()
+
+
+def _megatron(mesh):
+    """Column-then-row on the last mesh axis, data parallel on the first of a 2-D mesh."""
+    if len(mesh) == 1:
+        return {"fc1": "n", "bias1": "n", "act": "n", "fc2": "k", "bias2": "-"}
+    return {"fc1": "m,n", "bias1": "m,n", "act": "m,n", "fc2": "m,k", "bias2": "m,-"}
+
+
+@pytest.mark.parametrize("mesh", MESHES)
+def test_megatron_mlp_equals_unsharded(mesh):
+    plan = shard(mlp, mesh, strategies=_megatron(mesh), example_args=MLP_ARGS, argnums=())
+    _assert_close(plan.run(*MLP_ARGS), _mlp_reference(*MLP_ARGS))
+    assert plan.device_ir.count("msir_shard.all_reduce") == 1  # Megatron's one all-reduce of the forward
+    assert "all_gather" not in plan.device_ir
+
+
+@pytest.mark.parametrize("mesh", MESHES)
+@pytest.mark.parametrize("split", ["m", "n", "k"])
+def test_matmul_split_equals_unsharded(mesh, split):
+    strategy = split if len(mesh) == 1 else f"{split},{'k' if split != 'k' else 'm'}"
+    plan = shard(matmul, mesh, strategies={"mm": strategy}, example_args=MM_ARGS, argnums=())
+    x, w = (a.astype(np.float64) for a in MM_ARGS)
+    _assert_close(plan.run(*MM_ARGS), x @ w)
+
+
+@pytest.mark.parametrize("mesh", MESHES)
+def test_searched_plan_equals_unsharded(mesh):
+    from msir.parallel import auto_shard
+
+    plan = auto_shard(mlp, mesh, MLP_ARGS, argnums=())
+    _assert_close(plan.run(*MLP_ARGS), _mlp_reference(*MLP_ARGS))
+
+
+def test_moved_split_runs_all_to_all_and_gathers():
+    """x stored by rows on axis 0, read split by its contraction there (all_to_all);
+    the product replicated from a partial sum over axis 1 then split by rows."""
+    plan = PRICED["all_to_all"]()
+    ir = plan.device_ir
+    assert "msir_shard.all_to_all" in ir and "msir_shard.all_reduce" in ir
+    x, w = (a.astype(np.float64) for a in MM_ARGS)
+    _assert_close(plan.run(*MM_ARGS), np.maximum(x @ w, 0))
+
+
+def test_reduce_scatter_onto_the_consumer_split():
+    plan = PRICED["reduce_scatter"]()
+    assert "msir_shard.reduce_scatter" in plan.device_ir
+    x, w = (a.astype(np.float64) for a in MM_ARGS)
+    _assert_close(plan.run(*MM_ARGS), np.tanh(x @ w))
+
+
+def test_runs_are_deterministic_and_leave_the_arguments_alone():
+    saved = [a.copy() for a in MLP_ARGS]
+    plan = shard(mlp, (2, 4), strategies=_megatron((2, 4)), example_args=MLP_ARGS, argnums=())
+    first, second = plan.run(*MLP_ARGS), plan.run(*MLP_ARGS)
+    assert first.tobytes() == second.tobytes()
+    assert all(np.array_equal(a, b) for a, b in zip(MLP_ARGS, saved))  # the devices share the callers' arrays
+
+
+def test_wrong_argument_shape_is_a_shape_error():
+    plan = shard(matmul, 2, strategies={"mm": "m"}, example_args=MM_ARGS, argnums=())
+    with pytest.raises(ShapeError, match=r"argument 1 of matmul has shape \(32, 8\); the sharded function was "
+                                         r"built for \(32, 24\)"):
+        plan.run(MM_ARGS[0], MM_ARGS[1][:, :8])
+
+
+@pytest.mark.parametrize("mesh", MESHES)
+def test_softmax_over_a_split_axis_equals_unsharded(mesh):
+    """The normalised axis split: the row max and the row sum are all-reduced (2 forward all-reduces)."""
+    strategy = "n" if len(mesh) == 1 else "m,n"
+    plan = shard(_softmax, mesh, strategies={"mm": strategy, "sm": strategy}, example_args=MM_ARGS, argnums=())
+    assert 'kind "max"' in plan.device_ir and plan.device_ir.count("msir_shard.all_reduce") == 2
+    x, w = (a.astype(np.float64) for a in MM_ARGS)
+    logits = x @ w
+    e = np.exp(logits - logits.max(axis=1, keepdims=True))
+    _assert_close(plan.run(*MM_ARGS), e / e.sum(axis=1, keepdims=True))
+
+
+@pytest.mark.parametrize("mesh", MESHES)
+def test_layer_norm_over_a_split_axis_equals_unsharded(mesh):
+    """The normalised axis split: each device's mean is scaled to a partial sum and all-reduced (mean, variance)."""
+    def f(x, w, g, b):
+        return ops.layer_norm(ops.matmul(x, w, name="mm"), 24, g, b, name="ln")
+
+    args = [*MM_ARGS, *_args((24,), (24,), seed=1)]
+    strategy = "n" if len(mesh) == 1 else "m,n"
+    plan = shard(f, mesh, strategies={"mm": strategy, "ln": strategy}, example_args=args, argnums=())
+    assert plan.device_ir.count("msir_shard.all_reduce") == 2
+    x, w, g, b = (a.astype(np.float64) for a in args)
+    logits = x @ w
+    centred = logits - logits.mean(axis=1, keepdims=True)
+    want = centred / np.sqrt((centred ** 2).mean(axis=1, keepdims=True) + 1e-5) * g + b
+    _assert_close(plan.run(*args), want)
+
+
+def test_several_results_an_argument_and_a_python_float():
+    """Results come back as a tuple; a returned argument is reassembled; a Python float is a runtime scalar."""
+    def f(x, w, s):
+        y = ops.matmul(x, w, name="mm") * s
+        return y, x, ops.reduce_sum(y, name="total")
+
+    x, w = MM_ARGS
+    plan = shard(f, (2, 2), strategies={"mm": "m,k"}, example_args=(x, w, 2.0), argnums=())
+    for s in (2.0, -3.0):
+        y, x_back, total = plan.run(x, w, s)
+        want = (x.astype(np.float64) @ w) * s
+        _assert_close(y, want)
+        assert np.array_equal(x_back, x)
+        _assert_close(total, np.asarray(want.sum()))
+
+
+@pytest.mark.parametrize("case", PRICED)
+def test_the_device_ir_runs_the_collectives_the_cost_model_prices(case):
+    plan = PRICED[case]()
+    assert _ir_collectives(plan.device_ir) == _priced_collectives(plan) != []
