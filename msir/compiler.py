@@ -130,9 +130,11 @@ class _Observer:
         if self.dump:
             _dump(stage.label, module)
         if self.verify and stage.verify:
+            from msir.verify import IRVerificationError, verify_module
+
             try:
-                module.verify()
-            except Exception as e:
+                verify_module(module)  # xDSL's verifier and SSA dominance
+            except IRVerificationError as e:
                 raise CompileError(f"internal error: the module does not verify after {stage.label}: {e}") from e
 
     def native(self, step: pipeline.Step, seconds: float) -> None:

@@ -23,13 +23,18 @@ What xDSL's `Operation.verify` does not check and this does:
   reported as the op's verification error, not as an internal traceback.
 
 `parse_module(ctx, text, name)` is xDSL's parser recording where each op
-starts (`SourceMap`), for `msir-opt` and `msir-run`.
+starts (`SourceMap`), for `msir-opt` and `msir-run`; a value that an op's,
+attribute's or type's constructor refuses while parsing (`dense<2**70> :
+tensor<i64>`, `arith.addf ... : i1`) is a `ParseError` at the token reached,
+not the constructor's bare `ValueError` or `VerifyException`.
 """
 
 from __future__ import annotations
 
 import weakref
 from typing import TYPE_CHECKING
+
+from xdsl.utils.exceptions import ParseError
 
 from msir.errors import MsirError
 
@@ -71,6 +76,15 @@ class SourceMap:
         return entry[1]
 
 
+class RefusedWhileParsing(ParseError):
+    """A constructor's refusal of a parsed value, at the token reached;
+    `problem` is the message alone (`msir-opt --verify-diagnostics` prints it)."""
+
+    def __init__(self, span: Span, problem: str):
+        super().__init__(span, problem)
+        self.problem = problem
+
+
 def parse_module(ctx: Context, text: str, name: str) -> tuple[ModuleOp, SourceMap]:
     """Parse `text` (a module, or ops that become one) recording each op's start."""
     from xdsl.parser import Parser
@@ -78,13 +92,23 @@ def parse_module(ctx: Context, text: str, name: str) -> tuple[ModuleOp, SourceMa
     sources = SourceMap()
 
     class _LocatingParser(Parser):
+        def pos_span(self) -> Span:
+            """The token the parser stopped at: where a constructor's refusal is reported."""
+            return self._current_token.span
+
         def parse_operation(self) -> Operation:
             start = self._current_token.span
             op = super().parse_operation()
             sources.record(op, start)
             return op
 
-    return _LocatingParser(ctx, text, name).parse_module(), sources
+    parser = _LocatingParser(ctx, text, name)
+    try:
+        return parser.parse_module(), sources
+    except ParseError:
+        raise
+    except Exception as e:  # an op's, attribute's or type's constructor refusing what was parsed
+        raise RefusedWhileParsing(parser.pos_span(), _message(e)) from None
 
 
 def located(op: Operation | None, message: str, sources: SourceMap | None = None) -> str:

@@ -36,7 +36,7 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 
 from msir import pipeline
 from msir.errors import MsirError
-from msir.verify import IRVerificationError, parse_module, verify_module
+from msir.verify import IRVerificationError, RefusedWhileParsing, parse_module, verify_module
 from msir.viz.ir_graph import MAX_REGION_OPS
 
 
@@ -202,7 +202,12 @@ class MsirOptMain(xDSLOptMain):
             check_string_literals(text, self.get_input_name())
             if (self.args.frontend or file_extension) == "mlir" and not self.args.no_implicit_module \
                     and start_offset == 0:
-                module, self._sources = parse_module(self.ctx, text, self.get_input_name())
+                try:
+                    module, self._sources = parse_module(self.ctx, text, self.get_input_name())
+                except RefusedWhileParsing as e:
+                    if self.args.verify_diagnostics:  # as xDSL reports a constructor's refusal
+                        raise VerifyException(e.problem) from None
+                    raise
             else:
                 module = super().parse_chunk(io.BytesIO(text.encode()), file_extension, start_offset)
                 self._sources = None

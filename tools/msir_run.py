@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import os
 import sys
 
 import numpy as np
@@ -89,13 +90,13 @@ def _check_inputs(entry, given: int) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     from xdsl.dialects.func import FuncOp
-    from xdsl.parser import Parser
-    from xdsl.utils.exceptions import ParseError
+    from xdsl.utils.exceptions import DiagnosticException, ParseError
 
     from msir import targets
     from msir.compiler import compile_module, make_context
     from msir.errors import MsirError
     from msir.tools.msir_opt import check_string_literals, fail, format_parse_error
+    from msir.verify import parse_module, verify_module
 
     p = argparse.ArgumentParser(description="compile and run a function of an msir module")
     p.add_argument("input_file")
@@ -123,7 +124,8 @@ def main(argv: list[str] | None = None) -> None:
         return cli.run(args.input_file, text, args.entry, inputs)
     try:
         check_string_literals(text, args.input_file)
-        module = Parser(make_context(), text, args.input_file).parse_module()
+        module, sources = parse_module(make_context(), text, args.input_file)
+        verify_module(module, sources)
         entry = next((op for op in module.ops if isinstance(op, FuncOp) and op.sym_name.data == args.entry), None)
         if entry is not None:
             _check_inputs(entry, len(args.input))
@@ -132,9 +134,14 @@ def main(argv: list[str] | None = None) -> None:
     except ParseError as e:
         print(format_parse_error(e), file=sys.stderr)
         sys.exit(1)
-    except MsirError as e:
-        print(str(e), file=sys.stderr)
+    except (MsirError, DiagnosticException) as e:  # a located diagnostic, or a pass refusing the module
+        print(str(e).rstrip(), file=sys.stderr)
         sys.exit(1)
+    except Exception as e:  # a bug in msir or xDSL: one line, not a traceback (MSIR_TRACEBACK=1 shows it)
+        if os.environ.get("MSIR_TRACEBACK"):
+            raise
+        print(f"msir-run: internal error: {type(e).__name__}: {e} (MSIR_TRACEBACK=1 shows where)", file=sys.stderr)
+        sys.exit(2)
     for i, r in enumerate(results):
         print(format_result(i, r))
 
