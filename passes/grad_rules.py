@@ -264,6 +264,14 @@ def _(B, p, xs, y, ct):
     return [B.binary("div", ct, B.binary("add", _scalar(B, 1.0, ct), _sq(B, xs[0])))]
 
 
+@vjp("arctan2")
+def _(B, p, xs, y, ct):
+    # d atan2(a, b) = (b da - a db) / (a^2 + b^2)
+    a, b = xs
+    scaled = B.binary("div", ct, B.binary("add", _sq(B, a), _sq(B, b)))
+    return [B.binary("mul", scaled, b), B.unary("neg", B.binary("mul", scaled, a))]
+
+
 @vjp("abs")
 def _(B, p, xs, y, ct):
     if not is_float(B.dtype(ct)):
