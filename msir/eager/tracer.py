@@ -429,6 +429,9 @@ class TracingBuilder:
     def constant(self, value, dtype, shape=()):
         return np.full(tuple(shape), value, dtype=dtype)
 
+    def iota(self, dtype, shape, axis):
+        return _NB.iota(dtype, shape, axis)
+
     def unary(self, name, x):
         return bind(name, {}, [x])
 
