@@ -35,6 +35,7 @@ import numpy as np
 
 from msir.dialects import primitives
 from msir.eager.numpy_builder import NumpyBuilder
+from msir.frontend import numpy_bodies
 from msir.frontend.einsum_subscripts import contract, plan_einsum
 from msir.frontend.elementwise import binary_typing, unary_typing
 from msir.dialects.primitives import DTYPES
@@ -904,6 +905,43 @@ def _square(x):
     return _out(elementwise("mul", t, t))
 
 
+# -- the composites of msir.frontend.numpy_bodies --------------------------------
+
+
+def _body(v: Any) -> Any:
+    return _out(_T(v, _dtype(v), _shape(v), False))
+
+
+def logaddexp(a: Any, b: Any) -> Any:
+    ta, tb = _T.of(a), _T.of(b)
+    dtype = numpy_bodies.float_dtype(ta.dtype, ta.weak, tb.dtype, tb.weak)
+    shape = _broadcast_shapes(ta.shape, tb.shape)
+    ta, tb = (_bcast(_cast(t, dtype, False), shape) for t in (ta, tb))
+    return _body(numpy_bodies.logaddexp_body(TRACING_BUILDER, ta.v, tb.v))
+
+
+def outer(a: Any, b: Any) -> Any:
+    ta, tb = (_T.of(reshape(x, (-1,))) for x in (a, b))
+    product, dtype, _ = binary_typing("mul", ta.dtype, ta.weak, tb.dtype, tb.weak)
+    ta, tb = _cast(ta, dtype, False), _cast(tb, dtype, False)
+    return _body(numpy_bodies.outer_body(TRACING_BUILDER, ta.v, tb.v, product))
+
+
+def triangle(m: Any, k: Any, upper: bool) -> Any:
+    t = _T.of(m)
+    diagonal = _static_int(k, f"the diagonal of {'np.triu' if upper else 'np.tril'}")
+    return _body(numpy_bodies.triangle_body(TRACING_BUILDER, t.v, diagonal, upper))
+
+
+def diag(v: Any, k: Any = 0) -> Any:
+    t = _T.of(v)
+    diagonal = _static_int(k, "the diagonal of np.diag")
+    numpy_bodies.check_diag_rank(t.ndim)
+    if t.ndim == 1:
+        return _body(numpy_bodies.diag_from_vector_body(TRACING_BUILDER, t.v, diagonal))
+    return _body(numpy_bodies.diag_of_matrix_body(TRACING_BUILDER, t.v, diagonal))
+
+
 # -- indexing ------------------------------------------------------------------
 
 
@@ -1071,6 +1109,7 @@ _UFUNCS: dict[str, Any] = {
     "logical_or": lambda a, b: logical("or", a, b),
     "logical_xor": lambda a, b: logical("xor", a, b),
     "logical_not": lambda a: logical("not", a),
+    "logaddexp": logaddexp,
 }
 
 _FUNCTIONS: dict[Any, Any] = {
@@ -1106,4 +1145,8 @@ _FUNCTIONS: dict[Any, Any] = {
     np.shape: lambda a: _T.of(a).shape,
     np.ndim: lambda a: _T.of(a).ndim,
     np.size: lambda a: math.prod(_T.of(a).shape),
+    np.outer: _wrap("np.outer", ["a", "b"], {}, outer),
+    np.tril: _wrap("np.tril", ["m", "k"], {"k": 0}, lambda m, k: triangle(m, k, upper=False)),
+    np.triu: _wrap("np.triu", ["m", "k"], {"k": 0}, lambda m, k: triangle(m, k, upper=True)),
+    np.diag: _wrap("np.diag", ["v", "k"], {"k": 0}, diag),
 }

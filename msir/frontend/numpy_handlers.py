@@ -22,12 +22,15 @@ import numpy as np
 
 from msir.dialects import msir as M
 from msir.dialects import primitives
-from msir.errors import UnsupportedSyntaxError
-from msir.frontend.base import TypeError_, ValueError_
+from msir.errors import MsirError, UnsupportedSyntaxError
+from msir.frontend import numpy_bodies
+from msir.frontend.base import TypeError_, ValueError_, _loc_attr
 from msir.frontend.einsum import build_einsum
+from msir.frontend.elementwise import binary_typing
 from msir.frontend.ops_calls import OPS_HANDLERS
 from msir.frontend.state import RangeValue
 from msir.frontend.values import KnownInt, Tensor, dtype_name, kind, promote
+from msir.passes.ad_ir import IRBuilder
 
 
 @dataclass
@@ -296,6 +299,90 @@ def _log_base(base: float):
     return handler
 
 
+# -- the composites of msir.frontend.numpy_bodies, through an IRBuilder ----------
+
+
+def _body(tr, node, build: Callable[[IRBuilder], Any]) -> Tensor:
+    """The value `build` emits at the call; its errors are reported there."""
+    try:
+        v = build(IRBuilder(tr.block, _loc_attr(tr.loc)))
+    except MsirError as e:
+        if e.loc is not None:
+            raise
+        raise tr.error(type(e), e.message, node) from None
+    return Tensor(v, M.dtype_of(v.type), M.shape_of(v.type), False)
+
+
+def _np_logaddexp(tr, args, kwargs, node):
+    a, b = _params(tr, args, kwargs, ["x1", "x2"], {}, node, "np.logaddexp")
+    ta, tb = tr.as_tensor(a, node), tr.as_tensor(b, node)
+    dtype = numpy_bodies.float_dtype(ta.dtype, ta.weak, tb.dtype, tb.weak)
+    shape = M.infer_broadcast(ta.shape, tb.shape)
+    ta, tb = (tr.broadcast(tr.cast(t, dtype, False), shape) for t in (ta, tb))
+    return _body(tr, node, lambda B: numpy_bodies.logaddexp_body(B, ta.ssa, tb.ssa))
+
+
+def _np_outer(tr, args, kwargs, node):
+    a, b = _params(tr, args, kwargs, ["a", "b"], {}, node, "np.outer")
+    ta, tb = (tr.reshape(tr.as_tensor(x, node), (-1,), node) for x in (a, b))
+    try:
+        product, dtype, _ = binary_typing("mul", ta.dtype, ta.weak, tb.dtype, tb.weak)
+    except MsirError as e:
+        raise tr.error(type(e), e.message, node) from None
+    ta, tb = tr.cast(ta, dtype, False), tr.cast(tb, dtype, False)
+    return _body(tr, node, lambda B: numpy_bodies.outer_body(B, ta.ssa, tb.ssa, product))
+
+
+def _static_size(tr, value, what: str, node) -> int:
+    n = tr.static_int(value, what, node)
+    if n < 0:
+        raise tr.error(ValueError_, "negative dimensions are not allowed", node)
+    return n
+
+
+def _np_eye(tr, args, kwargs, node):
+    n, m, k, dtype = _params(tr, args, kwargs, ["N", "M", "k", "dtype"], {"M": None, "k": 0, "dtype": float},
+                             node, "np.eye")
+    rows = _static_size(tr, n, "the size of np.eye", node)
+    cols = rows if m is None else _static_size(tr, m, "the size of np.eye", node)
+    diagonal = tr.static_int(k, "the diagonal of np.eye", node)
+    dt = dtype_name(dtype, tr.loc)
+    return _body(tr, node, lambda B: numpy_bodies.eye_body(B, rows, cols, diagonal, dt))
+
+
+def _np_identity(tr, args, kwargs, node):
+    n, dtype = _params(tr, args, kwargs, ["n", "dtype"], {"dtype": float}, node, "np.identity")
+    size = _static_size(tr, n, "the size of np.identity", node)
+    dt = dtype_name(dtype, tr.loc)
+    return _body(tr, node, lambda B: numpy_bodies.eye_body(B, size, size, 0, dt))
+
+
+def _np_triangle(upper: bool):
+    fname = "np.triu" if upper else "np.tril"
+
+    def handler(tr, args, kwargs, node):
+        m, k = _params(tr, args, kwargs, ["m", "k"], {"k": 0}, node, fname)
+        t = tr.as_tensor(m, node)
+        diagonal = tr.static_int(k, f"the diagonal of {fname}", node)
+        return _body(tr, node, lambda B: numpy_bodies.triangle_body(B, t.ssa, diagonal, upper))
+
+    return handler
+
+
+def _np_diag(tr, args, kwargs, node):
+    v, k = _params(tr, args, kwargs, ["v", "k"], {"k": 0}, node, "np.diag")
+    t = tr.as_tensor(v, node)
+    diagonal = tr.static_int(k, "the diagonal of np.diag", node)
+
+    def build(B):
+        numpy_bodies.check_diag_rank(t.ndim)
+        if t.ndim == 1:
+            return numpy_bodies.diag_from_vector_body(B, t.ssa, diagonal)
+        return numpy_bodies.diag_of_matrix_body(B, t.ssa, diagonal)
+
+    return _body(tr, node, build)
+
+
 def _py_abs(tr, args, kwargs, node):
     (x,) = _params(tr, args, kwargs, ["x"], {}, node, "abs")
     if isinstance(x, (int, float)) and not isinstance(x, KnownInt):
@@ -388,6 +475,13 @@ _NUMPY_HANDLERS: dict[Any, Callable] = {
     **{p.numpy: _unary_np(p.name, p.numpy.__name__) for p in primitives.UNARY if p.name != "not"},
     **{p.numpy: _binary_np(p.name, p.numpy.__name__) for p in primitives.BINARY if p.numpy is not None},
     np.power: _binary_np("pow", "power"),
+    np.logaddexp: _np_logaddexp,
+    np.outer: _np_outer,
+    np.eye: _np_eye,
+    np.identity: _np_identity,
+    np.tril: _np_triangle(False),
+    np.triu: _np_triangle(True),
+    np.diag: _np_diag,
     np.log2: _log_base(2.0),
     np.log10: _log_base(10.0),
     np.sum: _reduction("sum"),

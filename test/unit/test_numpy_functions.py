@@ -70,3 +70,151 @@ def test_arctan2_values_follow_numpy_in_every_quadrant():
 @pytest.mark.parametrize("argnums", [0, 1])
 def test_arctan2_gradients(argnums):
     _check(_arctan2_loss, A, B, argnums=argnums)
+
+
+# -- np.logaddexp ------------------------------------------------------------------
+
+
+def _logaddexp(a, b):
+    return np.logaddexp(a, b)
+
+
+def _logaddexp_loss(a, b):
+    return np.sum(np.logaddexp(a, b) * b)
+
+
+def test_logaddexp_values_follow_numpy_where_exp_overflows():
+    a = np.array([1.0, -800.0, 800.0, 0.5, np.inf, -np.inf, np.inf, np.nan])
+    b = np.array([2.0, -801.0, 799.0, 0.5, np.inf, -np.inf, -np.inf, 1.0])
+    with np.errstate(invalid="ignore"):  # NumPy warns of inf - inf inside logaddexp
+        expected = np.logaddexp(a, b)
+        np.testing.assert_array_equal(pynative(lambda: msir.jit(_logaddexp)(a, b)), expected)
+    np.testing.assert_array_equal(msir.jit(_logaddexp)(a, b), expected)
+    got32 = msir.jit(_logaddexp)(a.astype(np.float32)[:4], 1.0)
+    assert got32.dtype == np.float32
+    np.testing.assert_allclose(got32, np.logaddexp(a.astype(np.float32)[:4], 1.0), rtol=1e-6)
+    ints = np.array([1, 2, 3])
+    np.testing.assert_allclose(msir.jit(_logaddexp)(ints, ints[::-1].copy()), np.logaddexp(ints, ints[::-1]))
+
+
+@pytest.mark.parametrize("argnums", [0, 1])
+def test_logaddexp_gradients(argnums):
+    _check(_logaddexp_loss, A, B, argnums=argnums)
+
+
+def test_logaddexp_gradient_at_a_tie_is_one_half_each():
+    x = np.array([0.25, -3.0])
+    ga, gb = msir.grad(_logaddexp_sum, argnums=(0, 1))(x, x.copy())
+    np.testing.assert_allclose(ga, [0.5, 0.5])
+    np.testing.assert_allclose(gb, [0.5, 0.5])
+
+
+def _logaddexp_sum(a, b):
+    return np.sum(np.logaddexp(a, b))
+
+
+# -- np.outer ------------------------------------------------------------------------
+
+
+def _outer_loss(a, b):
+    return np.sum(np.outer(a, b) * np.arange(20.0).reshape(5, 4))
+
+
+def _outer(a, b):
+    return np.outer(a, b)
+
+
+@pytest.mark.parametrize("argnums", [0, 1])
+def test_outer_gradients(argnums):
+    _check(_outer_loss, V, A[0], argnums=argnums)
+
+
+def test_outer_flattens_and_types_as_numpy():
+    m = np.arange(6).reshape(2, 3)
+    np.testing.assert_array_equal(msir.jit(_outer)(m, np.array([1, -1])), np.outer(m, [1, -1]))
+    bools = np.array([True, False])
+    got = msir.jit(_outer)(bools, bools)
+    assert got.dtype == np.bool_
+    np.testing.assert_array_equal(got, np.outer(bools, bools))
+    assert msir.jit(_outer)(V.astype(np.float32), V.astype(np.float32)).dtype == np.float32
+
+
+# -- np.eye, np.identity -------------------------------------------------------------
+
+
+def _eye_products(x):
+    return x @ np.eye(4), np.eye(3, 4, 1, dtype=np.int32), np.eye(4, 3, k=-2), np.identity(3, dtype=bool)
+
+
+def _eye_loss(x):
+    return np.sum((x + 2.0 * np.eye(3, 4, k=1)) ** 2)
+
+
+def test_eye_and_identity_follow_numpy():
+    expected = (A @ np.eye(4), np.eye(3, 4, 1, dtype=np.int32), np.eye(4, 3, k=-2), np.identity(3, dtype=bool))
+    for got in (msir.jit(_eye_products)(A), pynative(lambda: msir.jit(_eye_products)(A))):
+        for g, e in zip(got, expected):
+            assert g.dtype == e.dtype
+            np.testing.assert_array_equal(g, e)
+
+
+def test_eye_gradients():
+    _check(_eye_loss, A)
+
+
+# -- np.tril, np.triu -----------------------------------------------------------------
+
+
+def _triangles(x):
+    return np.tril(x), np.triu(x), np.tril(x, -1), np.triu(x, k=2), np.tril(x[0]), np.triu(x > 0)
+
+
+def _triangle_loss(x):
+    return np.sum(np.tril(x, 1) * np.triu(x, -1) * np.arange(12.0).reshape(3, 4))
+
+
+def test_triangles_follow_numpy():
+    x = np.stack([A, B])  # a batch: the triangles are those of the last two axes
+    expected = _triangles(x)
+    for got in (msir.jit(_triangles)(x), pynative(lambda: msir.jit(_triangles)(x))):
+        for g, e in zip(got, expected):
+            assert g.dtype == e.dtype and g.shape == e.shape
+            np.testing.assert_array_equal(g, e)
+
+
+def test_triangle_gradients():
+    _check(_triangle_loss, A)
+
+
+# -- np.diag ---------------------------------------------------------------------------
+
+
+def _diags(m, v):
+    return np.diag(m), np.diag(m, 1), np.diag(m, k=-2), np.diag(m, 7), np.diag(v), np.diag(v, 2), np.diag(v, -1)
+
+
+def _diag_loss(v):
+    d = np.diag(v, 1)
+    return np.sum(np.diag(d @ d.T + np.diag(v * v, -1) ** 2) * np.arange(6.0))
+
+
+def test_diag_follows_numpy():
+    expected = _diags(A, V)
+    for got in (msir.jit(_diags)(A, V), pynative(lambda: msir.jit(_diags)(A, V))):
+        for g, e in zip(got, expected):
+            assert g.shape == e.shape
+            np.testing.assert_array_equal(g, e)
+
+
+def test_diag_gradients_through_both_directions():
+    _check(_diag_loss, V)
+
+
+def _diag_of_3d(x):
+    return np.diag(x)
+
+
+def test_diag_of_a_3d_array_is_a_shape_error_at_the_call():
+    with pytest.raises(msir.errors.ShapeError, match=r"np.diag: the input must be 1-d or 2-d, got a 3-d array") as e:
+        msir.jit(_diag_of_3d)(np.zeros((2, 2, 2)))
+    assert f":{_diag_of_3d.__code__.co_firstlineno + 1}:" in str(e.value)

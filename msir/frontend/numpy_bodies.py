@@ -1,0 +1,123 @@
+"""NumPy functions composed of msir primitives, written once for both modes.
+
+Each `*_body(B, ...)` builds one NumPy function out of existing primitives
+through the differentiation rules' `Builder` (`msir.passes.grad_rules.Builder`):
+the compiled frontend runs it on an `IRBuilder` (`msir.frontend.numpy_handlers`),
+the eager tracer on its `TracingBuilder` (`msir.eager.tracer`). So both modes
+compute, and differentiate, the same primitives, and no function here needs an
+op, a rule or a lowering of its own. Operands arrive typed: cast to the dtype
+NumPy computes in and broadcast where the function broadcasts.
+
+The `*_shape`/`check_*` helpers are the argument checks both modes share; they
+raise msir errors without a location, which the frontend puts at the call.
+
+Decisions:
+
+* `logaddexp(a, b)` is `max(a, b) + log1p(exp(-|a - b|))`, with `a - b` taken as
+  0 where `a == b`: equal infinities then give the infinity (not NaN, as
+  `inf - inf` would), and at ties the gradient is NumPy's `exp(a) / (exp(a) +
+  exp(b)) = 1/2` for each operand (the maximum splits its cotangent evenly).
+* Triangles, `eye` and `diag` of a vector are masks of `iota` columns minus
+  rows compared with `k`, then `select`: no constant of the matrix's size
+  enters the IR, and the gradient of `tril`/`triu` is the same mask.
+* `diag` of a matrix reads the diagonal as one strided `slice` of the
+  flattened matrix (step `columns + 1`): it touches only the diagonal, and
+  its adjoint is one `scatter_slice`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from msir.errors import ShapeError
+from msir.frontend.values import kind, promote
+
+V = Any  # a builder value
+
+
+def float_dtype(a_dtype: str, a_weak: bool, b_dtype: str, b_weak: bool) -> str:
+    """The dtype a float-valued binary NumPy function computes in: the
+    operands' promotion (NEP 50), float64 if that is not a float."""
+    dtype, _ = promote(a_dtype, a_weak, b_dtype, b_weak)
+    return dtype if kind(dtype) == 2 else "float64"
+
+
+def logaddexp_body(B, a: V, b: V) -> V:
+    """log(exp(a) + exp(b)) without overflow; `a`, `b` of one float dtype and shape."""
+    shape, dtype = B.shape(a), B.dtype(a)
+    zero = B.constant(0.0, dtype, shape)
+    gap = B.select(B.compare("eq", a, b), zero, B.binary("sub", a, b))
+    softplus = B.unary("log1p", B.unary("exp", B.unary("neg", B.unary("abs", gap))))
+    return B.binary("add", B.binary("maximum", a, b), softplus)
+
+
+def outer_body(B, a: V, b: V, product: str) -> V:
+    """`a[:, None] * b[None, :]` of two vectors of one dtype; `product` is the
+    primitive NumPy multiplies that dtype with (`mul`, `and` for booleans)."""
+    (n,), (m,) = B.shape(a), B.shape(b)
+    rows = B.broadcast_to(B.reshape(a, (n, 1)), (n, m))
+    cols = B.broadcast_to(B.reshape(b, (1, m)), (n, m))
+    return B.binary(product, rows, cols)
+
+
+def _offsets(B, rows: int, cols: int) -> V:
+    """column - row of every element of a rows x cols matrix (int64)."""
+    shape = (rows, cols)
+    return B.binary("sub", B.iota("int64", shape, 1), B.iota("int64", shape, 0))
+
+
+def _offset_is(B, rows: int, cols: int, pred: str, k: int) -> V:
+    return B.compare(pred, _offsets(B, rows, cols), B.constant(k, "int64", (rows, cols)))
+
+
+def eye_body(B, rows: int, cols: int, k: int, dtype: str) -> V:
+    """np.eye(rows, cols, k, dtype): ones where column - row == k."""
+    return B.cast(_offset_is(B, rows, cols, "eq", k), dtype)
+
+
+def triangle_shape(shape: tuple[int, ...], fname: str) -> tuple[int, ...]:
+    """The result shape of np.tril/np.triu: a 1-D array is broadcast to a square
+    matrix first, as NumPy does."""
+    if len(shape) == 0:
+        raise ShapeError(f"{fname}: the input must have at least 1 dimension, got a 0-d array")
+    return (shape[0], shape[0]) if len(shape) == 1 else shape
+
+
+def triangle_body(B, x: V, k: int, upper: bool) -> V:
+    """np.tril(x, k) (or np.triu): elements on and below (above) the k-th
+    diagonal of the last two axes, zeros elsewhere."""
+    shape = triangle_shape(B.shape(x), "np.triu" if upper else "np.tril")
+    x = B.broadcast_to(x, shape)
+    rows, cols = shape[-2:]
+    keep = B.broadcast_to(_offset_is(B, rows, cols, "ge" if upper else "le", k), shape)
+    return B.select(keep, x, B.constant(0, B.dtype(x), shape))
+
+
+def diag_from_vector_body(B, v: V, k: int) -> V:
+    """np.diag of a vector: a square matrix with `v` on its k-th diagonal."""
+    (n,) = B.shape(v)
+    size = n + abs(k)
+    padded = B.scatter_slice(v, (0,), (1,), (size,))
+    # for k >= 0, element (r, r + k) is v[r]: v runs down the rows; for k < 0,
+    # element (c - k, c) is v[c]: v runs along the columns
+    line = B.reshape(padded, (size, 1) if k >= 0 else (1, size))
+    on_diagonal = _offset_is(B, size, size, "eq", k)
+    return B.select(on_diagonal, B.broadcast_to(line, (size, size)), B.constant(0, B.dtype(v), (size, size)))
+
+
+def diagonal_length(rows: int, cols: int, k: int) -> int:
+    return max(0, min(rows, cols - k) if k >= 0 else min(rows + k, cols))
+
+
+def diag_of_matrix_body(B, x: V, k: int) -> V:
+    """np.diag of a matrix: its k-th diagonal, a vector."""
+    rows, cols = B.shape(x)
+    length = diagonal_length(rows, cols, k)
+    start = k if k >= 0 else -k * cols
+    flat = B.reshape(x, (rows * cols,))
+    return B.slice(flat, (start if length else 0,), (length,), (cols + 1,))
+
+
+def check_diag_rank(ndim: int) -> None:
+    if ndim not in (1, 2):
+        raise ShapeError(f"np.diag: the input must be 1-d or 2-d, got a {ndim}-d array")
