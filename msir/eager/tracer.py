@@ -239,6 +239,8 @@ class Tracer:
     def std(self, axis=None, keepdims=False): return var(self, axis, keepdims, std=True)
     def clip(self, min=None, max=None, **kw): return clip(self, kw.get("a_min", min), kw.get("a_max", max))
     def dot(self, b): return dot(self, b)
+    def cumsum(self, axis=None, dtype=None): return scan("add", self, axis, dtype)
+    def cumprod(self, axis=None, dtype=None): return scan("mul", self, axis, dtype)
     def squeeze(self, axis=None): return squeeze(self, axis)
     def flatten(self): return reshape(self, (-1,))
     def ravel(self): return reshape(self, (-1,))
@@ -933,6 +935,16 @@ def triangle(m: Any, k: Any, upper: bool) -> Any:
     return _body(numpy_bodies.triangle_body(TRACING_BUILDER, t.v, diagonal, upper))
 
 
+def scan(combine: str, a: Any, axis: Any = None, dtype: Any = None) -> Any:
+    t = _T.of(a)
+    if axis is None:
+        t, ax = _T.of(reshape(t, (-1,))), 0
+    else:
+        ax = _normalize_axis(axis, t.ndim)
+    t = _cast(t, dtype_name(dtype) if dtype is not None else numpy_bodies.scan_dtype(t.dtype), False)
+    return _body(numpy_bodies.scan_body(TRACING_BUILDER, t.v, ax, combine))
+
+
 def diag(v: Any, k: Any = 0) -> Any:
     t = _T.of(v)
     diagonal = _static_int(k, "the diagonal of np.diag")
@@ -1149,4 +1161,8 @@ _FUNCTIONS: dict[Any, Any] = {
     np.tril: _wrap("np.tril", ["m", "k"], {"k": 0}, lambda m, k: triangle(m, k, upper=False)),
     np.triu: _wrap("np.triu", ["m", "k"], {"k": 0}, lambda m, k: triangle(m, k, upper=True)),
     np.diag: _wrap("np.diag", ["v", "k"], {"k": 0}, diag),
+    np.cumsum: _wrap("np.cumsum", ["a", "axis", "dtype"], {"axis": None, "dtype": None},
+                     lambda a, axis, dtype: scan("add", a, axis, dtype)),
+    np.cumprod: _wrap("np.cumprod", ["a", "axis", "dtype"], {"axis": None, "dtype": None},
+                      lambda a, axis, dtype: scan("mul", a, axis, dtype)),
 }

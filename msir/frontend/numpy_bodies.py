@@ -23,6 +23,14 @@ Decisions:
 * `diag` of a matrix reads the diagonal as one strided `slice` of the
   flattened matrix (step `columns + 1`): it touches only the diagonal, and
   its adjoint is one `scatter_slice`.
+* `cumsum`/`cumprod` are a Hillis-Steele scan: ceil(log2 n) steps, each
+  combining the running result with itself shifted by 1, 2, 4... along the
+  axis (`slice` + `scatter_slice`, the identity shifted in). That is
+  O(n log n) work in whole-array ops that fuse, against the O(n^2) of a
+  product with a triangular matrix; its derivative follows from the rules
+  of those ops, so cumprod's gradient is exact where elements are zero (no
+  division by the input). A sequential scan op would do O(n) work: the
+  place to go if scans of long axes matter.
 """
 
 from __future__ import annotations
@@ -116,6 +124,37 @@ def diag_of_matrix_body(B, x: V, k: int) -> V:
     start = k if k >= 0 else -k * cols
     flat = B.reshape(x, (rows * cols,))
     return B.slice(flat, (start if length else 0,), (length,), (cols + 1,))
+
+
+def _shifted(B, y: V, axis: int, by: int, identity: float) -> V:
+    """`y` moved `by` places along `axis`, `identity` in the places it left."""
+    shape, rank = B.shape(y), len(B.shape(y))
+    kept = list(shape)
+    kept[axis] -= by
+    starts = [0] * rank
+    starts[axis] = by
+    moved = B.scatter_slice(B.slice(y, [0] * rank, kept, [1] * rank), starts, [1] * rank, shape)
+    if identity == 0:
+        return moved
+    vacated = B.compare("lt", B.iota("int64", shape, axis), B.constant(by, "int64", shape))
+    return B.select(vacated, B.constant(identity, B.dtype(y), shape), moved)
+
+
+def scan_body(B, x: V, axis: int, combine: str) -> V:
+    """The inclusive scan of `x` along `axis` with `combine` (`add`: np.cumsum,
+    `mul`: np.cumprod)."""
+    identity = 0 if combine == "add" else 1
+    y, by = x, 1
+    while by < B.shape(x)[axis]:
+        y = B.binary(combine, y, _shifted(B, y, axis, by, identity))
+        by *= 2
+    return y
+
+
+def scan_dtype(dtype: str) -> str:
+    """The dtype np.cumsum/np.cumprod accumulate in without `dtype=`: booleans and
+    integers narrower than int64 in int64, as NumPy does on 64-bit Linux."""
+    return dtype if kind(dtype) == 2 else "int64"
 
 
 def check_diag_rank(ndim: int) -> None:

@@ -383,6 +383,20 @@ def _np_diag(tr, args, kwargs, node):
     return _body(tr, node, build)
 
 
+def _np_scan(combine: str, fname: str):
+    def handler(tr, args, kwargs, node):
+        a, axis, dtype = _params(tr, args, kwargs, ["a", "axis", "dtype"], {"axis": None, "dtype": None}, node, fname)
+        t = tr.as_tensor(a, node)
+        if axis is None:
+            t, ax = tr.reshape(t, (-1,), node), 0
+        else:
+            ax = M.normalize_axis(tr.static_int(axis, "an axis", node), t.ndim)
+        t = tr.cast(t, dtype_name(dtype, tr.loc) if dtype is not None else numpy_bodies.scan_dtype(t.dtype), False)
+        return _body(tr, node, lambda B: numpy_bodies.scan_body(B, t.ssa, ax, combine))
+
+    return handler
+
+
 def _py_abs(tr, args, kwargs, node):
     (x,) = _params(tr, args, kwargs, ["x"], {}, node, "abs")
     if isinstance(x, (int, float)) and not isinstance(x, KnownInt):
@@ -482,6 +496,8 @@ _NUMPY_HANDLERS: dict[Any, Callable] = {
     np.tril: _np_triangle(False),
     np.triu: _np_triangle(True),
     np.diag: _np_diag,
+    np.cumsum: _np_scan("add", "np.cumsum"),
+    np.cumprod: _np_scan("mul", "np.cumprod"),
     np.log2: _log_base(2.0),
     np.log10: _log_base(10.0),
     np.sum: _reduction("sum"),
@@ -558,18 +574,19 @@ def _handler_for(fn: Any) -> Callable | None:
 
 _ARRAY_METHODS = {
     "sum", "prod", "mean", "max", "min", "argmax", "argmin", "reshape", "astype", "transpose",
-    "flatten", "ravel", "squeeze", "clip", "dot", "var", "std", "item",
+    "flatten", "ravel", "squeeze", "clip", "dot", "var", "std", "item", "cumsum", "cumprod",
 }
 
 
 def _call_method(tr, m: _BoundMethod, args, kwargs, node) -> Any:
     x = m.value
     name = m.name
-    if name in ("sum", "prod", "mean", "max", "min", "var", "std", "argmax", "argmin", "clip", "dot", "squeeze"):
+    if name in ("sum", "prod", "mean", "max", "min", "var", "std", "argmax", "argmin", "clip", "dot", "squeeze",
+                "cumsum", "cumprod"):
         fn = {
             "sum": np.sum, "prod": np.prod, "mean": np.mean, "max": np.max, "min": np.min, "var": np.var,
             "std": np.std, "argmax": np.argmax, "argmin": np.argmin, "clip": np.clip, "dot": np.dot,
-            "squeeze": np.squeeze,
+            "squeeze": np.squeeze, "cumsum": np.cumsum, "cumprod": np.cumprod,
         }[name]
         return _NUMPY_HANDLERS[fn](tr, [x, *args], kwargs, node)
     if name == "reshape":

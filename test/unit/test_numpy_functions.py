@@ -218,3 +218,48 @@ def test_diag_of_a_3d_array_is_a_shape_error_at_the_call():
     with pytest.raises(msir.errors.ShapeError, match=r"np.diag: the input must be 1-d or 2-d, got a 3-d array") as e:
         msir.jit(_diag_of_3d)(np.zeros((2, 2, 2)))
     assert f":{_diag_of_3d.__code__.co_firstlineno + 1}:" in str(e.value)
+
+
+# -- np.cumsum, np.cumprod -----------------------------------------------------------
+
+
+def _scans(x):
+    return (np.cumsum(x), np.cumsum(x, axis=0), np.cumsum(x, 1), x.cumsum(axis=-1), np.cumprod(x, axis=1),
+            x.cumprod(0), np.cumprod(x))
+
+
+def _scans_of_ints(m, b):
+    return np.cumsum(m, axis=1), np.cumprod(m, 0), np.cumsum(b), np.cumsum(m, axis=1, dtype=np.float32)
+
+
+def _cumsum_loss(x):
+    return np.sum(np.cumsum(x, axis=1) ** 2) + np.sum(np.cumsum(x) * np.arange(12.0))
+
+
+def _cumprod_loss(x):
+    return np.sum(np.cumprod(x, axis=0) * np.arange(12.0).reshape(3, 4)) + np.sum(np.cumprod(x[0]))
+
+
+def test_scans_follow_numpy():
+    x = np.linspace(-1.5, 2.0, 7 * 5).reshape(7, 5)  # 7 and 5: not powers of two
+    expected = _scans(x)
+    for got in (msir.jit(_scans)(x), pynative(lambda: msir.jit(_scans)(x))):
+        for g, e in zip(got, expected):
+            assert g.shape == e.shape
+            np.testing.assert_allclose(g, e, rtol=1e-13, atol=1e-14)
+    m, b = np.arange(-4, 8, dtype=np.int32).reshape(3, 4), np.array([True, False, True])
+    for g, e in zip(msir.jit(_scans_of_ints)(m, b), _scans_of_ints(m, b)):
+        assert g.dtype == e.dtype  # int32 and bool accumulate in int64, as in NumPy
+        np.testing.assert_array_equal(g, e)
+
+
+def test_cumsum_gradients():
+    _check(_cumsum_loss, A)
+
+
+def test_cumprod_gradients_also_through_zeros():
+    _check(_cumprod_loss, A)
+    x = A.copy()
+    x[1, 2] = 0.0  # a zero: the gradient of the products after it is not a division by it
+    np.testing.assert_allclose(msir.grad(_cumprod_loss)(x), numerical_vjp(lambda xs: _cumprod_loss(xs[0]), [x],
+                                                                          np.float64(1.0), 0), rtol=1e-5, atol=1e-7)
