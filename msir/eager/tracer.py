@@ -945,6 +945,17 @@ def scan(combine: str, a: Any, axis: Any = None, dtype: Any = None) -> Any:
     return _body(numpy_bodies.scan_body(TRACING_BUILDER, t.v, ax, combine))
 
 
+def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: Any = False) -> Any:
+    t = _T.of(x)
+    if type(ord) is Tracer:
+        raise UnsupportedSyntaxError("np.linalg.norm: ord must be known at compile time")
+    t = _cast(t, t.dtype if kind(t.dtype) == 2 else "float64", False)
+    if axis is not None:
+        axis = _static_ints(axis, "an axis") if isinstance(axis, (tuple, list)) else _static_int(axis, "an axis")
+    axes = numpy_bodies.norm_axes(t.ndim, ord, axis)
+    return _body(numpy_bodies.norm_body(TRACING_BUILDER, t.v, axes, ord, bool(keepdims)))
+
+
 def diag(v: Any, k: Any = 0) -> Any:
     t = _T.of(v)
     diagonal = _static_int(k, "the diagonal of np.diag")
@@ -1161,6 +1172,8 @@ _FUNCTIONS: dict[Any, Any] = {
     np.tril: _wrap("np.tril", ["m", "k"], {"k": 0}, lambda m, k: triangle(m, k, upper=False)),
     np.triu: _wrap("np.triu", ["m", "k"], {"k": 0}, lambda m, k: triangle(m, k, upper=True)),
     np.diag: _wrap("np.diag", ["v", "k"], {"k": 0}, diag),
+    np.linalg.norm: _wrap("np.linalg.norm", ["x", "ord", "axis", "keepdims"],
+                          {"ord": None, "axis": None, "keepdims": False}, norm),
     np.cumsum: _wrap("np.cumsum", ["a", "axis", "dtype"], {"axis": None, "dtype": None},
                      lambda a, axis, dtype: scan("add", a, axis, dtype)),
     np.cumprod: _wrap("np.cumprod", ["a", "axis", "dtype"], {"axis": None, "dtype": None},

@@ -31,13 +31,17 @@ Decisions:
   of those ops, so cumprod's gradient is exact where elements are zero (no
   division by the input). A sequential scan op would do O(n) work: the
   place to go if scans of long axes matter.
+* `np.linalg.norm` supports what reductions compute: for vectors ord None, 2,
+  1, inf, -inf and any other nonzero number p (`sum(|x|**p)**(1/p)`), for
+  matrices None/'fro', 1, -1, inf, -inf. The spectral and nuclear norms
+  (ord 2, -2, 'nuc' of a matrix) need singular values and are refused by name.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from msir.errors import ShapeError
+from msir.errors import ShapeError, UnsupportedSyntaxError
 from msir.frontend.values import kind, promote
 
 V = Any  # a builder value
@@ -155,6 +159,67 @@ def scan_dtype(dtype: str) -> str:
     """The dtype np.cumsum/np.cumprod accumulate in without `dtype=`: booleans and
     integers narrower than int64 in int64, as NumPy does on 64-bit Linux."""
     return dtype if kind(dtype) == 2 else "int64"
+
+
+def norm_axes(ndim: int, ord: Any, axis: Any) -> tuple[int, ...]:
+    """The axes np.linalg.norm reduces (normalised), checked against `ord` as
+    NumPy checks them; `axis` is None, an int or a tuple of ints."""
+    if axis is None:
+        if ord is not None and ndim not in (1, 2):
+            raise ShapeError(f"np.linalg.norm: ord={ord!r} needs a 1-d or 2-d array (or axis), got a {ndim}-d array")
+        axes = tuple(range(ndim))
+    else:
+        axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+        if len(axes) not in (1, 2):
+            raise ShapeError(f"np.linalg.norm: axis must name 1 or 2 axes, got {len(axes)}")
+        for a in axes:
+            if not -ndim <= a < ndim:
+                raise ShapeError(f"np.linalg.norm: axis {a} is out of bounds for array of dimension {ndim}")
+        axes = tuple(a % ndim for a in axes)
+        if len(set(axes)) != len(axes):
+            raise ShapeError("np.linalg.norm: duplicate axes given")
+    if ord is None:
+        return axes
+    if isinstance(ord, str) or isinstance(ord, bool) or not isinstance(ord, (int, float)):
+        if len(axes) == 2 and ord == "fro":
+            return axes
+        if len(axes) == 2 and ord == "nuc":
+            raise UnsupportedSyntaxError("np.linalg.norm: the nuclear norm (ord='nuc') needs singular values, "
+                                         "which msir does not compute")
+        raise ShapeError(f"np.linalg.norm: invalid norm order {ord!r} for {'matrices' if len(axes) == 2 else 'vectors'}")
+    if len(axes) == 2 and ord not in (1, -1, float("inf"), float("-inf")):
+        if ord in (2, -2):
+            raise UnsupportedSyntaxError(f"np.linalg.norm: the spectral norm (ord={ord}) of a matrix needs singular "
+                                         "values, which msir does not compute")
+        raise ShapeError(f"np.linalg.norm: invalid norm order {ord!r} for matrices")
+    if len(axes) == 1 and ord == 0:
+        raise UnsupportedSyntaxError("np.linalg.norm: ord=0 (the count of nonzero elements) is not supported")
+    return axes
+
+
+def norm_body(B, x: V, axes: tuple[int, ...], ord: Any, keepdims: bool) -> V:
+    """np.linalg.norm(x, ord, axes, keepdims) of a float `x`, `axes` from `norm_axes`."""
+    shape, dtype = B.shape(x), B.dtype(x)
+    inf = float("inf")
+    if ord is None or ord == "fro" or (len(axes) == 1 and ord == 2):
+        y = B.unary("sqrt", B.reduce("sum", B.binary("mul", x, x), axes, True))
+    elif len(axes) == 1 and ord in (inf, -inf):
+        y = B.reduce("max" if ord == inf else "min", B.unary("abs", x), axes, True)
+    elif len(axes) == 1 and ord == 1:
+        y = B.reduce("sum", B.unary("abs", x), axes, True)
+    elif len(axes) == 1:
+        powered = B.binary("pow", B.unary("abs", x), B.constant(ord, dtype, shape))
+        total = B.reduce("sum", powered, axes, True)
+        y = B.binary("pow", total, B.constant(1.0 / ord, dtype, B.shape(total)))
+    else:
+        # ord +-1: the max (min) over columns of the column sums; ord +-inf: over rows of the row sums
+        rows, cols = axes
+        summed, across = (rows, cols) if ord in (1, -1) else (cols, rows)
+        sums = B.reduce("sum", B.unary("abs", x), [summed], True)
+        y = B.reduce("max" if ord in (1, inf) else "min", sums, [across], True)
+    if keepdims:
+        return y
+    return B.reshape(y, tuple(d for i, d in enumerate(shape) if i not in axes))
 
 
 def check_diag_rank(ndim: int) -> None:

@@ -397,6 +397,23 @@ def _np_scan(combine: str, fname: str):
     return handler
 
 
+def _np_norm(tr, args, kwargs, node):
+    x, ord, axis, keepdims = _params(tr, args, kwargs, ["x", "ord", "axis", "keepdims"],
+                                     {"ord": None, "axis": None, "keepdims": False}, node, "np.linalg.norm")
+    if isinstance(ord, (Tensor, KnownInt)):
+        raise tr.error(UnsupportedSyntaxError, "np.linalg.norm: ord must be known at compile time", node)
+    t = tr.as_tensor(x, node)
+    t = tr.cast(t, t.dtype if kind(t.dtype) == 2 else "float64", False)
+    if axis is not None:
+        axis = tr.static_ints(axis, "an axis", node) if isinstance(axis, (tuple, list)) else tr.static_int(
+            axis, "an axis", node)
+
+    def build(B):
+        return numpy_bodies.norm_body(B, t.ssa, numpy_bodies.norm_axes(t.ndim, ord, axis), ord, bool(keepdims))
+
+    return _body(tr, node, build)
+
+
 def _py_abs(tr, args, kwargs, node):
     (x,) = _params(tr, args, kwargs, ["x"], {}, node, "abs")
     if isinstance(x, (int, float)) and not isinstance(x, KnownInt):
@@ -497,6 +514,7 @@ _NUMPY_HANDLERS: dict[Any, Callable] = {
     np.triu: _np_triangle(True),
     np.diag: _np_diag,
     np.cumsum: _np_scan("add", "np.cumsum"),
+    np.linalg.norm: _np_norm,
     np.cumprod: _np_scan("mul", "np.cumprod"),
     np.log2: _log_base(2.0),
     np.log10: _log_base(10.0),

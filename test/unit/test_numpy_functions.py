@@ -263,3 +263,54 @@ def test_cumprod_gradients_also_through_zeros():
     x[1, 2] = 0.0  # a zero: the gradient of the products after it is not a division by it
     np.testing.assert_allclose(msir.grad(_cumprod_loss)(x), numerical_vjp(lambda xs: _cumprod_loss(xs[0]), [x],
                                                                           np.float64(1.0), 0), rtol=1e-5, atol=1e-7)
+
+
+# -- np.linalg.norm -----------------------------------------------------------------
+
+
+def _vector_norms(v, m):
+    inf = np.inf
+    return (np.linalg.norm(v), np.linalg.norm(v, 1), np.linalg.norm(v, 2), np.linalg.norm(v, np.inf),
+            np.linalg.norm(v, -inf), np.linalg.norm(v, 3), np.linalg.norm(v, ord=0.5),
+            np.linalg.norm(m, axis=1), np.linalg.norm(m, 1, axis=0), np.linalg.norm(m, inf, axis=-1, keepdims=True))
+
+
+def _matrix_norms(m, t):
+    inf = np.inf
+    return (np.linalg.norm(m), np.linalg.norm(m, "fro"), np.linalg.norm(m, 1), np.linalg.norm(m, -1),
+            np.linalg.norm(m, inf), np.linalg.norm(m, ord=-inf), np.linalg.norm(t), np.linalg.norm(t, axis=(0, 2)),
+            np.linalg.norm(t, 1, axis=(2, 1)), np.linalg.norm(m, keepdims=True))
+
+
+def test_norms_follow_numpy():
+    t = np.stack([A, B])
+    for fn, args in ((_vector_norms, (V, A)), (_matrix_norms, (A, t))):
+        expected = fn(*args)
+        for got in (msir.jit(fn)(*args), pynative(lambda: msir.jit(fn)(*args))):
+            for g, e in zip(got, expected):
+                assert np.shape(g) == np.shape(e)
+                np.testing.assert_allclose(g, e, rtol=1e-13)
+    assert msir.jit(_vector_norms)(V.astype(np.float32), A.astype(np.float32))[0].dtype == np.float32
+    np.testing.assert_allclose(msir.jit(_vector_norms)(np.arange(5), np.arange(12).reshape(3, 4))[5],
+                               np.linalg.norm(np.arange(5), 3))  # integers in float64
+
+
+def _norm_loss(m):
+    return (np.linalg.norm(m) + np.linalg.norm(m, 1) + 2.0 * np.linalg.norm(m, np.inf)
+            + np.sum(np.linalg.norm(m, 3, axis=1)) + np.sum(np.linalg.norm(m, axis=0)))
+
+
+def test_norm_gradients():
+    _check(_norm_loss, A)
+
+
+def _spectral(m):
+    return np.linalg.norm(m, 2)
+
+
+def test_the_spectral_norm_of_a_matrix_is_refused_at_the_call():
+    with pytest.raises(msir.errors.UnsupportedSyntaxError, match=r"spectral norm \(ord=2\) of a matrix") as e:
+        msir.jit(_spectral)(A)
+    assert f":{_spectral.__code__.co_firstlineno + 1}:" in str(e.value)
+    with pytest.raises(msir.errors.UnsupportedSyntaxError, match=r"spectral norm"):
+        pynative(lambda: msir.jit(_spectral)(A))
