@@ -240,6 +240,8 @@ class Tracer:
     def clip(self, min=None, max=None, **kw): return clip(self, kw.get("a_min", min), kw.get("a_max", max))
     def dot(self, b): return dot(self, b)
     def cumsum(self, axis=None, dtype=None): return scan("add", self, axis, dtype)
+    def any(self, axis=None, keepdims=False): return truth(self, axis, keepdims, every=False)
+    def all(self, axis=None, keepdims=False): return truth(self, axis, keepdims, every=True)
     def cumprod(self, axis=None, dtype=None): return scan("mul", self, axis, dtype)
     def squeeze(self, axis=None): return squeeze(self, axis)
     def flatten(self): return reshape(self, (-1,))
@@ -956,6 +958,11 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: Any = False) -> An
     return _body(numpy_bodies.norm_body(TRACING_BUILDER, t.v, axes, ord, bool(keepdims)))
 
 
+def truth(a: Any, axis: Any = None, keepdims: Any = False, every: bool = False) -> Any:
+    t = _T.of(a)
+    return _body(numpy_bodies.truth_body(TRACING_BUILDER, t.v, _axes(axis, t.ndim), bool(keepdims), every))
+
+
 def diag(v: Any, k: Any = 0) -> Any:
     t = _T.of(v)
     diagonal = _static_int(k, "the diagonal of np.diag")
@@ -1174,6 +1181,10 @@ _FUNCTIONS: dict[Any, Any] = {
     np.diag: _wrap("np.diag", ["v", "k"], {"k": 0}, diag),
     np.linalg.norm: _wrap("np.linalg.norm", ["x", "ord", "axis", "keepdims"],
                           {"ord": None, "axis": None, "keepdims": False}, norm),
+    np.any: _wrap("np.any", ["a", "axis", "keepdims"], {"axis": None, "keepdims": False},
+                  lambda a, axis, keepdims: truth(a, axis, keepdims, every=False)),
+    np.all: _wrap("np.all", ["a", "axis", "keepdims"], {"axis": None, "keepdims": False},
+                  lambda a, axis, keepdims: truth(a, axis, keepdims, every=True)),
     np.cumsum: _wrap("np.cumsum", ["a", "axis", "dtype"], {"axis": None, "dtype": None},
                      lambda a, axis, dtype: scan("add", a, axis, dtype)),
     np.cumprod: _wrap("np.cumprod", ["a", "axis", "dtype"], {"axis": None, "dtype": None},

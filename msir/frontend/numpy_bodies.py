@@ -31,6 +31,9 @@ Decisions:
   of those ops, so cumprod's gradient is exact where elements are zero (no
   division by the input). A sequential scan op would do O(n) work: the
   place to go if scans of long axes matter.
+* `np.any`/`np.all` count (in int64) the elements that are nonzero (zero) and
+  compare the count with 0: msir reductions take no booleans, and a sum is
+  right for empty axes too (any: False, all: True), where max/min are not.
 * `np.linalg.norm` supports what reductions compute: for vectors ord None, 2,
   1, inf, -inf and any other nonzero number p (`sum(|x|**p)**(1/p)`), for
   matrices None/'fro', 1, -1, inf, -inf. The spectral and nuclear norms
@@ -54,10 +57,18 @@ def float_dtype(a_dtype: str, a_weak: bool, b_dtype: str, b_weak: bool) -> str:
     return dtype if kind(dtype) == 2 else "float64"
 
 
+def _full(B, value: float, dtype: str, shape: tuple[int, ...]) -> V:
+    """A constant of `shape`; an empty one is a broadcast scalar (a dense
+    attribute of no elements does not print or parse)."""
+    if 0 in shape:
+        return B.broadcast_to(B.constant(value, dtype, ()), shape)
+    return B.constant(value, dtype, shape)
+
+
 def logaddexp_body(B, a: V, b: V) -> V:
     """log(exp(a) + exp(b)) without overflow; `a`, `b` of one float dtype and shape."""
     shape, dtype = B.shape(a), B.dtype(a)
-    zero = B.constant(0.0, dtype, shape)
+    zero = _full(B, 0.0, dtype, shape)
     gap = B.select(B.compare("eq", a, b), zero, B.binary("sub", a, b))
     softplus = B.unary("log1p", B.unary("exp", B.unary("neg", B.unary("abs", gap))))
     return B.binary("add", B.binary("maximum", a, b), softplus)
@@ -79,7 +90,7 @@ def _offsets(B, rows: int, cols: int) -> V:
 
 
 def _offset_is(B, rows: int, cols: int, pred: str, k: int) -> V:
-    return B.compare(pred, _offsets(B, rows, cols), B.constant(k, "int64", (rows, cols)))
+    return B.compare(pred, _offsets(B, rows, cols), _full(B, k, "int64", (rows, cols)))
 
 
 def eye_body(B, rows: int, cols: int, k: int, dtype: str) -> V:
@@ -102,7 +113,7 @@ def triangle_body(B, x: V, k: int, upper: bool) -> V:
     x = B.broadcast_to(x, shape)
     rows, cols = shape[-2:]
     keep = B.broadcast_to(_offset_is(B, rows, cols, "ge" if upper else "le", k), shape)
-    return B.select(keep, x, B.constant(0, B.dtype(x), shape))
+    return B.select(keep, x, _full(B, 0, B.dtype(x), shape))
 
 
 def diag_from_vector_body(B, v: V, k: int) -> V:
@@ -114,7 +125,7 @@ def diag_from_vector_body(B, v: V, k: int) -> V:
     # element (c - k, c) is v[c]: v runs along the columns
     line = B.reshape(padded, (size, 1) if k >= 0 else (1, size))
     on_diagonal = _offset_is(B, size, size, "eq", k)
-    return B.select(on_diagonal, B.broadcast_to(line, (size, size)), B.constant(0, B.dtype(v), (size, size)))
+    return B.select(on_diagonal, B.broadcast_to(line, (size, size)), _full(B, 0, B.dtype(v), (size, size)))
 
 
 def diagonal_length(rows: int, cols: int, k: int) -> int:
@@ -140,8 +151,8 @@ def _shifted(B, y: V, axis: int, by: int, identity: float) -> V:
     moved = B.scatter_slice(B.slice(y, [0] * rank, kept, [1] * rank), starts, [1] * rank, shape)
     if identity == 0:
         return moved
-    vacated = B.compare("lt", B.iota("int64", shape, axis), B.constant(by, "int64", shape))
-    return B.select(vacated, B.constant(identity, B.dtype(y), shape), moved)
+    vacated = B.compare("lt", B.iota("int64", shape, axis), _full(B, by, "int64", shape))
+    return B.select(vacated, _full(B, identity, B.dtype(y), shape), moved)
 
 
 def scan_body(B, x: V, axis: int, combine: str) -> V:
@@ -208,9 +219,9 @@ def norm_body(B, x: V, axes: tuple[int, ...], ord: Any, keepdims: bool) -> V:
     elif len(axes) == 1 and ord == 1:
         y = B.reduce("sum", B.unary("abs", x), axes, True)
     elif len(axes) == 1:
-        powered = B.binary("pow", B.unary("abs", x), B.constant(ord, dtype, shape))
+        powered = B.binary("pow", B.unary("abs", x), _full(B, ord, dtype, shape))
         total = B.reduce("sum", powered, axes, True)
-        y = B.binary("pow", total, B.constant(1.0 / ord, dtype, B.shape(total)))
+        y = B.binary("pow", total, _full(B, 1.0 / ord, dtype, B.shape(total)))
     else:
         # ord +-1: the max (min) over columns of the column sums; ord +-inf: over rows of the row sums
         rows, cols = axes
@@ -220,6 +231,18 @@ def norm_body(B, x: V, axes: tuple[int, ...], ord: Any, keepdims: bool) -> V:
     if keepdims:
         return y
     return B.reshape(y, tuple(d for i, d in enumerate(shape) if i not in axes))
+
+
+def truth_body(B, x: V, axes: tuple[int, ...], keepdims: bool, every: bool) -> V:
+    """np.all(x, axes) if `every`, else np.any(x, axes): booleans."""
+    shape, dtype = B.shape(x), B.dtype(x)
+    pred = "eq" if every else "ne"
+    if dtype == "bool":
+        hits = B.unary("not", x) if every else x
+    else:
+        hits = B.compare(pred, x, _full(B, 0, dtype, shape))
+    count = B.reduce("sum", B.cast(hits, "int64"), axes, keepdims)
+    return B.compare(pred, count, _full(B, 0, "int64", B.shape(count)))
 
 
 def check_diag_rank(ndim: int) -> None:

@@ -414,6 +414,19 @@ def _np_norm(tr, args, kwargs, node):
     return _body(tr, node, build)
 
 
+def _np_truth(every: bool):
+    fname = "np.all" if every else "np.any"
+
+    def handler(tr, args, kwargs, node):
+        a, axis, keepdims = _params(tr, args, kwargs, ["a", "axis", "keepdims"], {"axis": None, "keepdims": False},
+                                    node, fname)
+        t = tr.as_tensor(a, node)
+        axes = tr.axes(axis, t.ndim, node)
+        return _body(tr, node, lambda B: numpy_bodies.truth_body(B, t.ssa, axes, bool(keepdims), every))
+
+    return handler
+
+
 def _py_abs(tr, args, kwargs, node):
     (x,) = _params(tr, args, kwargs, ["x"], {}, node, "abs")
     if isinstance(x, (int, float)) and not isinstance(x, KnownInt):
@@ -515,6 +528,8 @@ _NUMPY_HANDLERS: dict[Any, Callable] = {
     np.diag: _np_diag,
     np.cumsum: _np_scan("add", "np.cumsum"),
     np.linalg.norm: _np_norm,
+    np.any: _np_truth(False),
+    np.all: _np_truth(True),
     np.cumprod: _np_scan("mul", "np.cumprod"),
     np.log2: _log_base(2.0),
     np.log10: _log_base(10.0),
@@ -592,7 +607,7 @@ def _handler_for(fn: Any) -> Callable | None:
 
 _ARRAY_METHODS = {
     "sum", "prod", "mean", "max", "min", "argmax", "argmin", "reshape", "astype", "transpose",
-    "flatten", "ravel", "squeeze", "clip", "dot", "var", "std", "item", "cumsum", "cumprod",
+    "flatten", "ravel", "squeeze", "clip", "dot", "var", "std", "item", "cumsum", "cumprod", "any", "all",
 }
 
 
@@ -600,11 +615,12 @@ def _call_method(tr, m: _BoundMethod, args, kwargs, node) -> Any:
     x = m.value
     name = m.name
     if name in ("sum", "prod", "mean", "max", "min", "var", "std", "argmax", "argmin", "clip", "dot", "squeeze",
-                "cumsum", "cumprod"):
+                "cumsum", "cumprod", "any", "all"):
         fn = {
             "sum": np.sum, "prod": np.prod, "mean": np.mean, "max": np.max, "min": np.min, "var": np.var,
             "std": np.std, "argmax": np.argmax, "argmin": np.argmin, "clip": np.clip, "dot": np.dot,
             "squeeze": np.squeeze, "cumsum": np.cumsum, "cumprod": np.cumprod,
+            "any": np.any, "all": np.all,
         }[name]
         return _NUMPY_HANDLERS[fn](tr, [x, *args], kwargs, node)
     if name == "reshape":

@@ -314,3 +314,34 @@ def test_the_spectral_norm_of_a_matrix_is_refused_at_the_call():
     assert f":{_spectral.__code__.co_firstlineno + 1}:" in str(e.value)
     with pytest.raises(msir.errors.UnsupportedSyntaxError, match=r"spectral norm"):
         pynative(lambda: msir.jit(_spectral)(A))
+
+
+# -- np.any, np.all --------------------------------------------------------------------
+
+
+def _truths(x, m, b):
+    return (np.any(x > 1.0), np.all(x > -3.0), np.any(m, axis=0), np.all(m, axis=1, keepdims=True), x.any(),
+            (x > 0).all(axis=-1), np.any(b), np.all(b), np.any(x[:, :0]), np.all(x[:, :0], axis=1))
+
+
+def _gated_loss(x):
+    # the gate is boolean, so it carries no derivative; the branches do
+    return np.sum(np.where(np.all(x > -3.0, axis=1, keepdims=True), x * x, -x))
+
+
+def test_any_and_all_follow_numpy():
+    m = np.array([[0, 2, 0], [0, 0, 0]], np.int32)
+    b = np.array([True, False, True])
+    x = A.copy()
+    x[2, 1] = np.nan  # NaN is nonzero, so true
+    expected = _truths(x, m, b)
+    for got in (msir.jit(_truths)(x, m, b), pynative(lambda: msir.jit(_truths)(x, m, b))):
+        for g, e in zip(got, expected):
+            assert np.asarray(g).dtype == np.bool_ and np.shape(g) == np.shape(e)
+            np.testing.assert_array_equal(g, e)
+
+
+def test_a_gate_of_all_is_differentiated_through_its_branches():
+    x = A.copy()
+    x[1, 0] = -4.0  # row 1 takes -x
+    _check(_gated_loss, x)
