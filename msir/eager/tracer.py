@@ -963,6 +963,18 @@ def truth(a: Any, axis: Any = None, keepdims: Any = False, every: bool = False) 
     return _body(numpy_bodies.truth_body(TRACING_BUILDER, t.v, _axes(axis, t.ndim), bool(keepdims), every))
 
 
+def take_along_axis(arr: Any, indices: Any, axis: Any) -> Any:
+    a, i = _T.of(arr), _T.of(indices)
+    if kind(i.dtype) != 1:
+        raise MsirIndexError(f"np.take_along_axis: `indices` must be an integer array, got {i.dtype}")
+    if axis is None:
+        a, ax = _T.of(reshape(a, (-1,))), 0
+    else:
+        ax = _normalize_axis(axis, a.ndim)
+    i = _cast(i, "int64", False)
+    return _body(numpy_bodies.take_along_axis_body(TRACING_BUILDER, a.v, i.v, ax))
+
+
 def diag(v: Any, k: Any = 0) -> Any:
     t = _T.of(v)
     diagonal = _static_int(k, "the diagonal of np.diag")
@@ -1181,6 +1193,7 @@ _FUNCTIONS: dict[Any, Any] = {
     np.diag: _wrap("np.diag", ["v", "k"], {"k": 0}, diag),
     np.linalg.norm: _wrap("np.linalg.norm", ["x", "ord", "axis", "keepdims"],
                           {"ord": None, "axis": None, "keepdims": False}, norm),
+    np.take_along_axis: _wrap("np.take_along_axis", ["arr", "indices", "axis"], {}, take_along_axis),
     np.any: _wrap("np.any", ["a", "axis", "keepdims"], {"axis": None, "keepdims": False},
                   lambda a, axis, keepdims: truth(a, axis, keepdims, every=False)),
     np.all: _wrap("np.all", ["a", "axis", "keepdims"], {"axis": None, "keepdims": False},

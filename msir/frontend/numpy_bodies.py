@@ -34,6 +34,12 @@ Decisions:
 * `np.any`/`np.all` count (in int64) the elements that are nonzero (zero) and
   compare the count with 0: msir reductions take no booleans, and a sum is
   right for empty axes too (any: False, all: True), where max/min are not.
+* `np.take_along_axis` is one `take` from the flattened array, at the flat
+  position of every element (iota of each other axis times its stride, plus
+  the index times the axis's stride), so its adjoint is one `scatter_add`
+  (right for repeated indices). An index out of range along the axis is made
+  out of range of the flattened array, so `take` still reports it at run time
+  (with the flattened array's size in its message).
 * `np.linalg.norm` supports what reductions compute: for vectors ord None, 2,
   1, inf, -inf and any other nonzero number p (`sum(|x|**p)**(1/p)`), for
   matrices None/'fro', 1, -1, inf, -inf. The spectral and nuclear norms
@@ -243,6 +249,45 @@ def truth_body(B, x: V, axes: tuple[int, ...], keepdims: bool, every: bool) -> V
         hits = B.compare(pred, x, _full(B, 0, dtype, shape))
     count = B.reduce("sum", B.cast(hits, "int64"), axes, keepdims)
     return B.compare(pred, count, _full(B, 0, "int64", B.shape(count)))
+
+
+def take_along_axis_shapes(arr: tuple[int, ...], idx: tuple[int, ...], axis: int):
+    """(arr's broadcast shape, the result's shape) of np.take_along_axis."""
+    if len(arr) != len(idx):
+        raise ShapeError(f"np.take_along_axis: `indices` and `arr` must have the same number of dimensions, "
+                         f"got {len(idx)} and {len(arr)}")
+    out, source = list(idx), list(arr)
+    for d, (a, i) in enumerate(zip(arr, idx)):
+        if d == axis:
+            continue
+        if a != i and 1 not in (a, i):
+            raise ShapeError(f"np.take_along_axis: shape mismatch: `arr` {arr} and `indices` {idx} cannot be "
+                             f"broadcast together (axis {d})")
+        out[d] = source[d] = i if a == 1 else a
+    return tuple(source), tuple(out)
+
+
+def take_along_axis_body(B, arr: V, idx: V, axis: int) -> V:
+    """np.take_along_axis(arr, idx, axis), `idx` int64 of arr's rank."""
+    source, out = take_along_axis_shapes(B.shape(arr), B.shape(idx), axis)
+    arr, idx = B.broadcast_to(arr, source), B.broadcast_to(idx, out)
+    n = source[axis]
+    negative = B.compare("lt", idx, _full(B, 0, "int64", out))
+    idx = B.select(negative, B.binary("add", idx, _full(B, n, "int64", out)), idx)
+    outside = B.binary("or", B.compare("lt", idx, _full(B, 0, "int64", out)),
+                       B.compare("ge", idx, _full(B, n, "int64", out)))
+    strides = [1] * len(source)
+    for d in range(len(source) - 2, -1, -1):
+        strides[d] = strides[d + 1] * source[d + 1]
+    flat = B.binary("mul", idx, _full(B, strides[axis], "int64", out))
+    for d in range(len(source)):
+        if d != axis and source[d] != 1:
+            flat = B.binary("add", flat, B.binary("mul", B.iota("int64", out, d), _full(B, strides[d], "int64", out)))
+    size = 1
+    for d in source:
+        size *= d
+    flat = B.select(outside, _full(B, size, "int64", out), flat)
+    return B.take(B.reshape(arr, (size,)), flat, 0)
 
 
 def check_diag_rank(ndim: int) -> None:

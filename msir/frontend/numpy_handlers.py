@@ -22,7 +22,7 @@ import numpy as np
 
 from msir.dialects import msir as M
 from msir.dialects import primitives
-from msir.errors import MsirError, UnsupportedSyntaxError
+from msir.errors import MsirError, MsirIndexError, UnsupportedSyntaxError
 from msir.frontend import numpy_bodies
 from msir.frontend.base import TypeError_, ValueError_, _loc_attr
 from msir.frontend.einsum import build_einsum
@@ -427,6 +427,19 @@ def _np_truth(every: bool):
     return handler
 
 
+def _np_take_along_axis(tr, args, kwargs, node):
+    arr, indices, axis = _params(tr, args, kwargs, ["arr", "indices", "axis"], {}, node, "np.take_along_axis")
+    a, i = tr.as_tensor(arr, node), tr.as_tensor(indices, node)
+    if kind(i.dtype) != 1:
+        raise tr.error(MsirIndexError, f"np.take_along_axis: `indices` must be an integer array, got {i.dtype}", node)
+    if axis is None:
+        a, ax = tr.reshape(a, (-1,), node), 0
+    else:
+        ax = M.normalize_axis(tr.static_int(axis, "an axis", node), a.ndim)
+    i = tr.cast(i, "int64", False)
+    return _body(tr, node, lambda B: numpy_bodies.take_along_axis_body(B, a.ssa, i.ssa, ax))
+
+
 def _py_abs(tr, args, kwargs, node):
     (x,) = _params(tr, args, kwargs, ["x"], {}, node, "abs")
     if isinstance(x, (int, float)) and not isinstance(x, KnownInt):
@@ -529,6 +542,7 @@ _NUMPY_HANDLERS: dict[Any, Callable] = {
     np.cumsum: _np_scan("add", "np.cumsum"),
     np.linalg.norm: _np_norm,
     np.any: _np_truth(False),
+    np.take_along_axis: _np_take_along_axis,
     np.all: _np_truth(True),
     np.cumprod: _np_scan("mul", "np.cumprod"),
     np.log2: _log_base(2.0),

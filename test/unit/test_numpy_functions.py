@@ -17,8 +17,9 @@ import msir
 
 def _check(loss, *args, argnums=0, rtol=1e-6, atol=1e-8):
     """`loss(*args)` (a scalar) against NumPy; d loss / d args[argnums] against
-    finite differences in both modes; the JVP along a random direction."""
-    args = [np.asarray(a, np.float64) if isinstance(a, np.ndarray) else a for a in args]
+    finite differences in both modes; the JVP along a random direction (when
+    every argument is a float: msir.jvp takes a tangent for each)."""
+    args = [a.astype(np.float64) if isinstance(a, np.ndarray) and a.dtype.kind == "f" else a for a in args]
     expected = loss(*args)
     np.testing.assert_allclose(msir.jit(loss)(*args), expected, rtol=rtol, atol=atol)
     np.testing.assert_allclose(pynative(lambda: msir.jit(loss)(*args)), expected, rtol=rtol, atol=atol)
@@ -32,6 +33,8 @@ def _check(loss, *args, argnums=0, rtol=1e-6, atol=1e-8):
     g = msir.grad(loss, argnums=argnums)(*args)
     np.testing.assert_allclose(g, fd, rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(pynative(lambda: msir.grad(loss, argnums=argnums)(*args)), fd, rtol=1e-5, atol=1e-7)
+    if not all(np.asarray(a).dtype.kind == "f" for a in args):
+        return
     direction = np.random.default_rng(3).standard_normal(np.shape(args[argnums]))
     tangents = tuple(direction if i == argnums else np.zeros_like(a) for i, a in enumerate(args))
     _, t = msir.jvp(loss, tuple(args), tangents)
@@ -345,3 +348,42 @@ def test_a_gate_of_all_is_differentiated_through_its_branches():
     x = A.copy()
     x[1, 0] = -4.0  # row 1 takes -x
     _check(_gated_loss, x)
+
+
+# -- np.take_along_axis ----------------------------------------------------------------
+
+
+def _take_along(x, i, j):
+    return (np.take_along_axis(x, i, axis=1), np.take_along_axis(x, j, 0), np.take_along_axis(x, i[:1], axis=-1),
+            np.take_along_axis(x[0], i[0], axis=None))
+
+
+def _take_along_loss(x, i):
+    picked = np.take_along_axis(x, i, axis=1)  # repeated and negative indices
+    return np.sum(picked * np.arange(9.0).reshape(3, 3)) + np.sum(np.take_along_axis(x, np.argmax(x, 0)[None], 0))
+
+
+I = np.array([[0, 3, 3], [-1, 1, 0], [2, 2, -4]])
+
+
+def test_take_along_axis_follows_numpy():
+    j = np.array([[2, 0, 1, 1]])  # broadcast along axis 1: no, along the other axes
+    expected = _take_along(A, I, j)
+    for got in (msir.jit(_take_along)(A, I, j), pynative(lambda: msir.jit(_take_along)(A, I, j))):
+        for g, e in zip(got, expected):
+            assert g.shape == e.shape
+            np.testing.assert_array_equal(g, e)
+
+
+def _take_along_of_x(x):
+    return np.sum(np.take_along_axis(x, I, axis=1) ** 2)
+
+
+def test_take_along_axis_gradients():
+    _check(_take_along_loss, A, I)
+    _check(_take_along_of_x, A)  # the indices a global: forward mode too
+
+
+def test_take_along_axis_out_of_range_is_an_index_error_at_run_time():
+    with pytest.raises(IndexError):
+        msir.jit(_take_along_loss)(A, np.array([[0, 4, 0], [0, 0, 0], [0, 0, 0]]))
