@@ -975,6 +975,22 @@ def take_along_axis(arr: Any, indices: Any, axis: Any) -> Any:
     return _body(numpy_bodies.take_along_axis_body(TRACING_BUILDER, a.v, i.v, ax))
 
 
+def linspace(start: Any, stop: Any, num: Any = 50, endpoint: Any = True, dtype: Any = None) -> Any:
+    lo, hi = _T.of(start), _T.of(stop)
+    if lo.ndim or hi.ndim:
+        raise UnsupportedSyntaxError("np.linspace: start and stop must be scalars (array bounds are not supported)")
+    count = _static_int(num, "the number of samples of np.linspace")
+    if count < 0:
+        raise EagerValueError("negative dimensions are not allowed")
+    compute = numpy_bodies.float_dtype(lo.dtype, lo.weak, hi.dtype, hi.weak)
+    lo, hi = _cast(lo, compute, False), _cast(hi, compute, False)
+    y = _T.of(_body(numpy_bodies.linspace_body(TRACING_BUILDER, lo.v, hi.v, count, bool(endpoint))))
+    if dtype is None:
+        return _out(y)
+    target = dtype_name(dtype)
+    return _out(_cast(y if target in FLOATS else _unary("floor", y), target, False))
+
+
 def diag(v: Any, k: Any = 0) -> Any:
     t = _T.of(v)
     diagonal = _static_int(k, "the diagonal of np.diag")
@@ -1194,6 +1210,8 @@ _FUNCTIONS: dict[Any, Any] = {
     np.linalg.norm: _wrap("np.linalg.norm", ["x", "ord", "axis", "keepdims"],
                           {"ord": None, "axis": None, "keepdims": False}, norm),
     np.take_along_axis: _wrap("np.take_along_axis", ["arr", "indices", "axis"], {}, take_along_axis),
+    np.linspace: _wrap("np.linspace", ["start", "stop", "num", "endpoint", "dtype"],
+                       {"num": 50, "endpoint": True, "dtype": None}, linspace),
     np.any: _wrap("np.any", ["a", "axis", "keepdims"], {"axis": None, "keepdims": False},
                   lambda a, axis, keepdims: truth(a, axis, keepdims, every=False)),
     np.all: _wrap("np.all", ["a", "axis", "keepdims"], {"axis": None, "keepdims": False},

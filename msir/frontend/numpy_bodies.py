@@ -40,6 +40,9 @@ Decisions:
   (right for repeated indices). An index out of range along the axis is made
   out of range of the flattened array, so `take` still reports it at run time
   (with the flattened array's size in its message).
+* `np.linspace` computes as NumPy does, `start + iota * ((stop - start) / div)`
+  with the last element `stop` exactly; start and stop may be runtime
+  scalars (and are differentiable), the count is static (it is a shape).
 * `np.linalg.norm` supports what reductions compute: for vectors ord None, 2,
   1, inf, -inf and any other nonzero number p (`sum(|x|**p)**(1/p)`), for
   matrices None/'fro', 1, -1, inf, -inf. The spectral and nuclear norms
@@ -288,6 +291,23 @@ def take_along_axis_body(B, arr: V, idx: V, axis: int) -> V:
         size *= d
     flat = B.select(outside, _full(B, size, "int64", out), flat)
     return B.take(B.reshape(arr, (size,)), flat, 0)
+
+
+def linspace_body(B, start: V, stop: V, num: int, endpoint: bool) -> V:
+    """np.linspace of rank-0 `start`, `stop` of one float dtype, `num` >= 0 elements."""
+    dtype, shape = B.dtype(start), (num,)
+    first, last = B.broadcast_to(start, shape), B.broadcast_to(stop, shape)
+    delta = B.binary("sub", last, first)
+    steps = B.iota(dtype, shape, 0)
+    div = num - 1 if endpoint else num
+    # NumPy: with no interval to divide (num == 1 with the endpoint), the
+    # element is start (`0 * delta + start`)
+    step = B.binary("div", delta, _full(B, div, dtype, shape)) if div > 0 else delta
+    y = B.binary("add", B.binary("mul", steps, step), first)
+    if endpoint and num > 1:
+        is_last = B.compare("eq", B.iota("int64", shape, 0), _full(B, num - 1, "int64", shape))
+        y = B.select(is_last, last, y)
+    return y
 
 
 def check_diag_rank(ndim: int) -> None:

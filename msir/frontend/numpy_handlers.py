@@ -440,6 +440,25 @@ def _np_take_along_axis(tr, args, kwargs, node):
     return _body(tr, node, lambda B: numpy_bodies.take_along_axis_body(B, a.ssa, i.ssa, ax))
 
 
+def _np_linspace(tr, args, kwargs, node):
+    start, stop, num, endpoint, dtype = _params(tr, args, kwargs, ["start", "stop", "num", "endpoint", "dtype"],
+                                                {"num": 50, "endpoint": True, "dtype": None}, node, "np.linspace")
+    lo, hi = tr.as_tensor(start, node), tr.as_tensor(stop, node)
+    if lo.ndim or hi.ndim:
+        raise tr.error(UnsupportedSyntaxError, "np.linspace: start and stop must be scalars (array bounds are not "
+                       "supported)", node)
+    count = _static_size(tr, num, "the number of samples of np.linspace", node)
+    with_end = tr.static_bool(endpoint, node, "endpoint of np.linspace")
+    compute = numpy_bodies.float_dtype(lo.dtype, lo.weak, hi.dtype, hi.weak)
+    lo, hi = tr.cast(lo, compute, False), tr.cast(hi, compute, False)
+    y = _body(tr, node, lambda B: numpy_bodies.linspace_body(B, lo.ssa, hi.ssa, count, with_end))
+    if dtype is None:
+        return y
+    target = dtype_name(dtype, tr.loc)
+    # NumPy floors toward the integer dtype it is asked for
+    return tr.cast(y if M.is_float(target) else tr.unary("floor", y, node), target, False)
+
+
 def _py_abs(tr, args, kwargs, node):
     (x,) = _params(tr, args, kwargs, ["x"], {}, node, "abs")
     if isinstance(x, (int, float)) and not isinstance(x, KnownInt):
@@ -542,6 +561,7 @@ _NUMPY_HANDLERS: dict[Any, Callable] = {
     np.cumsum: _np_scan("add", "np.cumsum"),
     np.linalg.norm: _np_norm,
     np.any: _np_truth(False),
+    np.linspace: _np_linspace,
     np.take_along_axis: _np_take_along_axis,
     np.all: _np_truth(True),
     np.cumprod: _np_scan("mul", "np.cumprod"),

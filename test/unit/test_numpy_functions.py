@@ -387,3 +387,32 @@ def test_take_along_axis_gradients():
 def test_take_along_axis_out_of_range_is_an_index_error_at_run_time():
     with pytest.raises(IndexError):
         msir.jit(_take_along_loss)(A, np.array([[0, 4, 0], [0, 0, 0], [0, 0, 0]]))
+
+
+# -- np.linspace, np.arange ----------------------------------------------------------
+
+
+def _ranges(a, b):
+    return (np.linspace(0.0, 1.0, 7), np.linspace(-2, 3, num=6, endpoint=False), np.linspace(a, b, 5),
+            np.linspace(b, a, 1), np.linspace(0, 10, 4, dtype=np.int64), np.linspace(a, 2.0, 0),
+            np.arange(5), np.arange(1.0, 2.0, 0.25), np.arange(7, 1, -2, dtype=np.float32))
+
+
+def _linspace_loss(a, b):
+    return np.sum(np.linspace(a, b, 9) ** 3) + np.sum(np.linspace(b, a * a, 4, endpoint=False))
+
+
+def test_linspace_and_arange_follow_numpy():
+    a, b = np.float64(-0.3), 2.5
+    expected = _ranges(a, b)
+    for got in (msir.jit(_ranges)(a, b), pynative(lambda: msir.jit(_ranges)(a, b))):
+        for g, e in zip(got, expected):
+            assert g.dtype == e.dtype and g.shape == e.shape
+            np.testing.assert_allclose(g, e, rtol=1e-15, atol=1e-15)
+    f32 = msir.jit(_ranges)(np.float32(-0.3), np.float32(2.5))[2]
+    assert f32.dtype == np.linspace(np.float32(-0.3), np.float32(2.5), 5).dtype
+
+
+@pytest.mark.parametrize("argnums", [0, 1])
+def test_linspace_gradients_with_runtime_bounds(argnums):
+    _check(_linspace_loss, np.float64(0.7), np.float64(-1.2), argnums=argnums)
