@@ -28,7 +28,7 @@ from msir.frontend.base import TypeError_, ValueError_, _loc_attr
 from msir.frontend.einsum import build_einsum
 from msir.frontend.elementwise import binary_typing
 from msir.frontend.ops_calls import OPS_HANDLERS
-from msir.frontend.state import RangeValue
+from msir.frontend.state import _MAX_UNROLL, RangeValue
 from msir.frontend.values import KnownInt, Tensor, dtype_name, kind, promote
 from msir.passes.ad_ir import IRBuilder
 
@@ -536,6 +536,45 @@ def _py_convert(name: str):
     return handler
 
 
+def _unrolled_items(tr, value: Any, fname: str, node) -> list[Any]:
+    """The items of what `enumerate`/`zip` iterate over, known now: a loop over
+    their result unrolls, so a range's bounds specialise the function and an
+    array gives its rows."""
+    if isinstance(value, (tuple, list)):
+        return list(value)
+    if isinstance(value, RangeValue):
+        bounds = [tr.static_int(b, f"a bound of a range that {fname}() iterates over", node)
+                  for b in (value.start, value.stop, value.step)]
+        if bounds[2] == 0:
+            raise tr.error(ValueError_, "range() arg 3 must not be zero", node)
+        items = list(range(*bounds))
+    elif isinstance(value, Tensor) and value.ndim > 0:
+        items = list(range(value.shape[0]))
+    else:
+        raise tr.error(TypeError_, f"{fname}() over {tr.describe(value)} is not supported in compiled code "
+                       "(a tuple, list, range or array is)", node)
+    if len(items) > _MAX_UNROLL:
+        raise tr.error(UnsupportedSyntaxError, f"{fname}() unrolls at most {_MAX_UNROLL} items, got {len(items)}",
+                       node)
+    return [tr.index(value, i, node) for i in items] if isinstance(value, Tensor) else items
+
+
+def _py_enumerate(tr, args, kwargs, node):
+    iterable, start = _params(tr, args, kwargs, ["iterable", "start"], {"start": 0}, node, "enumerate")
+    first = tr.static_int(start, "the start of enumerate()", node)
+    return [(first + k, item) for k, item in enumerate(_unrolled_items(tr, iterable, "enumerate", node))]
+
+
+def _py_zip(tr, args, kwargs, node):
+    strict = kwargs.pop("strict", False)
+    if kwargs:
+        raise tr.error(TypeError_, f"zip() got an unexpected keyword argument '{next(iter(kwargs))}'", node)
+    columns = [_unrolled_items(tr, a, "zip", node) for a in args]
+    if strict and len({len(c) for c in columns}) > 1:
+        raise tr.error(ValueError_, "zip() arguments have different lengths (strict=True)", node)
+    return list(zip(*columns))
+
+
 def _py_range(tr, args, kwargs, node):
     if kwargs or not 1 <= len(args) <= 3:
         raise tr.error(TypeError_, "range() takes 1 to 3 positional arguments", node)
@@ -619,6 +658,8 @@ _NUMPY_HANDLERS: dict[Any, Callable] = {
     int: _py_convert("int"),
     bool: _py_convert("bool"),
     range: _py_range,
+    enumerate: _py_enumerate,
+    zip: _py_zip,
     **{getattr(math, n): _unary_np(n, n) for n in ("exp", "log", "sqrt", "tanh", "sin", "cos")},
 }
 _NUMPY_HANDLERS.update(OPS_HANDLERS)

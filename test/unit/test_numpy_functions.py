@@ -416,3 +416,42 @@ def test_linspace_and_arange_follow_numpy():
 @pytest.mark.parametrize("argnums", [0, 1])
 def test_linspace_gradients_with_runtime_bounds(argnums):
     _check(_linspace_loss, np.float64(0.7), np.float64(-1.2), argnums=argnums)
+
+
+# -- enumerate and zip in compiled code -------------------------------------------------
+
+
+def _weighted(x, ws):
+    total = 0.0
+    for i, w in enumerate(ws):  # a tuple of arrays: the loop unrolls
+        total = total + (i + 1) * np.sum(w * x)
+    for k, (a, b) in enumerate(zip(ws, (2.0, 3.0, 4.0)), start=1):
+        total = total + k * b * np.sum(a * x * x)
+    for i, row in enumerate(x):
+        total = total + i * np.sum(row)
+    for j, (p, q) in zip(range(2), zip(x, ws)):
+        total = total + j * np.sum(p * q[0])
+    return total
+
+
+def _weighted_x(x):
+    return _weighted(x, WS)
+
+
+WS = (_RNG.standard_normal(4), _RNG.standard_normal(4), _RNG.standard_normal(4))
+
+
+def test_enumerate_and_zip_unroll_in_both_modes():
+    _check(_weighted_x, A)
+    np.testing.assert_allclose(msir.grad(_weighted, argnums=1)(A, WS)[2], pynative(
+        lambda: msir.grad(_weighted, argnums=1)(A, WS))[2], rtol=1e-12)
+
+
+def _zip_strict(x, ws):
+    return [a * b for a, b in zip(x, ws, strict=True)]
+
+
+def test_zip_strict_with_different_lengths_is_a_value_error_at_the_call():
+    with pytest.raises(ValueError, match=r"zip\(\) arguments have different lengths") as e:
+        msir.jit(_zip_strict)(A, WS[:2])
+    assert f":{_zip_strict.__code__.co_firstlineno + 1}:" in str(e.value)
