@@ -455,3 +455,40 @@ def test_zip_strict_with_different_lengths_is_a_value_error_at_the_call():
     with pytest.raises(ValueError, match=r"zip\(\) arguments have different lengths") as e:
         msir.jit(_zip_strict)(A, WS[:2])
     assert f":{_zip_strict.__code__.co_firstlineno + 1}:" in str(e.value)
+
+
+# -- the derivative of a function whose output does not depend on its inputs ---------------
+
+
+def _constant(x, y):
+    return 2.5
+
+
+def _constant_with_aux(x):
+    return 1.0, np.sum(x)
+
+
+def _ignores_x(x, y):
+    return np.sum(y * 0.0) + np.sum(np.floor(x)) + 4.0
+
+
+@pytest.mark.parametrize("mode", ["graph", "pynative"])
+def test_the_gradient_of_a_constant_is_zeros_of_the_inputs_shapes(mode):
+    def run(thunk):
+        return pynative(thunk) if mode == "pynative" else thunk()
+
+    x, y = A.astype(np.float32), V
+    gx, gy = run(lambda: msir.grad(_constant, argnums=(0, 1))(x, y))
+    assert gx.dtype == np.float32 and gy.dtype == np.float64
+    np.testing.assert_array_equal(gx, np.zeros_like(x))
+    np.testing.assert_array_equal(gy, np.zeros_like(y))
+    value, g = run(lambda: msir.value_and_grad(_ignores_x)(x, y))
+    np.testing.assert_allclose(value, _ignores_x(x, y))
+    np.testing.assert_array_equal(g, np.zeros_like(x))
+    g, aux = run(lambda: msir.grad(_constant_with_aux, has_aux=True)(V))
+    np.testing.assert_array_equal(g, np.zeros_like(V))
+    np.testing.assert_allclose(aux, np.sum(V))
+    out, tangent = run(lambda: msir.jvp(_constant, (x, y), (np.ones_like(x), np.ones_like(y))))
+    assert out == 2.5 and tangent == 0.0
+    out, vjp_fn = run(lambda: msir.vjp(_constant, x, y))
+    np.testing.assert_array_equal(vjp_fn(np.float64(1.0))[0], np.zeros_like(x))
