@@ -39,7 +39,7 @@ Decisions:
   the index times the axis's stride), so its adjoint is one `scatter_add`
   (right for repeated indices). An index out of range along the axis is made
   out of range of the flattened array, so `take` still reports it at run time
-  (with the flattened array's size in its message).
+  ("index out of range", an IndexError at the call).
 * `np.linspace` computes as NumPy does, `start + iota * ((stop - start) / div)`
   with the last element `stop` exactly; start and stop may be runtime
   scalars (and are differentiable), the count is static (it is a shape).

@@ -492,3 +492,24 @@ def test_the_gradient_of_a_constant_is_zeros_of_the_inputs_shapes(mode):
     assert out == 2.5 and tangent == 0.0
     out, vjp_fn = run(lambda: msir.vjp(_constant, x, y))
     np.testing.assert_array_equal(vjp_fn(np.float64(1.0))[0], np.zeros_like(x))
+
+
+# -- float32 throughout, and long arrays (the vectorised code paths) ---------------------
+
+
+@pytest.mark.parametrize("loss", [_arctan2_loss, _logaddexp_loss, _triangle_loss, _cumsum_loss, _cumprod_loss,
+                                  _norm_loss, _eye_loss], ids=lambda f: f.__name__)
+def test_float32_gradients_stay_float32(loss):
+    args = (A.astype(np.float32), B.astype(np.float32))[: loss.__code__.co_argcount]
+    g = msir.grad(loss)(*args)
+    assert g.dtype == np.float32
+    np.testing.assert_allclose(g, msir.grad(loss)(*(a.astype(np.float64) for a in args)), rtol=2e-4, atol=2e-5)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_long_arrays_follow_numpy(dtype):
+    rng = np.random.default_rng(5)
+    y, x = (rng.standard_normal(4099).astype(dtype) * 3 for _ in range(2))
+    rtol = 1e-6 if dtype == np.float32 else 1e-14
+    np.testing.assert_allclose(msir.jit(_arctan2)(y, x), np.arctan2(y, x), rtol=rtol, atol=rtol)
+    np.testing.assert_allclose(msir.jit(_logaddexp)(y, x), np.logaddexp(y, x), rtol=rtol, atol=rtol)
