@@ -98,7 +98,7 @@ class Elementwise:
         return self.dtypes == FLOATS
 
 
-_CLASS_NAMES = {"floordiv": "FloorDiv", "log1p": "Log1p", "expm1": "Expm1"}
+_CLASS_NAMES = {"floordiv": "FloorDiv", "log1p": "Log1p", "expm1": "Expm1", "arctan2": "Arctan2"}
 
 
 def _u(name, dtypes, numpy, summary, example="f32", **kw) -> Elementwise:
@@ -129,6 +129,8 @@ ELEMENTWISE: tuple[Elementwise, ...] = (
        differentiable=False),
     _b("xor", INTEGRAL, np.bitwise_xor, "Elementwise logical/bitwise xor.", "i1", int_op="arith.xori",
        differentiable=False),
+    _b("arctan2", FLOATS, np.arctan2, "Elementwise quadrant-aware inverse tangent of `a / b` (`np.arctan2(a, b)`).",
+       float_op="math.atan2"),
     _u("neg", NUMERIC, np.negative, "Elementwise negation.", linear=True),
     _u("abs", NUMERIC, np.abs, "Elementwise absolute value.", float_op="math.absf", int_op="math.absi"),
     _u("sign", NUMERIC, np.sign, "Elementwise sign (-1, 0 or 1; NaN stays NaN).", differentiable=False),

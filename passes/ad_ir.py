@@ -118,6 +118,9 @@ class IRBuilder:
         attr = DenseIntOrFPElementsAttr.from_list(M.tensor_type(shape, dtype), [v])
         return self.emit(M.ConstantOp(attr))
 
+    def iota(self, dtype: str, shape: Sequence[int], axis: int) -> SSAValue:
+        return self.emit(M.IotaOp(axis, M.tensor_type(shape, dtype)))
+
     _UNARY = {**{p.name: M.ELEMENTWISE_OPS[p.name] for p in P.UNARY}, "stop_gradient": M.StopGradientOp}
     _BINARY = {p.name: M.ELEMENTWISE_OPS[p.name] for p in P.BINARY}
     _REDUCE = {

@@ -37,6 +37,7 @@ class Builder(Protocol):
     def shape(self, x: V) -> tuple[int, ...]: ...
     def dtype(self, x: V) -> str: ...
     def constant(self, value: float, dtype: str, shape: Sequence[int] = ()) -> V: ...
+    def iota(self, dtype: str, shape: Sequence[int], axis: int) -> V: ...  # 0, 1, 2... along `axis`
     def unary(self, name: str, x: V) -> V: ...  # a unary primitive (msir.dialects.primitives) or stop_gradient
     def binary(self, name: str, a: V, b: V) -> V: ...  # a binary primitive (msir.dialects.primitives)
     def compare(self, pred: str, a: V, b: V) -> V: ...
@@ -262,6 +263,14 @@ def _(B, p, xs, y, ct):
 @vjp("arctan")
 def _(B, p, xs, y, ct):
     return [B.binary("div", ct, B.binary("add", _scalar(B, 1.0, ct), _sq(B, xs[0])))]
+
+
+@vjp("arctan2")
+def _(B, p, xs, y, ct):
+    # d atan2(a, b) = (b da - a db) / (a^2 + b^2)
+    a, b = xs
+    scaled = B.binary("div", ct, B.binary("add", _sq(B, a), _sq(B, b)))
+    return [B.binary("mul", scaled, b), B.unary("neg", B.binary("mul", scaled, a))]
 
 
 @vjp("abs")

@@ -71,6 +71,11 @@ class NumpyBuilder:
     def constant(self, value: float, dtype: str, shape: Sequence[int] = ()) -> np.ndarray:
         return np.full(tuple(shape), value, dtype=dtype)
 
+    def iota(self, dtype: str, shape: Sequence[int], axis: int) -> np.ndarray:
+        along = [1] * len(shape)
+        along[axis] = shape[axis]
+        return np.array(np.broadcast_to(np.arange(shape[axis], dtype=dtype).reshape(along), tuple(shape)))
+
     _UNARY = {**{p.name: p.numpy for p in primitives.UNARY}, "stop_gradient": np.copy}
     _BINARY = {**{p.name: p.numpy for p in primitives.BINARY if p.numpy is not None}, "pow": _pow}
     _COMPARE = {

@@ -35,6 +35,7 @@ import numpy as np
 
 from msir.dialects import primitives
 from msir.eager.numpy_builder import NumpyBuilder
+from msir.frontend import numpy_bodies
 from msir.frontend.einsum_subscripts import contract, plan_einsum
 from msir.frontend.elementwise import binary_typing, unary_typing
 from msir.dialects.primitives import DTYPES
@@ -238,6 +239,10 @@ class Tracer:
     def std(self, axis=None, keepdims=False): return var(self, axis, keepdims, std=True)
     def clip(self, min=None, max=None, **kw): return clip(self, kw.get("a_min", min), kw.get("a_max", max))
     def dot(self, b): return dot(self, b)
+    def cumsum(self, axis=None, dtype=None): return scan("add", self, axis, dtype)
+    def any(self, axis=None, keepdims=False): return truth(self, axis, keepdims, every=False)
+    def all(self, axis=None, keepdims=False): return truth(self, axis, keepdims, every=True)
+    def cumprod(self, axis=None, dtype=None): return scan("mul", self, axis, dtype)
     def squeeze(self, axis=None): return squeeze(self, axis)
     def flatten(self): return reshape(self, (-1,))
     def ravel(self): return reshape(self, (-1,))
@@ -428,6 +433,9 @@ class TracingBuilder:
 
     def constant(self, value, dtype, shape=()):
         return np.full(tuple(shape), value, dtype=dtype)
+
+    def iota(self, dtype, shape, axis):
+        return _NB.iota(dtype, shape, axis)
 
     def unary(self, name, x):
         return bind(name, {}, [x])
@@ -901,6 +909,97 @@ def _square(x):
     return _out(elementwise("mul", t, t))
 
 
+# -- the composites of msir.frontend.numpy_bodies --------------------------------
+
+
+def _body(v: Any) -> Any:
+    return _out(_T(v, _dtype(v), _shape(v), False))
+
+
+def logaddexp(a: Any, b: Any) -> Any:
+    ta, tb = _T.of(a), _T.of(b)
+    dtype = numpy_bodies.float_dtype(ta.dtype, ta.weak, tb.dtype, tb.weak)
+    shape = _broadcast_shapes(ta.shape, tb.shape)
+    ta, tb = (_bcast(_cast(t, dtype, False), shape) for t in (ta, tb))
+    return _body(numpy_bodies.logaddexp_body(TRACING_BUILDER, ta.v, tb.v))
+
+
+def outer(a: Any, b: Any) -> Any:
+    ta, tb = (_T.of(reshape(x, (-1,))) for x in (a, b))
+    product, dtype, _ = binary_typing("mul", ta.dtype, ta.weak, tb.dtype, tb.weak)
+    ta, tb = _cast(ta, dtype, False), _cast(tb, dtype, False)
+    return _body(numpy_bodies.outer_body(TRACING_BUILDER, ta.v, tb.v, product))
+
+
+def triangle(m: Any, k: Any, upper: bool) -> Any:
+    t = _T.of(m)
+    diagonal = _static_int(k, f"the diagonal of {'np.triu' if upper else 'np.tril'}")
+    return _body(numpy_bodies.triangle_body(TRACING_BUILDER, t.v, diagonal, upper))
+
+
+def scan(combine: str, a: Any, axis: Any = None, dtype: Any = None) -> Any:
+    t = _T.of(a)
+    if axis is None:
+        t, ax = _T.of(reshape(t, (-1,))), 0
+    else:
+        ax = _normalize_axis(axis, t.ndim)
+    t = _cast(t, dtype_name(dtype) if dtype is not None else numpy_bodies.scan_dtype(t.dtype), False)
+    return _body(numpy_bodies.scan_body(TRACING_BUILDER, t.v, ax, combine))
+
+
+def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: Any = False) -> Any:
+    t = _T.of(x)
+    if type(ord) is Tracer:
+        raise UnsupportedSyntaxError("np.linalg.norm: ord must be known at compile time")
+    t = _cast(t, t.dtype if kind(t.dtype) == 2 else "float64", False)
+    if axis is not None:
+        axis = _static_ints(axis, "an axis") if isinstance(axis, (tuple, list)) else _static_int(axis, "an axis")
+    axes = numpy_bodies.norm_axes(t.ndim, ord, axis)
+    return _body(numpy_bodies.norm_body(TRACING_BUILDER, t.v, axes, ord, bool(keepdims)))
+
+
+def truth(a: Any, axis: Any = None, keepdims: Any = False, every: bool = False) -> Any:
+    t = _T.of(a)
+    return _body(numpy_bodies.truth_body(TRACING_BUILDER, t.v, _axes(axis, t.ndim), bool(keepdims), every))
+
+
+def take_along_axis(arr: Any, indices: Any, axis: Any) -> Any:
+    a, i = _T.of(arr), _T.of(indices)
+    if kind(i.dtype) != 1:
+        raise MsirIndexError(f"np.take_along_axis: `indices` must be an integer array, got {i.dtype}")
+    if axis is None:
+        a, ax = _T.of(reshape(a, (-1,))), 0
+    else:
+        ax = _normalize_axis(axis, a.ndim)
+    i = _cast(i, "int64", False)
+    return _body(numpy_bodies.take_along_axis_body(TRACING_BUILDER, a.v, i.v, ax))
+
+
+def linspace(start: Any, stop: Any, num: Any = 50, endpoint: Any = True, dtype: Any = None) -> Any:
+    lo, hi = _T.of(start), _T.of(stop)
+    if lo.ndim or hi.ndim:
+        raise UnsupportedSyntaxError("np.linspace: start and stop must be scalars (array bounds are not supported)")
+    count = _static_int(num, "the number of samples of np.linspace")
+    if count < 0:
+        raise EagerValueError("negative dimensions are not allowed")
+    compute = numpy_bodies.float_dtype(lo.dtype, lo.weak, hi.dtype, hi.weak)
+    lo, hi = _cast(lo, compute, False), _cast(hi, compute, False)
+    y = _T.of(_body(numpy_bodies.linspace_body(TRACING_BUILDER, lo.v, hi.v, count, bool(endpoint))))
+    if dtype is None:
+        return _out(y)
+    target = dtype_name(dtype)
+    return _out(_cast(y if target in FLOATS else _unary("floor", y), target, False))
+
+
+def diag(v: Any, k: Any = 0) -> Any:
+    t = _T.of(v)
+    diagonal = _static_int(k, "the diagonal of np.diag")
+    numpy_bodies.check_diag_rank(t.ndim)
+    if t.ndim == 1:
+        return _body(numpy_bodies.diag_from_vector_body(TRACING_BUILDER, t.v, diagonal))
+    return _body(numpy_bodies.diag_of_matrix_body(TRACING_BUILDER, t.v, diagonal))
+
+
 # -- indexing ------------------------------------------------------------------
 
 
@@ -1068,6 +1167,7 @@ _UFUNCS: dict[str, Any] = {
     "logical_or": lambda a, b: logical("or", a, b),
     "logical_xor": lambda a, b: logical("xor", a, b),
     "logical_not": lambda a: logical("not", a),
+    "logaddexp": logaddexp,
 }
 
 _FUNCTIONS: dict[Any, Any] = {
@@ -1103,4 +1203,21 @@ _FUNCTIONS: dict[Any, Any] = {
     np.shape: lambda a: _T.of(a).shape,
     np.ndim: lambda a: _T.of(a).ndim,
     np.size: lambda a: math.prod(_T.of(a).shape),
+    np.outer: _wrap("np.outer", ["a", "b"], {}, outer),
+    np.tril: _wrap("np.tril", ["m", "k"], {"k": 0}, lambda m, k: triangle(m, k, upper=False)),
+    np.triu: _wrap("np.triu", ["m", "k"], {"k": 0}, lambda m, k: triangle(m, k, upper=True)),
+    np.diag: _wrap("np.diag", ["v", "k"], {"k": 0}, diag),
+    np.linalg.norm: _wrap("np.linalg.norm", ["x", "ord", "axis", "keepdims"],
+                          {"ord": None, "axis": None, "keepdims": False}, norm),
+    np.take_along_axis: _wrap("np.take_along_axis", ["arr", "indices", "axis"], {}, take_along_axis),
+    np.linspace: _wrap("np.linspace", ["start", "stop", "num", "endpoint", "dtype"],
+                       {"num": 50, "endpoint": True, "dtype": None}, linspace),
+    np.any: _wrap("np.any", ["a", "axis", "keepdims"], {"axis": None, "keepdims": False},
+                  lambda a, axis, keepdims: truth(a, axis, keepdims, every=False)),
+    np.all: _wrap("np.all", ["a", "axis", "keepdims"], {"axis": None, "keepdims": False},
+                  lambda a, axis, keepdims: truth(a, axis, keepdims, every=True)),
+    np.cumsum: _wrap("np.cumsum", ["a", "axis", "dtype"], {"axis": None, "dtype": None},
+                     lambda a, axis, dtype: scan("add", a, axis, dtype)),
+    np.cumprod: _wrap("np.cumprod", ["a", "axis", "dtype"], {"axis": None, "dtype": None},
+                      lambda a, axis, dtype: scan("mul", a, axis, dtype)),
 }

@@ -34,12 +34,16 @@ _MAX_JACOBIAN = 4096
 class DifferentiationMixin:
     """Transforms of functions applied in compiled code, and function values."""
 
-    def outline_callable(self, fn: Any, args: list[Any], node: ast.AST) -> "Outlined":
+    def outline_callable(self, fn: Any, args: list[Any], node: ast.AST, differentiated: str = "") -> "Outlined":
         """Build a private func.func that calls `fn` on parameters of `args`' types.
 
         Runtime leaves of `args` (arrays, runtime scalars) become parameters in
         order; Python values stay compile-time constants; values of enclosing
-        functions that `fn` reads become trailing parameters (`captured`)."""
+        functions that `fn` reads become trailing parameters (`captured`).
+        `differentiated` ("all", or "first" with has_aux) names the results a
+        transformation differentiates: Python numbers there are returned as
+        (weak) runtime values, so that a function whose output does not depend
+        on its inputs (`return 1.0`) has a zero derivative, not none."""
         block = Block()
         self.tc.fn_captures[block] = ({}, [])
         leaves: list[Tensor] = []
@@ -63,6 +67,10 @@ class DifferentiationMixin:
         sub = type(self)(self.tc, block, self.source, self.globals, self.closure)
         sub.loc = self.loc
         value = sub.call_value(fn, params, {}, node)
+        if differentiated == "all":
+            value = _numbers_as_tensors(sub, value, node)
+        elif differentiated == "first" and isinstance(value, tuple) and value:
+            value = (_numbers_as_tensors(sub, value[0], node), *value[1:])
         structure, results = flatten_result(value, sub, node)
         ret = func.ReturnOp(*[r.ssa for r in results])
         ret.location = _loc_attr(self.loc)
@@ -291,7 +299,7 @@ class DifferentiationMixin:
         ]
         if t.kind in ("jacrev", "jacfwd"):
             return self.jacobian(t, list(args), argnums, node)
-        o = self.outline_callable(t.fn, list(args), node)
+        o = self.outline_callable(t.fn, list(args), node, "first" if getattr(t, "has_aux", False) else "all")
         # leaf positions of each Python argument
         spans, start = [], 0
         for a in args:
@@ -396,6 +404,16 @@ class DifferentiationMixin:
                 return primal_out[0], tangent_out, primal_out[1]
             return primal_out, tangent_out
         raise AssertionError(t.kind)
+
+
+def _numbers_as_tensors(tr: Any, value: Any, node: ast.AST) -> Any:
+    """`value` with its Python numbers (not bools) as weak runtime scalars."""
+    if isinstance(value, (tuple, list)):
+        items = [_numbers_as_tensors(tr, v, node) for v in value]
+        return tuple(items) if isinstance(value, tuple) else items
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return tr.as_tensor(value, node)
+    return value
 
 
 def _callable_name(fn: Any) -> str:

@@ -22,12 +22,15 @@ import numpy as np
 
 from msir.dialects import msir as M
 from msir.dialects import primitives
-from msir.errors import UnsupportedSyntaxError
-from msir.frontend.base import TypeError_, ValueError_
+from msir.errors import MsirError, MsirIndexError, UnsupportedSyntaxError
+from msir.frontend import numpy_bodies
+from msir.frontend.base import TypeError_, ValueError_, _loc_attr
 from msir.frontend.einsum import build_einsum
+from msir.frontend.elementwise import binary_typing
 from msir.frontend.ops_calls import OPS_HANDLERS
-from msir.frontend.state import RangeValue
+from msir.frontend.state import _MAX_UNROLL, RangeValue
 from msir.frontend.values import KnownInt, Tensor, dtype_name, kind, promote
+from msir.passes.ad_ir import IRBuilder
 
 
 @dataclass
@@ -296,6 +299,166 @@ def _log_base(base: float):
     return handler
 
 
+# -- the composites of msir.frontend.numpy_bodies, through an IRBuilder ----------
+
+
+def _body(tr, node, build: Callable[[IRBuilder], Any]) -> Tensor:
+    """The value `build` emits at the call; its errors are reported there."""
+    try:
+        v = build(IRBuilder(tr.block, _loc_attr(tr.loc)))
+    except MsirError as e:
+        if e.loc is not None:
+            raise
+        raise tr.error(type(e), e.message, node) from None
+    return Tensor(v, M.dtype_of(v.type), M.shape_of(v.type), False)
+
+
+def _np_logaddexp(tr, args, kwargs, node):
+    a, b = _params(tr, args, kwargs, ["x1", "x2"], {}, node, "np.logaddexp")
+    ta, tb = tr.as_tensor(a, node), tr.as_tensor(b, node)
+    dtype = numpy_bodies.float_dtype(ta.dtype, ta.weak, tb.dtype, tb.weak)
+    shape = M.infer_broadcast(ta.shape, tb.shape)
+    ta, tb = (tr.broadcast(tr.cast(t, dtype, False), shape) for t in (ta, tb))
+    return _body(tr, node, lambda B: numpy_bodies.logaddexp_body(B, ta.ssa, tb.ssa))
+
+
+def _np_outer(tr, args, kwargs, node):
+    a, b = _params(tr, args, kwargs, ["a", "b"], {}, node, "np.outer")
+    ta, tb = (tr.reshape(tr.as_tensor(x, node), (-1,), node) for x in (a, b))
+    try:
+        product, dtype, _ = binary_typing("mul", ta.dtype, ta.weak, tb.dtype, tb.weak)
+    except MsirError as e:
+        raise tr.error(type(e), e.message, node) from None
+    ta, tb = tr.cast(ta, dtype, False), tr.cast(tb, dtype, False)
+    return _body(tr, node, lambda B: numpy_bodies.outer_body(B, ta.ssa, tb.ssa, product))
+
+
+def _static_size(tr, value, what: str, node) -> int:
+    n = tr.static_int(value, what, node)
+    if n < 0:
+        raise tr.error(ValueError_, "negative dimensions are not allowed", node)
+    return n
+
+
+def _np_eye(tr, args, kwargs, node):
+    n, m, k, dtype = _params(tr, args, kwargs, ["N", "M", "k", "dtype"], {"M": None, "k": 0, "dtype": float},
+                             node, "np.eye")
+    rows = _static_size(tr, n, "the size of np.eye", node)
+    cols = rows if m is None else _static_size(tr, m, "the size of np.eye", node)
+    diagonal = tr.static_int(k, "the diagonal of np.eye", node)
+    dt = dtype_name(dtype, tr.loc)
+    return _body(tr, node, lambda B: numpy_bodies.eye_body(B, rows, cols, diagonal, dt))
+
+
+def _np_identity(tr, args, kwargs, node):
+    n, dtype = _params(tr, args, kwargs, ["n", "dtype"], {"dtype": float}, node, "np.identity")
+    size = _static_size(tr, n, "the size of np.identity", node)
+    dt = dtype_name(dtype, tr.loc)
+    return _body(tr, node, lambda B: numpy_bodies.eye_body(B, size, size, 0, dt))
+
+
+def _np_triangle(upper: bool):
+    fname = "np.triu" if upper else "np.tril"
+
+    def handler(tr, args, kwargs, node):
+        m, k = _params(tr, args, kwargs, ["m", "k"], {"k": 0}, node, fname)
+        t = tr.as_tensor(m, node)
+        diagonal = tr.static_int(k, f"the diagonal of {fname}", node)
+        return _body(tr, node, lambda B: numpy_bodies.triangle_body(B, t.ssa, diagonal, upper))
+
+    return handler
+
+
+def _np_diag(tr, args, kwargs, node):
+    v, k = _params(tr, args, kwargs, ["v", "k"], {"k": 0}, node, "np.diag")
+    t = tr.as_tensor(v, node)
+    diagonal = tr.static_int(k, "the diagonal of np.diag", node)
+
+    def build(B):
+        numpy_bodies.check_diag_rank(t.ndim)
+        if t.ndim == 1:
+            return numpy_bodies.diag_from_vector_body(B, t.ssa, diagonal)
+        return numpy_bodies.diag_of_matrix_body(B, t.ssa, diagonal)
+
+    return _body(tr, node, build)
+
+
+def _np_scan(combine: str, fname: str):
+    def handler(tr, args, kwargs, node):
+        a, axis, dtype = _params(tr, args, kwargs, ["a", "axis", "dtype"], {"axis": None, "dtype": None}, node, fname)
+        t = tr.as_tensor(a, node)
+        if axis is None:
+            t, ax = tr.reshape(t, (-1,), node), 0
+        else:
+            ax = M.normalize_axis(tr.static_int(axis, "an axis", node), t.ndim)
+        t = tr.cast(t, dtype_name(dtype, tr.loc) if dtype is not None else numpy_bodies.scan_dtype(t.dtype), False)
+        return _body(tr, node, lambda B: numpy_bodies.scan_body(B, t.ssa, ax, combine))
+
+    return handler
+
+
+def _np_norm(tr, args, kwargs, node):
+    x, ord, axis, keepdims = _params(tr, args, kwargs, ["x", "ord", "axis", "keepdims"],
+                                     {"ord": None, "axis": None, "keepdims": False}, node, "np.linalg.norm")
+    if isinstance(ord, (Tensor, KnownInt)):
+        raise tr.error(UnsupportedSyntaxError, "np.linalg.norm: ord must be known at compile time", node)
+    t = tr.as_tensor(x, node)
+    t = tr.cast(t, t.dtype if kind(t.dtype) == 2 else "float64", False)
+    if axis is not None:
+        axis = tr.static_ints(axis, "an axis", node) if isinstance(axis, (tuple, list)) else tr.static_int(
+            axis, "an axis", node)
+
+    def build(B):
+        return numpy_bodies.norm_body(B, t.ssa, numpy_bodies.norm_axes(t.ndim, ord, axis), ord, bool(keepdims))
+
+    return _body(tr, node, build)
+
+
+def _np_truth(every: bool):
+    fname = "np.all" if every else "np.any"
+
+    def handler(tr, args, kwargs, node):
+        a, axis, keepdims = _params(tr, args, kwargs, ["a", "axis", "keepdims"], {"axis": None, "keepdims": False},
+                                    node, fname)
+        t = tr.as_tensor(a, node)
+        axes = tr.axes(axis, t.ndim, node)
+        return _body(tr, node, lambda B: numpy_bodies.truth_body(B, t.ssa, axes, bool(keepdims), every))
+
+    return handler
+
+
+def _np_take_along_axis(tr, args, kwargs, node):
+    arr, indices, axis = _params(tr, args, kwargs, ["arr", "indices", "axis"], {}, node, "np.take_along_axis")
+    a, i = tr.as_tensor(arr, node), tr.as_tensor(indices, node)
+    if kind(i.dtype) != 1:
+        raise tr.error(MsirIndexError, f"np.take_along_axis: `indices` must be an integer array, got {i.dtype}", node)
+    if axis is None:
+        a, ax = tr.reshape(a, (-1,), node), 0
+    else:
+        ax = M.normalize_axis(tr.static_int(axis, "an axis", node), a.ndim)
+    i = tr.cast(i, "int64", False)
+    return _body(tr, node, lambda B: numpy_bodies.take_along_axis_body(B, a.ssa, i.ssa, ax))
+
+
+def _np_linspace(tr, args, kwargs, node):
+    start, stop, num, endpoint, dtype = _params(tr, args, kwargs, ["start", "stop", "num", "endpoint", "dtype"],
+                                                {"num": 50, "endpoint": True, "dtype": None}, node, "np.linspace")
+    lo, hi = tr.as_tensor(start, node), tr.as_tensor(stop, node)
+    if lo.ndim or hi.ndim:
+        raise tr.error(UnsupportedSyntaxError, "np.linspace: start and stop must be scalars (array bounds are not "
+                       "supported)", node)
+    count = _static_size(tr, num, "the number of samples of np.linspace", node)
+    with_end = tr.static_bool(endpoint, node, "endpoint of np.linspace")
+    compute = numpy_bodies.float_dtype(lo.dtype, lo.weak, hi.dtype, hi.weak)
+    lo, hi = tr.cast(lo, compute, False), tr.cast(hi, compute, False)
+    y = _body(tr, node, lambda B: numpy_bodies.linspace_body(B, lo.ssa, hi.ssa, count, with_end))
+    if dtype is None:
+        return y
+    target = dtype_name(dtype, tr.loc)
+    # NumPy floors toward the integer dtype it is asked for
+    return tr.cast(y if M.is_float(target) else tr.unary("floor", y, node), target, False)
+
+
 def _py_abs(tr, args, kwargs, node):
     (x,) = _params(tr, args, kwargs, ["x"], {}, node, "abs")
     if isinstance(x, (int, float)) and not isinstance(x, KnownInt):
@@ -373,6 +536,45 @@ def _py_convert(name: str):
     return handler
 
 
+def _unrolled_items(tr, value: Any, fname: str, node) -> list[Any]:
+    """The items of what `enumerate`/`zip` iterate over, known now: a loop over
+    their result unrolls, so a range's bounds specialise the function and an
+    array gives its rows."""
+    if isinstance(value, (tuple, list)):
+        return list(value)
+    if isinstance(value, RangeValue):
+        bounds = [tr.static_int(b, f"a bound of a range that {fname}() iterates over", node)
+                  for b in (value.start, value.stop, value.step)]
+        if bounds[2] == 0:
+            raise tr.error(ValueError_, "range() arg 3 must not be zero", node)
+        items = list(range(*bounds))
+    elif isinstance(value, Tensor) and value.ndim > 0:
+        items = list(range(value.shape[0]))
+    else:
+        raise tr.error(TypeError_, f"{fname}() over {tr.describe(value)} is not supported in compiled code "
+                       "(a tuple, list, range or array is)", node)
+    if len(items) > _MAX_UNROLL:
+        raise tr.error(UnsupportedSyntaxError, f"{fname}() unrolls at most {_MAX_UNROLL} items, got {len(items)}",
+                       node)
+    return [tr.index(value, i, node) for i in items] if isinstance(value, Tensor) else items
+
+
+def _py_enumerate(tr, args, kwargs, node):
+    iterable, start = _params(tr, args, kwargs, ["iterable", "start"], {"start": 0}, node, "enumerate")
+    first = tr.static_int(start, "the start of enumerate()", node)
+    return [(first + k, item) for k, item in enumerate(_unrolled_items(tr, iterable, "enumerate", node))]
+
+
+def _py_zip(tr, args, kwargs, node):
+    strict = kwargs.pop("strict", False)
+    if kwargs:
+        raise tr.error(TypeError_, f"zip() got an unexpected keyword argument '{next(iter(kwargs))}'", node)
+    columns = [_unrolled_items(tr, a, "zip", node) for a in args]
+    if strict and len({len(c) for c in columns}) > 1:
+        raise tr.error(ValueError_, "zip() arguments have different lengths (strict=True)", node)
+    return list(zip(*columns))
+
+
 def _py_range(tr, args, kwargs, node):
     if kwargs or not 1 <= len(args) <= 3:
         raise tr.error(TypeError_, "range() takes 1 to 3 positional arguments", node)
@@ -388,6 +590,20 @@ _NUMPY_HANDLERS: dict[Any, Callable] = {
     **{p.numpy: _unary_np(p.name, p.numpy.__name__) for p in primitives.UNARY if p.name != "not"},
     **{p.numpy: _binary_np(p.name, p.numpy.__name__) for p in primitives.BINARY if p.numpy is not None},
     np.power: _binary_np("pow", "power"),
+    np.logaddexp: _np_logaddexp,
+    np.outer: _np_outer,
+    np.eye: _np_eye,
+    np.identity: _np_identity,
+    np.tril: _np_triangle(False),
+    np.triu: _np_triangle(True),
+    np.diag: _np_diag,
+    np.cumsum: _np_scan("add", "np.cumsum"),
+    np.linalg.norm: _np_norm,
+    np.any: _np_truth(False),
+    np.linspace: _np_linspace,
+    np.take_along_axis: _np_take_along_axis,
+    np.all: _np_truth(True),
+    np.cumprod: _np_scan("mul", "np.cumprod"),
     np.log2: _log_base(2.0),
     np.log10: _log_base(10.0),
     np.sum: _reduction("sum"),
@@ -442,6 +658,8 @@ _NUMPY_HANDLERS: dict[Any, Callable] = {
     int: _py_convert("int"),
     bool: _py_convert("bool"),
     range: _py_range,
+    enumerate: _py_enumerate,
+    zip: _py_zip,
     **{getattr(math, n): _unary_np(n, n) for n in ("exp", "log", "sqrt", "tanh", "sin", "cos")},
 }
 _NUMPY_HANDLERS.update(OPS_HANDLERS)
@@ -464,18 +682,20 @@ def _handler_for(fn: Any) -> Callable | None:
 
 _ARRAY_METHODS = {
     "sum", "prod", "mean", "max", "min", "argmax", "argmin", "reshape", "astype", "transpose",
-    "flatten", "ravel", "squeeze", "clip", "dot", "var", "std", "item",
+    "flatten", "ravel", "squeeze", "clip", "dot", "var", "std", "item", "cumsum", "cumprod", "any", "all",
 }
 
 
 def _call_method(tr, m: _BoundMethod, args, kwargs, node) -> Any:
     x = m.value
     name = m.name
-    if name in ("sum", "prod", "mean", "max", "min", "var", "std", "argmax", "argmin", "clip", "dot", "squeeze"):
+    if name in ("sum", "prod", "mean", "max", "min", "var", "std", "argmax", "argmin", "clip", "dot", "squeeze",
+                "cumsum", "cumprod", "any", "all"):
         fn = {
             "sum": np.sum, "prod": np.prod, "mean": np.mean, "max": np.max, "min": np.min, "var": np.var,
             "std": np.std, "argmax": np.argmax, "argmin": np.argmin, "clip": np.clip, "dot": np.dot,
-            "squeeze": np.squeeze,
+            "squeeze": np.squeeze, "cumsum": np.cumsum, "cumprod": np.cumprod,
+            "any": np.any, "all": np.all,
         }[name]
         return _NUMPY_HANDLERS[fn](tr, [x, *args], kwargs, node)
     if name == "reshape":

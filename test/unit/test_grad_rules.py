@@ -102,12 +102,12 @@ UNARY_REF = {
 }
 BINARY_REF = {
     "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide, "pow": np.power,
-    "maximum": np.maximum, "minimum": np.minimum, "rem": np.remainder,
+    "maximum": np.maximum, "minimum": np.minimum, "rem": np.remainder, "arctan2": np.arctan2,
 }
 BINARY_DOMAIN = {
     "add": (normal, normal), "sub": (normal, normal), "mul": (normal, normal),
     "div": (normal, away_from_zero), "pow": (lambda *s: uniform(0.5, 2.0, *s), normal),
-    "maximum": (normal, normal), "minimum": (normal, normal),
+    "maximum": (normal, normal), "minimum": (normal, normal), "arctan2": (normal, normal),
 }
 OP_CLASS = {op.name.removeprefix("msir."): op for op in M.Msir.operations}
 

@@ -1,0 +1,515 @@
+"""NumPy functions users reach for (issue 17), compiled and differentiated.
+
+Each function is checked the same way (`_check`): its value against NumPy in
+GRAPH and PYNATIVE mode, its gradient (reverse mode) against central
+differences in both modes, and its forward-mode tangent against central
+differences. Inputs are float64 so that the differences are exact to ~1e-9.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from gradcheck import numerical_jvp, numerical_vjp, pynative
+
+import msir
+
+
+def _check(loss, *args, argnums=0, rtol=1e-6, atol=1e-8):
+    """`loss(*args)` (a scalar) against NumPy; d loss / d args[argnums] against
+    finite differences in both modes; the JVP along a random direction (when
+    every argument is a float: msir.jvp takes a tangent for each)."""
+    args = [a.astype(np.float64) if isinstance(a, np.ndarray) and a.dtype.kind == "f" else a for a in args]
+    expected = loss(*args)
+    np.testing.assert_allclose(msir.jit(loss)(*args), expected, rtol=rtol, atol=atol)
+    np.testing.assert_allclose(pynative(lambda: msir.jit(loss)(*args)), expected, rtol=rtol, atol=atol)
+
+    def at(xs):
+        full = list(args)
+        full[argnums] = xs[0]
+        return loss(*full)
+
+    fd = numerical_vjp(at, [args[argnums]], np.float64(1.0), 0)
+    g = msir.grad(loss, argnums=argnums)(*args)
+    np.testing.assert_allclose(g, fd, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(pynative(lambda: msir.grad(loss, argnums=argnums)(*args)), fd, rtol=1e-5, atol=1e-7)
+    if not all(np.asarray(a).dtype.kind == "f" for a in args):
+        return
+    direction = np.random.default_rng(3).standard_normal(np.shape(args[argnums]))
+    tangents = tuple(direction if i == argnums else np.zeros_like(a) for i, a in enumerate(args))
+    _, t = msir.jvp(loss, tuple(args), tangents)
+    np.testing.assert_allclose(t, numerical_jvp(at, [args[argnums]], [direction]), rtol=1e-5, atol=1e-7)
+
+
+_RNG = np.random.default_rng(0)
+A = _RNG.standard_normal((3, 4))
+B = _RNG.standard_normal((3, 4))
+V = _RNG.standard_normal(5)
+
+
+# -- np.arctan2: a row of the primitive table and its rule -----------------------
+
+
+def _arctan2(y, x):
+    return np.arctan2(y, x)
+
+
+def _arctan2_loss(y, x):
+    return np.sum(np.arctan2(y, x) * y)
+
+
+def test_arctan2_values_follow_numpy_in_every_quadrant():
+    y = np.array([1.0, -1.0, 0.0, 2.0, -3.0, 0.0, -0.5])
+    x = np.array([1.0, -2.0, -1.0, 0.0, 0.5, 0.0, -0.5])
+    np.testing.assert_allclose(msir.jit(_arctan2)(y, x), np.arctan2(y, x), rtol=1e-15)
+    got32 = msir.jit(_arctan2)(y.astype(np.float32), x.astype(np.float32))
+    assert got32.dtype == np.float32
+    np.testing.assert_allclose(got32, np.arctan2(y, x).astype(np.float32), rtol=1e-6)
+    ints = np.array([1, -2, 3])
+    np.testing.assert_allclose(msir.jit(_arctan2)(ints, 2), np.arctan2(ints, 2), rtol=1e-15)  # float64, as NumPy
+    assert msir.jit(_arctan2)(y.astype(np.float32), 2.0).dtype == np.float32  # a Python float stays weak
+
+
+@pytest.mark.parametrize("argnums", [0, 1])
+def test_arctan2_gradients(argnums):
+    _check(_arctan2_loss, A, B, argnums=argnums)
+
+
+# -- np.logaddexp ------------------------------------------------------------------
+
+
+def _logaddexp(a, b):
+    return np.logaddexp(a, b)
+
+
+def _logaddexp_loss(a, b):
+    return np.sum(np.logaddexp(a, b) * b)
+
+
+def test_logaddexp_values_follow_numpy_where_exp_overflows():
+    a = np.array([1.0, -800.0, 800.0, 0.5, np.inf, -np.inf, np.inf, np.nan])
+    b = np.array([2.0, -801.0, 799.0, 0.5, np.inf, -np.inf, -np.inf, 1.0])
+    with np.errstate(invalid="ignore"):  # NumPy warns of inf - inf inside logaddexp
+        expected = np.logaddexp(a, b)
+        np.testing.assert_array_equal(pynative(lambda: msir.jit(_logaddexp)(a, b)), expected)
+    np.testing.assert_array_equal(msir.jit(_logaddexp)(a, b), expected)
+    got32 = msir.jit(_logaddexp)(a.astype(np.float32)[:4], 1.0)
+    assert got32.dtype == np.float32
+    np.testing.assert_allclose(got32, np.logaddexp(a.astype(np.float32)[:4], 1.0), rtol=1e-6)
+    ints = np.array([1, 2, 3])
+    np.testing.assert_allclose(msir.jit(_logaddexp)(ints, ints[::-1].copy()), np.logaddexp(ints, ints[::-1]))
+
+
+@pytest.mark.parametrize("argnums", [0, 1])
+def test_logaddexp_gradients(argnums):
+    _check(_logaddexp_loss, A, B, argnums=argnums)
+
+
+def test_logaddexp_gradient_at_a_tie_is_one_half_each():
+    x = np.array([0.25, -3.0])
+    ga, gb = msir.grad(_logaddexp_sum, argnums=(0, 1))(x, x.copy())
+    np.testing.assert_allclose(ga, [0.5, 0.5])
+    np.testing.assert_allclose(gb, [0.5, 0.5])
+
+
+def _logaddexp_sum(a, b):
+    return np.sum(np.logaddexp(a, b))
+
+
+# -- np.outer ------------------------------------------------------------------------
+
+
+def _outer_loss(a, b):
+    return np.sum(np.outer(a, b) * np.arange(20.0).reshape(5, 4))
+
+
+def _outer(a, b):
+    return np.outer(a, b)
+
+
+@pytest.mark.parametrize("argnums", [0, 1])
+def test_outer_gradients(argnums):
+    _check(_outer_loss, V, A[0], argnums=argnums)
+
+
+def test_outer_flattens_and_types_as_numpy():
+    m = np.arange(6).reshape(2, 3)
+    np.testing.assert_array_equal(msir.jit(_outer)(m, np.array([1, -1])), np.outer(m, [1, -1]))
+    bools = np.array([True, False])
+    got = msir.jit(_outer)(bools, bools)
+    assert got.dtype == np.bool_
+    np.testing.assert_array_equal(got, np.outer(bools, bools))
+    assert msir.jit(_outer)(V.astype(np.float32), V.astype(np.float32)).dtype == np.float32
+
+
+# -- np.eye, np.identity -------------------------------------------------------------
+
+
+def _eye_products(x):
+    return x @ np.eye(4), np.eye(3, 4, 1, dtype=np.int32), np.eye(4, 3, k=-2), np.identity(3, dtype=bool)
+
+
+def _eye_loss(x):
+    return np.sum((x + 2.0 * np.eye(3, 4, k=1)) ** 2)
+
+
+def test_eye_and_identity_follow_numpy():
+    expected = (A @ np.eye(4), np.eye(3, 4, 1, dtype=np.int32), np.eye(4, 3, k=-2), np.identity(3, dtype=bool))
+    for got in (msir.jit(_eye_products)(A), pynative(lambda: msir.jit(_eye_products)(A))):
+        for g, e in zip(got, expected):
+            assert g.dtype == e.dtype
+            np.testing.assert_array_equal(g, e)
+
+
+def test_eye_gradients():
+    _check(_eye_loss, A)
+
+
+# -- np.tril, np.triu -----------------------------------------------------------------
+
+
+def _triangles(x):
+    return np.tril(x), np.triu(x), np.tril(x, -1), np.triu(x, k=2), np.tril(x[0]), np.triu(x > 0)
+
+
+def _triangle_loss(x):
+    return np.sum(np.tril(x, 1) * np.triu(x, -1) * np.arange(12.0).reshape(3, 4))
+
+
+def test_triangles_follow_numpy():
+    x = np.stack([A, B])  # a batch: the triangles are those of the last two axes
+    expected = _triangles(x)
+    for got in (msir.jit(_triangles)(x), pynative(lambda: msir.jit(_triangles)(x))):
+        for g, e in zip(got, expected):
+            assert g.dtype == e.dtype and g.shape == e.shape
+            np.testing.assert_array_equal(g, e)
+
+
+def test_triangle_gradients():
+    _check(_triangle_loss, A)
+
+
+# -- np.diag ---------------------------------------------------------------------------
+
+
+def _diags(m, v):
+    return np.diag(m), np.diag(m, 1), np.diag(m, k=-2), np.diag(m, 7), np.diag(v), np.diag(v, 2), np.diag(v, -1)
+
+
+def _diag_loss(v):
+    d = np.diag(v, 1)
+    return np.sum(np.diag(d @ d.T + np.diag(v * v, -1) ** 2) * np.arange(6.0))
+
+
+def test_diag_follows_numpy():
+    expected = _diags(A, V)
+    for got in (msir.jit(_diags)(A, V), pynative(lambda: msir.jit(_diags)(A, V))):
+        for g, e in zip(got, expected):
+            assert g.shape == e.shape
+            np.testing.assert_array_equal(g, e)
+
+
+def test_diag_gradients_through_both_directions():
+    _check(_diag_loss, V)
+
+
+def _diag_of_3d(x):
+    return np.diag(x)
+
+
+def test_diag_of_a_3d_array_is_a_shape_error_at_the_call():
+    with pytest.raises(msir.errors.ShapeError, match=r"np.diag: the input must be 1-d or 2-d, got a 3-d array") as e:
+        msir.jit(_diag_of_3d)(np.zeros((2, 2, 2)))
+    assert f":{_diag_of_3d.__code__.co_firstlineno + 1}:" in str(e.value)
+
+
+# -- np.cumsum, np.cumprod -----------------------------------------------------------
+
+
+def _scans(x):
+    return (np.cumsum(x), np.cumsum(x, axis=0), np.cumsum(x, 1), x.cumsum(axis=-1), np.cumprod(x, axis=1),
+            x.cumprod(0), np.cumprod(x))
+
+
+def _scans_of_ints(m, b):
+    return np.cumsum(m, axis=1), np.cumprod(m, 0), np.cumsum(b), np.cumsum(m, axis=1, dtype=np.float32)
+
+
+def _cumsum_loss(x):
+    return np.sum(np.cumsum(x, axis=1) ** 2) + np.sum(np.cumsum(x) * np.arange(12.0))
+
+
+def _cumprod_loss(x):
+    return np.sum(np.cumprod(x, axis=0) * np.arange(12.0).reshape(3, 4)) + np.sum(np.cumprod(x[0]))
+
+
+def test_scans_follow_numpy():
+    x = np.linspace(-1.5, 2.0, 7 * 5).reshape(7, 5)  # 7 and 5: not powers of two
+    expected = _scans(x)
+    for got in (msir.jit(_scans)(x), pynative(lambda: msir.jit(_scans)(x))):
+        for g, e in zip(got, expected):
+            assert g.shape == e.shape
+            np.testing.assert_allclose(g, e, rtol=1e-13, atol=1e-14)
+    m, b = np.arange(-4, 8, dtype=np.int32).reshape(3, 4), np.array([True, False, True])
+    for g, e in zip(msir.jit(_scans_of_ints)(m, b), _scans_of_ints(m, b)):
+        assert g.dtype == e.dtype  # int32 and bool accumulate in int64, as in NumPy
+        np.testing.assert_array_equal(g, e)
+
+
+def test_cumsum_gradients():
+    _check(_cumsum_loss, A)
+
+
+def test_cumprod_gradients_also_through_zeros():
+    _check(_cumprod_loss, A)
+    x = A.copy()
+    x[1, 2] = 0.0  # a zero: the gradient of the products after it is not a division by it
+    np.testing.assert_allclose(msir.grad(_cumprod_loss)(x), numerical_vjp(lambda xs: _cumprod_loss(xs[0]), [x],
+                                                                          np.float64(1.0), 0), rtol=1e-5, atol=1e-7)
+
+
+# -- np.linalg.norm -----------------------------------------------------------------
+
+
+def _vector_norms(v, m):
+    inf = np.inf
+    return (np.linalg.norm(v), np.linalg.norm(v, 1), np.linalg.norm(v, 2), np.linalg.norm(v, np.inf),
+            np.linalg.norm(v, -inf), np.linalg.norm(v, 3), np.linalg.norm(v, ord=0.5),
+            np.linalg.norm(m, axis=1), np.linalg.norm(m, 1, axis=0), np.linalg.norm(m, inf, axis=-1, keepdims=True))
+
+
+def _matrix_norms(m, t):
+    inf = np.inf
+    return (np.linalg.norm(m), np.linalg.norm(m, "fro"), np.linalg.norm(m, 1), np.linalg.norm(m, -1),
+            np.linalg.norm(m, inf), np.linalg.norm(m, ord=-inf), np.linalg.norm(t), np.linalg.norm(t, axis=(0, 2)),
+            np.linalg.norm(t, 1, axis=(2, 1)), np.linalg.norm(m, keepdims=True))
+
+
+def test_norms_follow_numpy():
+    t = np.stack([A, B])
+    for fn, args in ((_vector_norms, (V, A)), (_matrix_norms, (A, t))):
+        expected = fn(*args)
+        for got in (msir.jit(fn)(*args), pynative(lambda: msir.jit(fn)(*args))):
+            for g, e in zip(got, expected):
+                assert np.shape(g) == np.shape(e)
+                np.testing.assert_allclose(g, e, rtol=1e-13)
+    assert msir.jit(_vector_norms)(V.astype(np.float32), A.astype(np.float32))[0].dtype == np.float32
+    np.testing.assert_allclose(msir.jit(_vector_norms)(np.arange(5), np.arange(12).reshape(3, 4))[5],
+                               np.linalg.norm(np.arange(5), 3))  # integers in float64
+
+
+def _norm_loss(m):
+    return (np.linalg.norm(m) + np.linalg.norm(m, 1) + 2.0 * np.linalg.norm(m, np.inf)
+            + np.sum(np.linalg.norm(m, 3, axis=1)) + np.sum(np.linalg.norm(m, axis=0)))
+
+
+def test_norm_gradients():
+    _check(_norm_loss, A)
+
+
+def _spectral(m):
+    return np.linalg.norm(m, 2)
+
+
+def test_the_spectral_norm_of_a_matrix_is_refused_at_the_call():
+    with pytest.raises(msir.errors.UnsupportedSyntaxError, match=r"spectral norm \(ord=2\) of a matrix") as e:
+        msir.jit(_spectral)(A)
+    assert f":{_spectral.__code__.co_firstlineno + 1}:" in str(e.value)
+    with pytest.raises(msir.errors.UnsupportedSyntaxError, match=r"spectral norm"):
+        pynative(lambda: msir.jit(_spectral)(A))
+
+
+# -- np.any, np.all --------------------------------------------------------------------
+
+
+def _truths(x, m, b):
+    return (np.any(x > 1.0), np.all(x > -3.0), np.any(m, axis=0), np.all(m, axis=1, keepdims=True), x.any(),
+            (x > 0).all(axis=-1), np.any(b), np.all(b), np.any(x[:, :0]), np.all(x[:, :0], axis=1))
+
+
+def _gated_loss(x):
+    # the gate is boolean, so it carries no derivative; the branches do
+    return np.sum(np.where(np.all(x > -3.0, axis=1, keepdims=True), x * x, -x))
+
+
+def test_any_and_all_follow_numpy():
+    m = np.array([[0, 2, 0], [0, 0, 0]], np.int32)
+    b = np.array([True, False, True])
+    x = A.copy()
+    x[2, 1] = np.nan  # NaN is nonzero, so true
+    expected = _truths(x, m, b)
+    for got in (msir.jit(_truths)(x, m, b), pynative(lambda: msir.jit(_truths)(x, m, b))):
+        for g, e in zip(got, expected):
+            assert np.asarray(g).dtype == np.bool_ and np.shape(g) == np.shape(e)
+            np.testing.assert_array_equal(g, e)
+
+
+def test_a_gate_of_all_is_differentiated_through_its_branches():
+    x = A.copy()
+    x[1, 0] = -4.0  # row 1 takes -x
+    _check(_gated_loss, x)
+
+
+# -- np.take_along_axis ----------------------------------------------------------------
+
+
+def _take_along(x, i, j):
+    return (np.take_along_axis(x, i, axis=1), np.take_along_axis(x, j, 0), np.take_along_axis(x, i[:1], axis=-1),
+            np.take_along_axis(x[0], i[0], axis=None))
+
+
+def _take_along_loss(x, i):
+    picked = np.take_along_axis(x, i, axis=1)  # repeated and negative indices
+    return np.sum(picked * np.arange(9.0).reshape(3, 3)) + np.sum(np.take_along_axis(x, np.argmax(x, 0)[None], 0))
+
+
+I = np.array([[0, 3, 3], [-1, 1, 0], [2, 2, -4]])
+
+
+def test_take_along_axis_follows_numpy():
+    j = np.array([[2, 0, 1, 1]])  # broadcast along axis 1: no, along the other axes
+    expected = _take_along(A, I, j)
+    for got in (msir.jit(_take_along)(A, I, j), pynative(lambda: msir.jit(_take_along)(A, I, j))):
+        for g, e in zip(got, expected):
+            assert g.shape == e.shape
+            np.testing.assert_array_equal(g, e)
+
+
+def _take_along_of_x(x):
+    return np.sum(np.take_along_axis(x, I, axis=1) ** 2)
+
+
+def test_take_along_axis_gradients():
+    _check(_take_along_loss, A, I)
+    _check(_take_along_of_x, A)  # the indices a global: forward mode too
+
+
+def test_take_along_axis_out_of_range_is_an_index_error_at_run_time():
+    with pytest.raises(IndexError):
+        msir.jit(_take_along_loss)(A, np.array([[0, 4, 0], [0, 0, 0], [0, 0, 0]]))
+
+
+# -- np.linspace, np.arange ----------------------------------------------------------
+
+
+def _ranges(a, b):
+    return (np.linspace(0.0, 1.0, 7), np.linspace(-2, 3, num=6, endpoint=False), np.linspace(a, b, 5),
+            np.linspace(b, a, 1), np.linspace(0, 10, 4, dtype=np.int64), np.linspace(a, 2.0, 0),
+            np.arange(5), np.arange(1.0, 2.0, 0.25), np.arange(7, 1, -2, dtype=np.float32))
+
+
+def _linspace_loss(a, b):
+    return np.sum(np.linspace(a, b, 9) ** 3) + np.sum(np.linspace(b, a * a, 4, endpoint=False))
+
+
+def test_linspace_and_arange_follow_numpy():
+    a, b = np.float64(-0.3), 2.5
+    expected = _ranges(a, b)
+    for got in (msir.jit(_ranges)(a, b), pynative(lambda: msir.jit(_ranges)(a, b))):
+        for g, e in zip(got, expected):
+            assert g.dtype == e.dtype and g.shape == e.shape
+            np.testing.assert_allclose(g, e, rtol=1e-15, atol=1e-15)
+    f32 = msir.jit(_ranges)(np.float32(-0.3), np.float32(2.5))[2]
+    assert f32.dtype == np.linspace(np.float32(-0.3), np.float32(2.5), 5).dtype
+
+
+@pytest.mark.parametrize("argnums", [0, 1])
+def test_linspace_gradients_with_runtime_bounds(argnums):
+    _check(_linspace_loss, np.float64(0.7), np.float64(-1.2), argnums=argnums)
+
+
+# -- enumerate and zip in compiled code -------------------------------------------------
+
+
+def _weighted(x, ws):
+    total = 0.0
+    for i, w in enumerate(ws):  # a tuple of arrays: the loop unrolls
+        total = total + (i + 1) * np.sum(w * x)
+    for k, (a, b) in enumerate(zip(ws, (2.0, 3.0, 4.0)), start=1):
+        total = total + k * b * np.sum(a * x * x)
+    for i, row in enumerate(x):
+        total = total + i * np.sum(row)
+    for j, (p, q) in zip(range(2), zip(x, ws)):
+        total = total + j * np.sum(p * q[0])
+    return total
+
+
+def _weighted_x(x):
+    return _weighted(x, WS)
+
+
+WS = (_RNG.standard_normal(4), _RNG.standard_normal(4), _RNG.standard_normal(4))
+
+
+def test_enumerate_and_zip_unroll_in_both_modes():
+    _check(_weighted_x, A)
+    np.testing.assert_allclose(msir.grad(_weighted, argnums=1)(A, WS)[2], pynative(
+        lambda: msir.grad(_weighted, argnums=1)(A, WS))[2], rtol=1e-12)
+
+
+def _zip_strict(x, ws):
+    return [a * b for a, b in zip(x, ws, strict=True)]
+
+
+def test_zip_strict_with_different_lengths_is_a_value_error_at_the_call():
+    with pytest.raises(ValueError, match=r"zip\(\) arguments have different lengths") as e:
+        msir.jit(_zip_strict)(A, WS[:2])
+    assert f":{_zip_strict.__code__.co_firstlineno + 1}:" in str(e.value)
+
+
+# -- the derivative of a function whose output does not depend on its inputs ---------------
+
+
+def _constant(x, y):
+    return 2.5
+
+
+def _constant_with_aux(x):
+    return 1.0, np.sum(x)
+
+
+def _ignores_x(x, y):
+    return np.sum(y * 0.0) + np.sum(np.floor(x)) + 4.0
+
+
+@pytest.mark.parametrize("mode", ["graph", "pynative"])
+def test_the_gradient_of_a_constant_is_zeros_of_the_inputs_shapes(mode):
+    def run(thunk):
+        return pynative(thunk) if mode == "pynative" else thunk()
+
+    x, y = A.astype(np.float32), V
+    gx, gy = run(lambda: msir.grad(_constant, argnums=(0, 1))(x, y))
+    assert gx.dtype == np.float32 and gy.dtype == np.float64
+    np.testing.assert_array_equal(gx, np.zeros_like(x))
+    np.testing.assert_array_equal(gy, np.zeros_like(y))
+    value, g = run(lambda: msir.value_and_grad(_ignores_x)(x, y))
+    np.testing.assert_allclose(value, _ignores_x(x, y))
+    np.testing.assert_array_equal(g, np.zeros_like(x))
+    g, aux = run(lambda: msir.grad(_constant_with_aux, has_aux=True)(V))
+    np.testing.assert_array_equal(g, np.zeros_like(V))
+    np.testing.assert_allclose(aux, np.sum(V))
+    out, tangent = run(lambda: msir.jvp(_constant, (x, y), (np.ones_like(x), np.ones_like(y))))
+    assert out == 2.5 and tangent == 0.0
+    out, vjp_fn = run(lambda: msir.vjp(_constant, x, y))
+    np.testing.assert_array_equal(vjp_fn(np.float64(1.0))[0], np.zeros_like(x))
+
+
+# -- float32 throughout, and long arrays (the vectorised code paths) ---------------------
+
+
+@pytest.mark.parametrize("loss", [_arctan2_loss, _logaddexp_loss, _triangle_loss, _cumsum_loss, _cumprod_loss,
+                                  _norm_loss, _eye_loss], ids=lambda f: f.__name__)
+def test_float32_gradients_stay_float32(loss):
+    args = (A.astype(np.float32), B.astype(np.float32))[: loss.__code__.co_argcount]
+    g = msir.grad(loss)(*args)
+    assert g.dtype == np.float32
+    np.testing.assert_allclose(g, msir.grad(loss)(*(a.astype(np.float64) for a in args)), rtol=2e-4, atol=2e-5)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_long_arrays_follow_numpy(dtype):
+    rng = np.random.default_rng(5)
+    y, x = (rng.standard_normal(4099).astype(dtype) * 3 for _ in range(2))
+    rtol = 1e-6 if dtype == np.float32 else 1e-14
+    np.testing.assert_allclose(msir.jit(_arctan2)(y, x), np.arctan2(y, x), rtol=rtol, atol=rtol)
+    np.testing.assert_allclose(msir.jit(_logaddexp)(y, x), np.logaddexp(y, x), rtol=rtol, atol=rtol)
