@@ -7,10 +7,11 @@
 
 `msir.jit(f, target="ascend")` and `msir.set_context(device_target="Ascend")`
 compile for it. The chip is 910A unless `MSIR_ASCEND_CHIP` names another
-(910B); it joins the compile cache key. A call casts its arrays as the kernel
-records in `msir.host_casts` (f32 matmul operands to f16, MindSpore's
-`allow_fp32_to_fp16`) and returns the kernel's outputs, shaped as the
-function's results, at the target's precision. The last call's
+(910B); it joins the compile cache key. A call passes its arrays as the kernel's GM
+buffers (`host_inputs`: f32 matmul operands cast to f16, MindSpore's
+`allow_fp32_to_fp16`) and returns the kernel's outputs shaped as the
+function's results (`host_outputs`), at the target's precision; `msir-run
+--target ascend` does the same. The last call's
 `msir.ascend.timing.Profile` is `EmulatedModule.profile`.
 
 Nothing heavy is imported here: the steps import xDSL and the emulator when
@@ -19,6 +20,7 @@ they run.
 
 from __future__ import annotations
 
+import math
 import os
 from typing import Any
 
@@ -31,40 +33,65 @@ def chip() -> str:
     return os.environ.get("MSIR_ASCEND_CHIP", "910A").strip().upper()
 
 
+def host_inputs(kernel, arrays) -> list:
+    """The caller's arrays as the GM buffers of a kernel that
+    convert-msir-to-ascend lowered: f32 arrays cast to f16 where the kernel
+    records it (`msir.host_casts`: MindSpore's `allow_fp32_to_fp16`), and
+    arrays of a buffer's size in its shape (GM holds bytes: an elementwise
+    kernel's buffers are flat). Anything else is passed as given, for the
+    emulator to check."""
+    import numpy as np
+
+    from msir.ascend import emulator
+
+    casts = kernel.attributes.get("msir.host_casts")
+    casts = [c.data for c in casts.data] if casts is not None else [None] * len(kernel.ins)
+    out = []
+    for arg, value, cast_from in zip(kernel.ins, arrays, [*casts, *[None] * len(arrays)]):
+        value = np.asarray(value)
+        dtype = emulator.numpy_dtype(arg.type.dtype, kernel)
+        if cast_from is not None and value.dtype == emulator.numpy_dtype(cast_from, kernel):
+            value = value.astype(dtype)
+        if value.dtype == dtype and value.size == math.prod(arg.type.dims):
+            value = value.reshape(arg.type.dims)
+        out.append(value)
+    return out
+
+
+def host_outputs(kernel, outputs: list) -> list:
+    """The kernel's outputs in the shapes of the function's results
+    (`msir.result_shapes`), if it records them."""
+    shapes = kernel.attributes.get("msir.result_shapes")
+    if shapes is None:
+        return outputs
+    return [out.reshape(tuple(d.data for d in s.data)) for out, s in zip(outputs, shapes.data)]
+
+
 class EmulatedFunction:
     """One kernel of an emulated module, callable on NumPy arrays."""
 
-    def __init__(self, module: EmulatedModule, symbol: str, shapes: list[tuple[int, ...]]):
-        self.module, self.symbol, self.shapes = module, symbol, shapes
+    def __init__(self, module: EmulatedModule, symbol: str):
+        self.module, self.symbol = module, symbol
 
     def __call__(self, *arrays):
-        import numpy as np
-
         from msir.ascend import emulator
 
         kernel = emulator.find_kernel(self.module.module, self.symbol)
-        inputs = []
-        for arg, value in zip(kernel.ins, arrays):
-            value = np.asarray(value)
-            dtype = emulator.numpy_dtype(arg.type.dtype, kernel)
-            # the kernel's GM buffers are flat for elementwise chains, and f16
-            # for matmul operands the caller passes as f32 (msir.host_casts)
-            inputs.append(value.astype(dtype, copy=False).reshape(arg.type.dims))
-        result = emulator.run(self.module.module, self.symbol, inputs)
+        result = emulator.run(self.module.module, self.symbol, host_inputs(kernel, arrays))
         self.module.profile = result.profile
-        return tuple(out.reshape(shape) for out, shape in zip(result.outputs, self.shapes))
+        return tuple(host_outputs(kernel, result.outputs))
 
 
 class EmulatedModule:
     """A module of kernels as the compile driver's native module."""
 
-    def __init__(self, module, shapes: dict[str, list[tuple[int, ...]]]):
-        self.module, self.shapes = module, shapes
+    def __init__(self, module):
+        self.module = module
         self.profile = None
         """The timing profile of the last call of any of its kernels."""
 
     def function(self, symbol: str, sites=None) -> EmulatedFunction:
-        return EmulatedFunction(self, symbol, self.shapes[symbol])
+        return EmulatedFunction(self, symbol)
 
 
 def emulated_module(module, object_sink) -> tuple[EmulatedModule, list]:
@@ -72,11 +99,7 @@ def emulated_module(module, object_sink) -> tuple[EmulatedModule, list]:
     from msir.ascend import emulator
 
     emulator.verify(module)
-    shapes = {}
-    for kernel in module.ops:
-        result_shapes = kernel.attributes.get("msir.result_shapes")
-        shapes[kernel.sym_name.data] = [tuple(d.data for d in s.data) for s in result_shapes.data]
-    return EmulatedModule(module, shapes), []
+    return EmulatedModule(module), []
 
 
 def key_options() -> dict[str, Any]:
