@@ -12,7 +12,7 @@ buffers (`host_inputs`: f32 matmul operands cast to f16, MindSpore's
 `allow_fp32_to_fp16`) and returns the kernel's outputs shaped as the
 function's results (`host_outputs`), at the target's precision; `msir-run
 --target ascend` does the same. The last call's
-`msir.ascend.timing.Profile` is `EmulatedModule.profile`.
+`msir.ascend.timing.Profile` is `msir.jit(f).profile`.
 
 Nothing heavy is imported here: the steps import xDSL and the emulator when
 they run.
@@ -20,6 +20,7 @@ they run.
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 from typing import Any
@@ -31,6 +32,10 @@ from msir.targets import Target
 def chip() -> str:
     """The chip kernels are compiled for: `MSIR_ASCEND_CHIP`, 910A by default."""
     return os.environ.get("MSIR_ASCEND_CHIP", "910A").strip().upper()
+
+
+_CALLS = itertools.count()
+"""Numbers the calls of emulated functions, so the latest profile is known."""
 
 
 def host_inputs(kernel, arrays) -> list:
@@ -72,13 +77,16 @@ class EmulatedFunction:
 
     def __init__(self, module: EmulatedModule, symbol: str):
         self.module, self.symbol = module, symbol
+        self.last_run = None
+        """(call number, `msir.ascend.timing.Profile`) of the last call, for
+        `msir.jit(f).profile`."""
 
     def __call__(self, *arrays):
         from msir.ascend import emulator
 
         kernel = emulator.find_kernel(self.module.module, self.symbol)
         result = emulator.run(self.module.module, self.symbol, host_inputs(kernel, arrays))
-        self.module.profile = result.profile
+        self.last_run = (next(_CALLS), result.profile)
         return tuple(host_outputs(kernel, result.outputs))
 
 
@@ -87,8 +95,6 @@ class EmulatedModule:
 
     def __init__(self, module):
         self.module = module
-        self.profile = None
-        """The timing profile of the last call of any of its kernels."""
 
     def function(self, symbol: str, sites=None) -> EmulatedFunction:
         return EmulatedFunction(self, symbol)

@@ -250,3 +250,19 @@ def test_an_op_without_ascend_lowering_is_refused_at_its_line():
 def test_a_k_that_needs_zero_padding_is_refused():
     with pytest.raises(CompileError, match="K = 70 is not a multiple of the cube's fractal depth 16"):
         lower(matmul_ir(32, 70, 32), "910A")
+
+
+def test_profile_of_the_last_call(monkeypatch):
+    monkeypatch.setenv("MSIR_ASCEND_CHIP", "910B")
+    f = msir.jit(_mlp_layer, target="ascend")
+    assert f.profile is None
+    x = np.ones((32, 32), np.float32)
+    f(x, x)
+    small = f.profile
+    f(np.ones((256, 256), np.float32), np.ones((256, 256), np.float32))
+    large = f.profile
+    assert large is not small and large.cycles > small.cycles > 0
+    text = str(large)
+    assert text.startswith(f"cycles: {large.cycles} (910B, block_dim ")
+    assert "pipe m " in text and "critical pipe: mte2" in text
+    assert msir.jit(_mlp_layer).profile is None  # the CPU target has none
