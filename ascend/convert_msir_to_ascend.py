@@ -369,8 +369,12 @@ class _Chain:
         self.dtype: str | None = None
         env = {arg: ("in", i) for i, arg in enumerate(fn.body.block.args)}
         for arg in fn.body.block.args:
-            self._check_tensor(fn, arg.type)
+            _dtype(fn, arg.type)
         self.outputs = self._run(fn.body.block, env)
+        # elementwise ops take operands of their result's type: the inputs
+        # they read, and the results, have the chain's type
+        for t in fn.function_type.outputs.data:
+            self._check_tensor(fn, t)
 
     def _check_tensor(self, op, t) -> None:
         dtype, shape = _dtype(op, t), tuple(t.get_shape())
@@ -418,11 +422,11 @@ class _Chain:
         if op.name not in _FOLD:
             raise refuse(op, "has no Ascend lowering (the target lowers matmul and the elementwise ops "
                          f"{', '.join(sorted(n.removeprefix('msir.') for n in _FOLD))})")
-        self._check_tensor(op, op.results[0].type)
         scalars = [isinstance(a, float) for a in args]
-        if all(scalars):
-            dtype = _DTYPES[self.dtype]
+        if all(scalars):  # folded in the result's precision
+            dtype = _DTYPES[_dtype(op, op.results[0].type)]
             return float(_FOLD[op.name](*(dtype(a) for a in args)))
+        self._check_tensor(op, op.results[0].type)
         if len(args) == 1:
             if op.name == "msir.neg":
                 return self._emit("vmuls", args, -1.0)
@@ -451,7 +455,8 @@ def _lower_elementwise(name: str, spec: A.TargetSpec, fn: func.FuncOp, tile_elem
     element_type = Float16Type() if dtype == "f16" else Float32Type()
     n = math.prod(chain.shape)
     args = fn.body.block.args
-    k = _Kernel(name, spec, [A.BufferType("gm", (n,), element_type)] * len(args),
+    k = _Kernel(name, spec, [A.BufferType("gm", (math.prod(a.type.get_shape()),), a.type.element_type)
+                             for a in args],
                 [A.BufferType("gm", (n,), element_type)] * len(chain.outputs),
                 [a.name_hint or f"arg{i}" for i, a in enumerate(args)] +
                 [f"result{i}" if len(chain.outputs) > 1 else "result" for i in range(len(chain.outputs))])

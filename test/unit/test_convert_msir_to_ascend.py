@@ -266,3 +266,31 @@ def test_profile_of_the_last_call(monkeypatch):
     assert text.startswith(f"cycles: {large.cycles} (910B, block_dim ")
     assert "pipe m " in text and "critical pipe: mte2" in text
     assert msir.jit(_mlp_layer).profile is None  # the CPU target has none
+
+
+def test_a_fused_chain_lowers_as_the_unfused_one():
+    from xdsl.parser import Parser
+    from xdsl.printer import Printer
+    import io
+
+    from msir.compiler import make_context
+    from msir.passes.fuse import MsirFuse
+
+    ctx = make_context()
+    module = Parser(ctx, chain_ir(1000, "f16"), "model.mlir").parse_module()
+    MsirFuse().apply(ctx, module)
+    fused = io.StringIO()
+    Printer(stream=fused).print_op(module)
+    assert "msir.fusion" in fused.getvalue()
+    assert lower(fused.getvalue(), "910B") == lower(chain_ir(1000, "f16"), "910B")
+
+
+def _bias(x, b):
+    return x + b
+
+
+def test_a_broadcast_of_a_tensor_is_refused_at_its_line():
+    with pytest.raises(CompileError) as e:
+        msir.jit(_bias, target="ascend")(np.ones((4, 8), np.float32), np.ones(8, np.float32))
+    assert "msir.broadcast_to: broadcasting a tensor has no Ascend lowering yet" in e.value.message
+    assert e.value.loc.line == _bias.__code__.co_firstlineno + 1
