@@ -23,10 +23,13 @@ earlier flags, so a dependency already covered gets nothing:
   InjectSync does; a back-edge dependency within one pipe gets a barrier
   before the consumer.
 
-A loop is analysed as running at least twice (the second iteration finds the
-back edges); its back-edge flags are balanced for any trip count, zero
-included. The body's own syncs are planned again whenever a back edge is
-added, since its pre-loop set may already cover what the body needed.
+A loop is analysed as running `max_trips` times, at most twice: a second
+iteration finds the back edges, one at a time (a back edge's wait may cover
+the next), and the body's own syncs are planned again whenever one is added,
+since its pre-loop set may cover what the body needed. The lowering gives
+core 0 the most iterations of every loop, so the analysis follows core 0,
+where each inserted sync is needed; the back-edge flags are balanced for any
+trip count, zero included, so the other cores run the same code safely.
 
 GM is not tracked: the lowering reads kernel inputs only on MTE2 and writes
 each output byte once, on one pipe (the emulator's `CoreOwnership` checks the
