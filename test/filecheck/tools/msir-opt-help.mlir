@@ -17,6 +17,7 @@
 // CHECK-NEXT: {{^}}  msir-fuse               Group elementwise chains
 // CHECK-NEXT: {{^}}  convert-msir-to-loops   Bufferise msir tensor code
 // CHECK-NEXT: {{^}}  msir-lower-to-llvm      Lower a loops-level module
+// CHECK-NEXT: {{^}}  convert-msir-to-ascend  msir functions to synchronised `ascend.kernel`s.{{$}}
 // CHECK-EMPTY:
 // CHECK-NEXT: {{^}}xDSL passes:{{$}}
 // CHECK-NOT:  msir-
