@@ -119,12 +119,21 @@ def _up16(x: int) -> int:
     return -(-x // 16) * 16
 
 
+def _tile_classes(M: int, bm: int, N: int, bn: int) -> list[tuple[int, int, int]]:
+    """The output tiles with one static shape each: (count, rows, cols) of
+    the full tiles, the last column's, the last row's and the corner's."""
+    rows = [(M // bm, bm)] + ([(1, M % bm)] if M % bm else [])
+    cols = [(N // bn, bn)] + ([(1, N % bn)] if N % bn else [])
+    return [(r * c, mt, nt) for r, mt in rows for c, nt in cols if r * c]
+
+
 def tile_matmul(spec: A.TargetSpec, M: int, N: int, K: int, out_bytes: int) -> MatmulTiling:
     """The tile sizes that fit the target's memories (single-buffered: L1
     holds one A and one B tile, L0A / L0B one each, L0C the f32 accumulator,
     and on coupled chips UB the output tile) and minimise the cost model's
-    estimate: output tiles per core x the larger of the cube's steps and
-    MTE2's cycles of a tile, plus the copy latencies of each K step."""
+    estimate: the tiles core 0 runs (it starts every class of tiles) x the
+    larger of the cube's steps and MTE2's cycles of a tile, plus the copy
+    latencies of each K step. `block_dim` is what the largest class uses."""
     cap = spec.capacity
     best = None
     mte2 = spec.pipes["mte2"]
@@ -132,8 +141,10 @@ def tile_matmul(spec: A.TargetSpec, M: int, N: int, K: int, out_bytes: int) -> M
         for bn in range(16, min(_up16(N), 256) + 1, 16):
             if bm * bn * 4 > cap["l0c"] or (spec.coupled and bm * bn * max(out_bytes, 4) > cap["ub"]):
                 continue
-            tiles = math.ceil(M / bm) * math.ceil(N / bn)
-            cores = min(spec.cube_cores, tiles)
+            classes = _tile_classes(M, bm, N, bn)
+            cores = min(spec.cube_cores, max(count for count, _, _ in classes))
+            # each class of tiles starts its round-robin at core 0
+            rounds = sum(-(-count // cores) for count, _, _ in classes)
             for bk in range(16, min(K, 4080) + 1, 16):
                 if bm * bk * 2 > cap["l0a"] or bk * bn * 2 > cap["l0b"] or (bm + bn) * bk * 2 > cap["l1"]:
                     continue
@@ -141,7 +152,7 @@ def tile_matmul(spec: A.TargetSpec, M: int, N: int, K: int, out_bytes: int) -> M
                 cube = (bm // 16) * (bn // 16) * (K // 16)
                 load = (bm + bn) * K * 2 / min(mte2.bytes_per_cycle, spec.gm_bytes_per_cycle / cores)
                 latency = steps * (mte2.latency + spec.pipes["mte1"].latency + spec.cube_latency)
-                cost = (math.ceil(tiles / cores) * (max(cube, load) + latency), -bk)
+                cost = (rounds * (max(cube, load) + latency), -bk)
                 if best is None or cost < best[0]:
                     best = (cost, MatmulTiling(bm, bn, bk, cores))
     assert best is not None, "a 16x16x16 tile fits every target"
@@ -474,7 +485,7 @@ def _lower_elementwise(name: str, spec: A.TargetSpec, fn: func.FuncOp, tile_elem
     for step in chain.steps:
         ub[step.dst] = k.alloc("ub", (tile,), dtype, "nd", f"t{step.dst[1]}_ub")
     full, tail = divmod(n, tile)
-    block_dim = min(spec.vector_cores, full + (tail > 0))
+    block_dim = min(spec.vector_cores, max(full, 1))  # the tail goes to core 0, as the loops start there
     gm_in, gm_out = k.block.args[: len(args)], k.block.args[len(args):]
 
     def tile_body(body: list, offset, size: int) -> None:

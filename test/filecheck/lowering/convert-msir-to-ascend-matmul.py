@@ -7,9 +7,9 @@
 # RUN: msir-run %t.a.mlir --target ascend --entry dense --input @%t.x.npy --input @%t.w.npy | filecheck %s --check-prefix=RUN-A
 
 # A matmul of f32 operands: the kernel takes them as f16 (allow_fp32_to_fp16)
-# and returns the f32 accumulator. The tiler spreads 16-row tiles over 19
+# and returns the f32 accumulator. The tiler spreads 16-row tiles over 18
 # cores; 300 rows leave a 12-row edge tile, whose loop runs after the full
-# tiles' on core 0. Data moves GM -> L1 (nd2nz) on MTE2, L1 -> L0A / L0B on
+# tiles' on core 0 (every loop over tiles starts there). Data moves GM -> L1 (nd2nz) on MTE2, L1 -> L0A / L0B on
 # MTE1, the cube multiplies, and the result leaves L0C on FixPipe (910B) or
 # through UB (V, then MTE3, 910A). Each hand-over between pipes is one flag
 # pair; the edge tile's loop also waits for the full tiles to be done with
@@ -19,7 +19,7 @@
 def dense(x, w):
     return x @ w
 
-# B: ascend.kernel @dense #ascend.target<"910B"> block_dim 19 ins(%x: !ascend.buf<gm, 300x64xf16>, %w: !ascend.buf<gm, 64x40xf16>) outs(%result: !ascend.buf<gm, 300x40xf32>) attributes {msir.host_casts = ["f32", "f32"], msir.result_shapes = {{\[\[}}#builtin.int<300>, #builtin.int<40>]]}
+# B: ascend.kernel @dense #ascend.target<"910B"> block_dim 18 ins(%x: !ascend.buf<gm, 300x64xf16>, %w: !ascend.buf<gm, 64x40xf16>) outs(%result: !ascend.buf<gm, 300x40xf32>) attributes {msir.host_casts = ["f32", "f32"], msir.result_shapes = {{\[\[}}#builtin.int<300>, #builtin.int<40>]]}
 # B: %a_l1 = ascend.alloc at 0 : !ascend.buf<l1, 16x64xf16, zN>
 # B: %b_l1 = ascend.alloc at 2048 : !ascend.buf<l1, 64x48xf16, zN>
 # B: %a_l0 = ascend.alloc at 0 : !ascend.buf<l0a, 16x64xf16, zZ>
@@ -63,7 +63,7 @@ def dense(x, w):
 # B-NEXT: ascend.copy fix %acc[{{.*}}] to %result[{{.*}}] sizes [12, 40]
 # B-NEXT: }
 
-# A: ascend.kernel @dense #ascend.target<"910A"> block_dim 19
+# A: ascend.kernel @dense #ascend.target<"910A"> block_dim 18
 # A: %c_ub = ascend.alloc at 0 : !ascend.buf<ub, 16x48xf32, zN>
 # A-NOT: fix
 # A: ascend.mmad %acc, %a_l0, %b_l0 m 16 n 40 k 64 init
@@ -85,8 +85,8 @@ def dense(x, w):
 # A-NEXT: ascend.copy v %acc[{{.*}}] to %c_ub[{{.*}}] sizes [16, 48]
 
 # RUN-B: result 0: tensor<300x40xf32> = {{\[\[}}
-# RUN-B: cycles: {{[0-9]+}} (910B, block_dim 19,
+# RUN-B: cycles: {{[0-9]+}} (910B, block_dim 18,
 # RUN-B: pipe fix
 # RUN-A: result 0: tensor<300x40xf32> = {{\[\[}}
-# RUN-A: cycles: {{[0-9]+}} (910A, block_dim 19,
+# RUN-A: cycles: {{[0-9]+}} (910A, block_dim 18,
 # RUN-A-NOT: pipe fix
