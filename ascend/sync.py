@@ -109,9 +109,12 @@ class Sync:
 
 @dataclass(eq=False)
 class _BackEdge:
+    """A flag from `src` to `dst` over a loop's back edge, waited for
+    before `consumer` (a node of the loop's body)."""
+
     src: str
     dst: str
-    consumer: Instr
+    consumer: object
 
 
 PIPES = ("v", "m", "mte1", "mte2", "mte3", "fix")
@@ -198,10 +201,10 @@ class _Planner:
         `tokens`: the pending set of each back-edge flag."""
         out = []
         for node in nodes:
+            for flag in backedge_waits.get(node, ()):
+                out.append(Sync("wait", flag.src, flag.dst, flag))
+                state.wait(flag.dst, tokens.pop(flag))
             if isinstance(node, Instr):
-                for flag in backedge_waits.get(node, ()):
-                    out.append(Sync("wait", flag.src, flag.dst, flag))
-                    state.wait(flag.dst, tokens.pop(flag))
                 for q in state.needs(node):
                     if q not in state.needs(node):
                         continue  # covered by a flag inserted for another pipe
@@ -227,17 +230,23 @@ class _Planner:
             return Loop(loop.op, loop.block, body, loop.max_trips)
         edges: list[_BackEdge] = []
         barriers: set = set()
-        while True:
+        # each round adds one back edge or barrier, to a consumer and pipe
+        # that had none: a bounded number of rounds
+        for _ in range(len(loop.body) * len(PIPES) + 1):
             entry = state.copy()
             body, found = self._iterate_twice(loop.body, entry, edges, barriers, tokens)
             if not found:
                 break
-            # one back edge at a time: its wait may cover the later ones
+            # one back edge at a time: its wait may cover the later ones; a
+            # consumer in an inner loop is waited for before that loop
             src, dst, consumer = found[0]
+            top = next(n for n in loop.body if _contains(n, consumer))
             if src == dst:
-                barriers.add(consumer)
+                barriers.add((top, src))
             else:
-                edges.append(_BackEdge(src, dst, consumer))
+                edges.append(_BackEdge(src, dst, top))
+        else:
+            raise AssertionError("sync insertion did not converge on a loop's back edges")
         pre = [Sync("set", e.src, e.dst, e) for e in edges]
         post = [Sync("wait", e.src, e.dst, e) for e in edges]
         state.__dict__.update(entry.__dict__)
@@ -252,8 +261,8 @@ class _Planner:
         for e in edges:
             tokens[e] = state.token(e.src)
             waits.setdefault(e.consumer, []).append(e)
-        marked = [Sync("barrier", n.pipe, n.pipe, "backedge") if n in barriers else None for n in body]
-        with_barriers = [x for n, b in zip(body, marked) for x in ((b, n) if b is not None else (n,))]
+        with_barriers = [x for n in body for x in
+                         [*(Sync("barrier", p, p, "backedge") for p in PIPES if (n, p) in barriers), n]]
         planned = self.plan(with_barriers, state, waits, tokens)
         planned += [Sync("set", e.src, e.dst, e) for e in edges]
         for e in edges:
@@ -292,6 +301,11 @@ class _Planner:
                     self.replay(node.body, state, tokens, found)
                 for s in node.post:
                     state.wait(s.dst, tokens.pop(s.flag))
+
+
+def _contains(node, target) -> bool:
+    """`node` is `target` or a loop holding it."""
+    return node is target or (isinstance(node, Loop) and any(_contains(n, target) for n in node.body))
 
 
 def insert_sync(nodes: list) -> list:
