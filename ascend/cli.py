@@ -1,5 +1,6 @@
 """`msir-run kernel.mlir --target ascend --entry f --input @a.npy`: run an
-`ascend.kernel` on the emulator, print its outputs (one line each, as
+`ascend.kernel` on the emulator (inputs passed as `msir.ascend.target.host_inputs`
+does for a kernel convert-msir-to-ascend lowered), print its outputs (one line each, as
 `msir-run` prints results) and its profile (cycles, per-pipe busy time, the
 critical pipe). Every emulator error is one line, `msir-run: error:
 <file:line:col>: <message>`, and exit status 1, never a traceback.
@@ -41,13 +42,16 @@ def run(path: str, text: str, entry: str, inputs: list[np.ndarray]) -> None:
     from xdsl.utils.exceptions import ParseError
 
     from msir.ascend import emulator
+    from msir.ascend.target import host_inputs, host_outputs
     from msir.errors import MsirError
     from msir.tools.msir_opt import check_string_literals, format_parse_error
 
     try:
         check_string_literals(text, path)
         module = Parser(make_context(), text, path).parse_module()
-        result = emulator.run(module, entry, inputs)
+        emulator.verify(module)
+        kernel = emulator.find_kernel(module, entry)
+        result = emulator.run(module, entry, host_inputs(kernel, inputs))
     except ParseError as e:
         print(format_parse_error(e), file=sys.stderr)
         sys.exit(1)
@@ -55,6 +59,6 @@ def run(path: str, text: str, entry: str, inputs: list[np.ndarray]) -> None:
         where = f"{e.loc}: " if e.loc is not None else ""
         print(f"msir-run: error: {where}{e.message}", file=sys.stderr)
         sys.exit(1)
-    for i, out in enumerate(result.outputs):
+    for i, out in enumerate(host_outputs(kernel, result.outputs)):
         print(format_output(i, out))
     print(result.profile)

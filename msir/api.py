@@ -233,6 +233,15 @@ class JitFunction(Jitted):
         del versions[:-_VERSIONS_KEPT]
         return entry
 
+    @property
+    def profile(self) -> Any:
+        """The timing profile of this function's last call on a target that
+        emulates its hardware (`ascend`: cycles, per-pipe busy time, the
+        critical pipe; printing it gives the table), else None."""
+        runs = [e.native.last_run for entries in self._entries_by_target.values() for e in entries.values()
+                if getattr(e.native, "last_run", None) is not None]
+        return max(runs, key=lambda run: run[0])[1] if runs else None
+
     def lower(self, *args) -> str:
         """The `msir` IR of this function specialised to `args`, as text."""
         from msir.frontend.driver import spec_of, trace

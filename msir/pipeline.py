@@ -67,6 +67,7 @@ PASSES: dict[str, str] = {
     "msir-shard": "msir.passes.shard:MsirShard",
     "convert-msir-to-loops": "msir.lowering.to_loops:ConvertMsirToLoops",
     "msir-lower-to-llvm": "msir.lowering.to_llvm:MsirLowerToLlvm",
+    "convert-msir-to-ascend": "msir.ascend.convert_msir_to_ascend:ConvertMsirToAscend",
 }
 """Every msir pass: command-line name -> "module:Class" (imported on first use)."""
 

@@ -31,25 +31,12 @@ msir has no GPU target).
 
 Adding a target
 ===============
-A new package and one entry in `TARGETS`. An Ascend-like target, which
-lowers msir to its own dialect and runs that on an emulator returning NumPy
-arrays, would declare in `msir.lowering.ascend`::
-
-    ASCEND = Target(
-        name="ascend",
-        pipeline=Pipeline((
-            Pass("msir-grad-jvp"), Pass("msir-symbol-dce"), ..., Pass("msir-fuse"),
-            Pass("convert-msir-to-ascend"), Pass("ascend-plan-memory"), Pass("ascend-insert-sync"),
-        )),
-        native=Step("ascend-emulator", emulated_module),  # runs the IR on the emulator
-        symbol=lambda name: name,
-        key_options=lambda: {"chip": "910B"},
-        object_code=False,
-    )
-
-with its passes registered in `msir.pipeline.PASSES`, and here
-`"ascend": Registered("Ascend", "msir.lowering.ascend:ASCEND")`; then
-`msir.set_context(device_target="Ascend")` compiles for it.
+A new package and one entry in `TARGETS`. The Ascend target is one: its
+package (`msir.ascend.target:ASCEND`) declares the pipeline
+(`convert-msir-to-ascend`, registered in `msir.pipeline.PASSES`) and a native
+step that runs the kernels on the emulator (`object_code=False`: compiled
+once per process); `msir.set_context(device_target="Ascend")` compiles for
+it.
 """
 
 from __future__ import annotations
@@ -88,6 +75,7 @@ class Registered(NamedTuple):
 
 TARGETS: dict[str, Registered] = {
     "cpu": Registered("CPU", "msir.lowering.cpu:CPU"),
+    "ascend": Registered("Ascend", "msir.ascend.target:ASCEND"),
 }
 """Every target by name (see the module docstring)."""
 

@@ -85,7 +85,7 @@ def test_device_target_in_mindspores_spelling():
 
 @pytest.mark.parametrize("call", [
     lambda: msir.jit(f, target="gpu"),
-    lambda: msir.jit(target="Ascend"),  # the decorator form fails at once too
+    lambda: msir.jit(target="TPU"),  # the decorator form fails at once too
     lambda: msir.set_context(device_target="GPU"),
     lambda: msir.set_context(device_target=""),
 ])

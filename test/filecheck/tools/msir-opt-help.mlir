@@ -18,6 +18,7 @@
 // CHECK-NEXT: {{^}}  msir-shard              Partition the functions whose ops carry strategies into per-device functions.{{$}}
 // CHECK-NEXT: {{^}}  convert-msir-to-loops   Bufferise msir tensor code
 // CHECK-NEXT: {{^}}  msir-lower-to-llvm      Lower a loops-level module
+// CHECK-NEXT: {{^}}  convert-msir-to-ascend  msir functions to synchronised `ascend.kernel`s.{{$}}
 // CHECK-EMPTY:
 // CHECK-NEXT: {{^}}xDSL passes:{{$}}
 // CHECK-NOT:  msir-

@@ -1,0 +1,597 @@
+"""`convert-msir-to-ascend`: msir functions to `ascend.kernel`s, synchronised.
+
+Contract
+========
+Input: an msir module as the frontend prints it (differentiation ops,
+calls and fusions allowed). The pass first runs msir's preparation (the CPU
+pipeline's passes up to fusion: `msir-grad-jvp`, `msir-symbol-dce`,
+`msir-forward-arguments`, `msir-inline`, `msir-lower-einsum`, `dce`), then
+turns every public function into one `ascend.kernel` of the same name, for
+the chip `chip` (910A or 910B); the module then holds only kernels.
+
+A function lowers when its body is one of:
+
+* **a matmul** `msir.matmul` of two rank-2 f16 or f32 operands with K a
+  multiple of 16. f32 operands are cast to f16 before the kernel (MindSpore's
+  `allow_fp32_to_fp16`): the kernel's GM inputs are f16 and the attribute
+  `msir.host_casts` lists the dtypes the caller's arrays have; the result
+  keeps the function's dtype (f32 straight from the f32 accumulator, f16
+  narrowed on the way out of L0C). Output tiles of baseM x baseN (the
+  analytic tiler `tile_matmul`) are spread round-robin over `block_dim`
+  cube cores; each loops over K in baseK steps: GM -> L1 (nd2nz, MTE2),
+  L1 -> L0A / L0B (MTE1), mmad (the first step initialises L0C), then L0C ->
+  GM (FixPipe, 910B) or L0C -> UB (V) -> GM (MTE3, 910A). Edge tiles (M or N
+  not a multiple of the tile) and the last K step have their own static
+  sizes; the cube computes whole 16 x 16 fractals, of which only the valid
+  part is copied out.
+* **an elementwise chain**: f16 or f32 elementwise ops (`add sub mul div
+  maximum minimum neg abs exp log sqrt`, inside `msir.fusion` bodies or not)
+  on tensors of one shape, with splat constants (`broadcast_to` of a
+  constant) as scalar operands. The tensors are flattened and cut in tiles
+  that fit UB (one buffer per input and per intermediate), spread
+  round-robin over the vector cores; each tile: GM -> UB (MTE2), the vector
+  instructions (<= 255 repeats each, the tail repeat masked), UB -> GM (MTE3).
+
+Anything else (another op, a broadcast of a tensor, an integer dtype, a K
+that needs zero padding, which the dialect cannot write yet) is a
+`CompileError` naming the op and its source location.
+
+Synchronisation is inserted by `msir.ascend.sync` from the data dependencies
+only. Output: a module of kernels that verify; running each on the emulator
+raises no race and gives the function's values at the target's precision.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.context import Context
+from xdsl.dialects import arith, func, scf
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseArrayBase,
+    DenseIntOrFPElementsAttr,
+    FloatAttr,
+    Float16Type,
+    Float32Type,
+    IndexType,
+    IntAttr,
+    IntegerAttr,
+    ModuleOp,
+    StringAttr,
+    UnitAttr,
+    i64,
+)
+from xdsl.ir import Block, Region, SSAValue
+from xdsl.passes import ModulePass
+
+from msir.ascend.errors import source_loc
+from msir.ascend.layouts import tile_index
+from msir.ascend.sync import Access, Instr, Loop, Scalar, emit, insert_sync
+from msir.dialects import ascend as A
+from msir.errors import CompileError
+
+PREPARATION = ("msir-grad-jvp", "msir-symbol-dce", "msir-forward-arguments", "msir-inline", "msir-lower-einsum",
+               "dce")
+"""msir's passes run first (as the CPU pipeline runs them before fusion)."""
+
+_TENSOR_BINARY = {"msir.add": "vadd", "msir.sub": "vsub", "msir.mul": "vmul", "msir.div": "vdiv",
+                  "msir.maximum": "vmax", "msir.minimum": "vmin"}
+_COMMUTATIVE_SCALAR = {"msir.add": "vadds", "msir.mul": "vmuls", "msir.maximum": "vmaxs", "msir.minimum": "vmins"}
+_UNARY = {"msir.exp": "vexp", "msir.log": "vln", "msir.abs": "vabs", "msir.sqrt": "vsqrt"}
+_FOLD = {"msir.add": np.add, "msir.sub": np.subtract, "msir.mul": np.multiply, "msir.div": np.divide,
+         "msir.maximum": np.maximum, "msir.minimum": np.minimum, "msir.neg": np.negative, "msir.abs": np.abs,
+         "msir.exp": np.exp, "msir.log": np.log, "msir.sqrt": np.sqrt}
+_VECTOR_CLASSES = {cls.name.removeprefix("ascend."): cls for cls in A.VECTOR_OPS}
+_DTYPES = {"f16": np.float16, "f32": np.float32}
+
+
+def refuse(op, message: str) -> CompileError:
+    return CompileError(f"{op.name}: {message}", source_loc(op))
+
+
+def _dtype(op, t) -> str:
+    name = A.DTYPE_NAMES.get(t.element_type)
+    if name not in _DTYPES:
+        raise refuse(op, f"the Ascend target computes f16 and f32 tensors, not {t.element_type}")
+    return name
+
+
+# ---------------------------------------------------------------------------
+# The analytic matmul tiler
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MatmulTiling:
+    """baseM x baseN output tiles, baseK deep steps; `block_dim` cores."""
+
+    m: int
+    n: int
+    k: int
+    block_dim: int
+
+
+def _up16(x: int) -> int:
+    return -(-x // 16) * 16
+
+
+def _tile_classes(M: int, bm: int, N: int, bn: int) -> list[tuple[int, int, int]]:
+    """The output tiles with one static shape each: (count, rows, cols) of
+    the full tiles, the last column's, the last row's and the corner's."""
+    rows = [(M // bm, bm)] + ([(1, M % bm)] if M % bm else [])
+    cols = [(N // bn, bn)] + ([(1, N % bn)] if N % bn else [])
+    return [(r * c, mt, nt) for r, mt in rows for c, nt in cols if r * c]
+
+
+def tile_matmul(spec: A.TargetSpec, M: int, N: int, K: int, out_bytes: int) -> MatmulTiling:
+    """The tile sizes that fit the target's memories (single-buffered: L1
+    holds one A and one B tile, L0A / L0B one each, L0C the f32 accumulator,
+    and on coupled chips UB the output tile) and minimise the cost model's
+    estimate: the tiles core 0 runs (it starts every class of tiles) x the
+    larger of the cube's steps and MTE2's cycles of a tile, plus the copy
+    latencies of each K step. `block_dim` is what the largest class uses."""
+    cap = spec.capacity
+    best = None
+    mte2 = spec.pipes["mte2"]
+    for bm in range(16, min(_up16(M), 256) + 1, 16):
+        for bn in range(16, min(_up16(N), 256) + 1, 16):
+            if bm * bn * 4 > cap["l0c"] or (spec.coupled and bm * bn * max(out_bytes, 4) > cap["ub"]):
+                continue
+            classes = _tile_classes(M, bm, N, bn)
+            cores = min(spec.cube_cores, max(count for count, _, _ in classes))
+            # each class of tiles starts its round-robin at core 0
+            rounds = sum(-(-count // cores) for count, _, _ in classes)
+            for bk in range(16, min(K, 4080) + 1, 16):
+                if bm * bk * 2 > cap["l0a"] or bk * bn * 2 > cap["l0b"] or (bm + bn) * bk * 2 > cap["l1"]:
+                    continue
+                steps = math.ceil(K / bk)
+                cube = (bm // 16) * (bn // 16) * (K // 16)
+                load = (bm + bn) * K * 2 / min(mte2.bytes_per_cycle, spec.gm_bytes_per_cycle / cores)
+                latency = steps * (mte2.latency + spec.pipes["mte1"].latency + spec.cube_latency)
+                cost = (rounds * (max(cube, load) + latency), -bk)
+                if best is None or cost < best[0]:
+                    best = (cost, MatmulTiling(bm, bn, bk, cores))
+    assert best is not None, "a 16x16x16 tile fits every target"
+    return best[1]
+
+
+# ---------------------------------------------------------------------------
+# Building a kernel
+# ---------------------------------------------------------------------------
+
+
+class _Kernel:
+    """A kernel under construction: its arguments, buffers, constants and
+    the structured body that `msir.ascend.sync` synchronises."""
+
+    def __init__(self, name: str, spec: A.TargetSpec, ins: list, outs: list, arg_names: list[str]):
+        self.spec = spec
+        self.name = name
+        self.block = Block(arg_types=[*ins, *outs])
+        for arg, hint in zip(self.block.args, arg_names):
+            arg.name_hint = hint
+        self.num_ins = len(ins)
+        self.prologue: list = []
+        self.body: list = []
+        self.constants: dict = {}
+        self.next_offset = dict.fromkeys(A.SPACES, 0)
+        self.block_idx = self._scalar(A.BlockIdxOp.create(result_types=[IndexType()])).result
+
+    def _scalar(self, op, into: list | None = None):
+        (self.prologue if into is None else into).append(Scalar(op))
+        return op
+
+    def index(self, value: int) -> SSAValue:
+        if ("index", value) not in self.constants:
+            op = arith.ConstantOp(IntegerAttr(value, IndexType()))
+            self.constants[("index", value)] = self._scalar(op).result
+        return self.constants[("index", value)]
+
+    def scalar(self, value: float, dtype: str) -> SSAValue:
+        key = (dtype, float(value))
+        if key not in self.constants:
+            t = Float16Type() if dtype == "f16" else Float32Type()
+            self.constants[key] = self._scalar(arith.ConstantOp(FloatAttr(float(value), t))).result
+        return self.constants[key]
+
+    def arith(self, into: list, cls, *operands) -> SSAValue:
+        return self._scalar(cls(*operands), into).result
+
+    def alloc(self, space: str, shape: tuple[int, ...], dtype: str, layout: str, hint: str) -> SSAValue:
+        t = A.BufferType(space, shape, Float16Type() if dtype == "f16" else Float32Type(), layout)
+        align = self.spec.alignment[space]
+        offset = -(-self.next_offset[space] // align) * align
+        if offset + t.size_bytes > self.spec.capacity[space]:
+            raise CompileError(f"@{self.name}: {space} overflow: the tiles need {offset + t.size_bytes} bytes, "
+                               f"{self.spec.capacity[space]} available on {self.spec.name}")
+        self.next_offset[space] = offset + t.size_bytes
+        op = A.AllocOp.create(properties={"offset": IntegerAttr(offset, i64)}, result_types=[t])
+        op.buffer.name_hint = hint
+        self.prologue.append(Scalar(op))
+        return op.buffer
+
+    def round_robin(self, into: list, count: int, block_dim: int) -> tuple[Loop, SSAValue]:
+        """A loop over tiles [0, count) of which this core takes t with
+        t % block_dim == block_idx. Every such loop starts at core 0, so core
+        0 runs each loop the most times: the sync analysis follows core 0,
+        and every sync it inserts is needed there (a tail given to another
+        core would make the syncs after a loop it skips superfluous)."""
+        body = Block(arg_types=[IndexType()])
+        op = scf.ForOp(self.block_idx, self.index(count), self.index(block_dim), [], body)
+        loop = Loop(op, body, [], max_trips=-(-count // block_dim))
+        into.append(loop)
+        return loop, body.args[0]
+
+    def counted(self, into: list, lb: int, ub: int, step: int) -> tuple[Loop, SSAValue]:
+        body = Block(arg_types=[IndexType()])
+        op = scf.ForOp(self.index(lb), self.index(ub), self.index(step), [], body)
+        loop = Loop(op, body, [], max_trips=-(-(ub - lb) // step))
+        into.append(loop)
+        return loop, body.args[0]
+
+    def finish(self, block_dim: int, attributes: dict) -> A.KernelOp:
+        emit([*self.prologue, *insert_sync(self.body)], self.block, self.spec.events)
+        return A.KernelOp.create(
+            properties={"sym_name": StringAttr(self.name), "target": A.TargetAttr(self.spec.name),
+                        "block_dim": IntegerAttr(block_dim, i64), "num_ins": IntegerAttr(self.num_ins, i64)},
+            attributes=attributes, regions=[Region(self.block)])
+
+
+def _bytes(t: A.BufferType, elements: np.ndarray) -> np.ndarray:
+    """The byte offsets of storage `elements` of a buffer of type `t`."""
+    size = t.element_bytes
+    indices = (np.asarray(elements, dtype=np.int64).reshape(-1, 1) * size + np.arange(size)).reshape(-1)
+    return indices
+
+
+def _tile_access(buffer: SSAValue, offsets: tuple[int, ...], sizes: tuple[int, ...]) -> Access:
+    t = buffer.type
+    return Access(buffer, _bytes(t, tile_index(t, offsets, sizes)), t.size_bytes, t.space.data == "l0c")
+
+
+def _range_access(buffer: SSAValue, start: int, count: int) -> Access:
+    t = buffer.type
+    return Access(buffer, _bytes(t, np.arange(start, start + count)), t.size_bytes)
+
+
+def _copy(k: _Kernel, into: list, pipe: str, src: SSAValue, src_offsets: list, dst: SSAValue, dst_offsets: list,
+          sizes: tuple[int, ...]) -> None:
+    op = A.CopyOp.build(operands=[src, src_offsets, dst, dst_offsets],
+                        properties={"pipe": A.PipeAttr(A.Pipe(pipe)), "sizes": DenseArrayBase.from_list(i64, sizes)})
+    reads, writes = [], []
+    for buffer, offsets, tile, accesses in ((src, src_offsets, sizes, reads), (dst, dst_offsets, sizes, writes)):
+        if buffer.type.space.data != "gm":  # on-chip tiles of the lowering start at static offset 0
+            accesses.append(_tile_access(buffer, (0,) * len(tile), tile))
+    into.append(Instr(op, pipe, reads, writes))
+
+
+# ---------------------------------------------------------------------------
+# Matmul
+# ---------------------------------------------------------------------------
+
+
+def _lower_matmul(name: str, spec: A.TargetSpec, fn: func.FuncOp, op) -> A.KernelOp:
+    a_t, b_t, c_t = op.lhs.type, op.rhs.type, op.result.type
+    if len(a_t.get_shape()) != 2 or len(b_t.get_shape()) != 2:
+        raise refuse(op, f"the Ascend target multiplies rank-2 matrices, not {a_t} and {b_t}")
+    dtype = _dtype(op, a_t)
+    (M, K), (_, N) = a_t.get_shape(), b_t.get_shape()
+    if K % 16:
+        raise refuse(op, f"K = {K} is not a multiple of the cube's fractal depth 16; padding K with zeros in L1 "
+                     "needs a fill the ascend dialect does not have yet")
+    out = A.BufferType("gm", (M, N), c_t.element_type)
+    operands = [A.BufferType("gm", (M, K), Float16Type()), A.BufferType("gm", (K, N), Float16Type())]
+    names = [arg.name_hint or f"arg{i}" for i, arg in enumerate(fn.body.block.args)]
+    if [op.lhs, op.rhs] != list(fn.body.block.args):
+        raise refuse(op, "the Ascend target multiplies the function's two arguments (lhs, rhs)")
+    k = _Kernel(name, spec, operands, [out], [*names, "result"])
+    tiling = tile_matmul(spec, M, N, K, out.element_bytes)
+    bm, bn, bk = tiling.m, tiling.n, tiling.k
+    a_gm, b_gm = k.block.args[0], k.block.args[1]
+    c_gm = k.block.args[2]
+    a_l1 = k.alloc("l1", (bm, bk), "f16", "zN", "a_l1")
+    b_l1 = k.alloc("l1", (bk, bn), "f16", "zN", "b_l1")
+    a_l0 = k.alloc("l0a", (bm, bk), "f16", "zZ", "a_l0")
+    b_l0 = k.alloc("l0b", (bk, bn), "f16", "nZ", "b_l0")
+    acc = k.alloc("l0c", (bm, bn), "f32", "zN", "acc")
+    out_dtype = A.DTYPE_NAMES[c_t.element_type]
+    c_ub = None if not spec.coupled else k.alloc("ub", (bm, bn), out_dtype, "zN", "c_ub")
+    full_m, full_n = M // bm, N // bn
+    row_classes = [(0, full_m, bm), (full_m, 1, M % bm)] if M % bm else [(0, full_m, bm)]
+    col_classes = [(0, full_n, bn), (full_n, 1, N % bn)] if N % bn else [(0, full_n, bn)]
+    for row0, rows, mt in row_classes:
+        for col0, cols, nt in col_classes:
+            if rows == 0 or cols == 0:
+                continue
+            loop, t = k.round_robin(k.body, rows * cols, tiling.block_dim)
+            i = k.arith(loop.body, arith.DivUIOp, t, k.index(cols))
+            j = k.arith(loop.body, arith.RemUIOp, t, k.index(cols))
+            row = k.arith(loop.body, arith.MuliOp, k.arith(loop.body, arith.AddiOp, i, k.index(row0)), k.index(bm))
+            col = k.arith(loop.body, arith.MuliOp, k.arith(loop.body, arith.AddiOp, j, k.index(col0)), k.index(bn))
+            _matmul_tile(k, loop.body, (a_gm, b_gm, c_gm), (a_l1, b_l1, a_l0, b_l0, acc, c_ub), row, col, mt, nt,
+                         K, bk)
+    attributes = {"msir.host_casts": ArrayAttr([StringAttr(dtype), StringAttr(dtype)])} if dtype != "f16" else {}
+    return k.finish(tiling.block_dim, attributes)
+
+
+def _matmul_tile(k: _Kernel, into: list, gm, bufs, row, col, mt: int, nt: int, K: int, bk: int) -> None:
+    """One mt x nt output tile at (row, col): K in bk steps (the first
+    initialises L0C), then L0C out to GM."""
+    a_gm, b_gm, c_gm = gm
+    a_l1, b_l1, a_l0, b_l0, acc, c_ub = bufs
+    c0 = k.index(0)
+
+    def k_step(body: list, kk, ks: int, init: bool) -> None:
+        _copy(k, body, "mte2", a_gm, [row, kk], a_l1, [c0, c0], (mt, ks))
+        _copy(k, body, "mte2", b_gm, [kk, col], b_l1, [c0, c0], (ks, nt))
+        _copy(k, body, "mte1", a_l1, [c0, c0], a_l0, [c0, c0], (_up16(mt), ks))
+        _copy(k, body, "mte1", b_l1, [c0, c0], b_l0, [c0, c0], (ks, _up16(nt)))
+        props = {"m": IntegerAttr(mt, i64), "n": IntegerAttr(nt, i64), "k": IntegerAttr(ks, i64)}
+        if init:
+            props["init"] = UnitAttr()
+        mmad = A.MmadOp.build(operands=[acc, a_l0, b_l0], properties=props)
+        reads = [_tile_access(a_l0, (0, 0), (_up16(mt), ks)), _tile_access(b_l0, (0, 0), (ks, _up16(nt)))]
+        c_tile = _tile_access(acc, (0, 0), (_up16(mt), _up16(nt)))
+        body.append(Instr(mmad, "m", reads if init else [*reads, c_tile], [c_tile], mmad=True))
+
+    steps = -(-K // bk)
+    last = K - (steps - 1) * bk
+    k_step(into, c0, min(bk, K), True)
+    middle = steps - 1 if last == bk else steps - 2
+    if middle > 0:
+        loop, kk = k.counted(into, bk, bk * (middle + 1), bk)
+        k_step(loop.body, kk, bk, False)
+    if steps > 1 and last != bk:
+        k_step(into, k.index((steps - 1) * bk), last, False)
+    if c_ub is None:
+        _copy(k, into, "fix", acc, [c0, c0], c_gm, [row, col], (mt, nt))
+    else:
+        _copy(k, into, "v", acc, [c0, c0], c_ub, [c0, c0], (_up16(mt), _up16(nt)))
+        _copy(k, into, "mte3", c_ub, [c0, c0], c_gm, [row, col], (mt, nt))
+
+
+# ---------------------------------------------------------------------------
+# Elementwise chains
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class _Step:
+    """dst = vector op `name` of `sources` (value keys) and `scalar`."""
+
+    name: str
+    dst: object
+    sources: list
+    scalar: float | None = None
+
+
+class _Chain:
+    """An elementwise function as vector steps over flattened values: a
+    value is ("in", k), ("tmp", i) or a Python float (a splat constant)."""
+
+    def __init__(self, fn: func.FuncOp):
+        self.fn = fn
+        self.steps: list[_Step] = []
+        self.shape: tuple[int, ...] | None = None
+        self.dtype: str | None = None
+        env = {arg: ("in", i) for i, arg in enumerate(fn.body.block.args)}
+        for arg in fn.body.block.args:
+            _dtype(fn, arg.type)
+        self.outputs = self._run(fn.body.block, env)
+        # elementwise ops take operands of their result's type: the inputs
+        # they read, and the results, have the chain's type
+        for t in fn.function_type.outputs.data:
+            self._check_tensor(fn, t)
+
+    def _check_tensor(self, op, t) -> None:
+        dtype, shape = _dtype(op, t), tuple(t.get_shape())
+        if self.dtype is None:
+            self.dtype, self.shape = dtype, shape
+        elif (dtype, shape) != (self.dtype, self.shape):
+            raise refuse(op, f"an elementwise kernel computes tensors of one type, tensor<"
+                         f"{'x'.join(map(str, self.shape))}x{self.dtype}>, not {t}")
+
+    def _tmp(self):
+        return ("tmp", len(self.steps))
+
+    def _emit(self, name: str, sources: list, scalar: float | None = None):
+        dst = self._tmp()
+        self.steps.append(_Step(name, dst, sources, scalar))
+        return dst
+
+    def _run(self, block: Block, env: dict) -> list:
+        for op in block.ops:
+            if op.name in ("func.return", "msir.yield"):
+                return [env[v] for v in op.operands]
+            if op.name == "msir.constant":
+                env[op.results[0]] = self._splat(op)
+            elif op.name == "msir.broadcast_to":
+                source = env[op.operands[0]]
+                if not isinstance(source, float):
+                    raise refuse(op, "broadcasting a tensor has no Ascend lowering yet (splat constants only)")
+                env[op.results[0]] = source
+            elif op.name == "msir.fusion":
+                inner = dict(zip(op.body.block.args, (env[v] for v in op.operands)))
+                for r, v in zip(op.results, self._run(op.body.block, inner)):
+                    env[r] = v
+            else:
+                env[op.results[0]] = self._elementwise(op, [env[v] for v in op.operands])
+        raise AssertionError("a block ends with its terminator")
+
+    def _splat(self, op) -> float:
+        value = op.value
+        values = set(value.get_values()) if isinstance(value, DenseIntOrFPElementsAttr) else set()
+        if len(values) != 1:
+            raise refuse(op, "the Ascend target takes splat constants only")
+        return float(values.pop())
+
+    def _elementwise(self, op, args: list):
+        if op.name not in _FOLD:
+            raise refuse(op, "has no Ascend lowering (the target lowers matmul and the elementwise ops "
+                         f"{', '.join(sorted(n.removeprefix('msir.') for n in _FOLD))})")
+        scalars = [isinstance(a, float) for a in args]
+        if all(scalars):  # folded in the result's precision
+            dtype = _DTYPES[_dtype(op, op.results[0].type)]
+            return float(_FOLD[op.name](*(dtype(a) for a in args)))
+        self._check_tensor(op, op.results[0].type)
+        if len(args) == 1:
+            if op.name == "msir.neg":
+                return self._emit("vmuls", args, -1.0)
+            return self._emit(_UNARY[op.name], args)
+        (a, b), name = args, op.name
+        if not any(scalars):
+            return self._emit(_TENSOR_BINARY[name], args)
+        if name in _COMMUTATIVE_SCALAR:
+            tensor, c = (b, a) if scalars[0] else (a, b)
+            return self._emit(_COMMUTATIVE_SCALAR[name], [tensor], c)
+        if name == "msir.sub":
+            if scalars[1]:
+                return self._emit("vadds", [a], -b)
+            return self._emit("vadds", [self._emit("vmuls", [b], -1.0)], a)
+        if scalars[1]:  # x / c as x * (1 / c), as the vector unit has no scalar division
+            return self._emit("vmuls", [a], 1.0 / b)
+        return self._emit("vmuls", [self._emit("vrec", [b])], a)
+
+
+def _lower_elementwise(name: str, spec: A.TargetSpec, fn: func.FuncOp, tile_elements: int) -> A.KernelOp:
+    chain = _Chain(fn)
+    for i, out in enumerate(chain.outputs):
+        if isinstance(out, float):
+            raise refuse(fn, f"result {i} of @{name} is a constant: nothing for the vector unit to compute")
+    dtype = chain.dtype
+    element_type = Float16Type() if dtype == "f16" else Float32Type()
+    n = math.prod(chain.shape)
+    args = fn.body.block.args
+    k = _Kernel(name, spec, [A.BufferType("gm", (math.prod(a.type.get_shape()),), a.type.element_type)
+                             for a in args],
+                [A.BufferType("gm", (n,), element_type)] * len(chain.outputs),
+                [a.name_hint or f"arg{i}" for i, a in enumerate(args)] +
+                [f"result{i}" if len(chain.outputs) > 1 else "result" for i in range(len(chain.outputs))])
+    eb = A.DTYPE_BYTES[dtype]
+    per_repeat = A.REPEAT_BYTES // eb
+    used_inputs = sorted({s[1] for step in chain.steps for s in step.sources if isinstance(s, tuple) and
+                          s[0] == "in"} | {o[1] for o in chain.outputs if o[0] == "in"})
+    buffers = len(used_inputs) + len(chain.steps)
+    tile = spec.capacity["ub"] // (buffers * eb) // per_repeat * per_repeat
+    if tile_elements:
+        tile = min(tile, -(-tile_elements // per_repeat) * per_repeat)
+    tile = min(tile, -(-n // per_repeat) * per_repeat)
+    ub = {("in", i): k.alloc("ub", (tile,), dtype, "nd", f"{args[i].name_hint or f'arg{i}'}_ub")
+          for i in used_inputs}
+    for step in chain.steps:
+        ub[step.dst] = k.alloc("ub", (tile,), dtype, "nd", f"t{step.dst[1]}_ub")
+    full, tail = divmod(n, tile)
+    block_dim = min(spec.vector_cores, max(full, 1))  # the tail goes to core 0, as the loops start there
+    gm_in, gm_out = k.block.args[: len(args)], k.block.args[len(args):]
+
+    def tile_body(body: list, offset, size: int) -> None:
+        c0 = k.index(0)
+        for i in used_inputs:
+            _copy(k, body, "mte2", gm_in[i], [offset], ub[("in", i)], [c0], (size,))
+        for step in chain.steps:
+            _vector_step(k, body, step, ub, size, per_repeat, dtype)
+        for out, gm in zip(chain.outputs, gm_out):
+            _copy(k, body, "mte3", ub[out], [c0], gm, [offset], (size,))
+
+    if full:
+        loop, t = k.round_robin(k.body, full, block_dim)
+        tile_body(loop.body, k.arith(loop.body, arith.MuliOp, t, k.index(tile)), tile)
+    if tail:
+        loop, _ = k.round_robin(k.body, 1, block_dim)
+        tile_body(loop.body, k.index(full * tile), tail)
+    return k.finish(block_dim, {})
+
+
+def _vector_step(k: _Kernel, into: list, step: _Step, ub: dict, size: int, per_repeat: int, dtype: str) -> None:
+    """`step` over `size` elements: instructions of at most 255 full repeats,
+    then one masked repeat for the rest."""
+    cls = _VECTOR_CLASSES[step.name]
+    buffers = [ub[step.dst], *(ub[s] for s in step.sources)]
+    full, rest = divmod(size, per_repeat)
+    chunks = [(r0 * per_repeat, min(A.MAX_REPEAT, full - r0), None) for r0 in range(0, full, A.MAX_REPEAT)]
+    if rest:
+        chunks.append((full * per_repeat, 1, rest))
+    for start, repeats, mask in chunks:
+        offset = k.index(start)
+        operands = [x for b in buffers for x in (b, offset)]
+        if step.scalar is not None:
+            operands.append(k.scalar(step.scalar, dtype))
+        props = {}
+        if repeats > 1:
+            props["repeat"] = IntegerAttr(repeats, i64)
+        if mask is not None:
+            props["mask"] = IntegerAttr(mask, i64)
+        op = cls.build(operands=operands, properties=props)
+        count = mask if mask is not None else repeats * per_repeat
+        into.append(Instr(op, "v", [_range_access(b, start, count) for b in buffers[1:]],
+                          [_range_access(buffers[0], start, count)]))
+
+
+# ---------------------------------------------------------------------------
+# The pass
+# ---------------------------------------------------------------------------
+
+
+def _compute_ops(fn: func.FuncOp) -> list:
+    return [op for op in fn.body.block.ops if op.name not in ("func.return", "msir.constant", "msir.broadcast_to")]
+
+
+@dataclass(frozen=True)
+class ConvertMsirToAscend(ModulePass):
+    """msir functions to synchronised `ascend.kernel`s (see the module docstring)."""
+
+    name = "convert-msir-to-ascend"
+
+    chip: str = "910A"
+    """The target chip: 910A (coupled) or 910B (separated cube and vector cores)."""
+    tile_elements: int = 0
+    """The largest UB tile of an elementwise kernel, in elements (0: as UB allows)."""
+    max_block_dim: int = 0
+    """The most cores a kernel runs on (0: every core of its kind on the chip)."""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        from msir.pipeline import pass_class
+
+        if self.chip not in A.TARGETS:
+            raise CompileError(f"unknown Ascend chip '{self.chip}' (known: {', '.join(A.TARGETS)})")
+        spec = A.TARGETS[self.chip]
+        if self.max_block_dim:
+            spec = dataclasses.replace(spec, cube_cores=min(spec.cube_cores, self.max_block_dim),
+                                       vector_cores=min(spec.vector_cores, self.max_block_dim))
+        for name in PREPARATION:
+            pass_class(name)().apply(ctx, op)
+        kernels = []
+        for fn in list(op.ops):
+            if not isinstance(fn, func.FuncOp) or not fn.body.blocks:
+                continue
+            if fn.sym_visibility is not None and fn.sym_visibility.data == "private":
+                continue
+            kernel = self._lower(fn, spec)
+            # the caller's view of the flat GM outputs (msir.ascend.target)
+            kernel.attributes["msir.result_shapes"] = ArrayAttr(
+                [ArrayAttr([IntAttr(d) for d in t.get_shape()]) for t in fn.function_type.outputs.data])
+            kernels.append(kernel)
+        for old in list(op.ops):
+            old.detach()
+            old.erase()
+        for kernel in kernels:
+            op.body.block.add_op(kernel)
+
+    def _lower(self, fn: func.FuncOp, spec: A.TargetSpec) -> A.KernelOp:
+        name = fn.sym_name.data
+        for inner in fn.walk():
+            if inner.name == "func.call":
+                raise refuse(inner, "calls have no Ascend lowering: a kernel is one straight-line function")
+        ops = _compute_ops(fn)
+        matmuls = [o for o in ops if o.name == "msir.matmul"]
+        if matmuls:
+            if len(ops) != 1:
+                other = next(o for o in ops if o is not matmuls[0])
+                raise refuse(other, "the Ascend target lowers a matmul as a kernel of its own; this op in the "
+                             f"same function as the matmul at {source_loc(matmuls[0])} has no lowering there yet")
+            return _lower_matmul(name, spec, fn, matmuls[0])
+        return _lower_elementwise(name, spec, fn, self.tile_elements)

@@ -1,0 +1,315 @@
+"""convert-msir-to-ascend: values on the emulator against NumPy at f16 / f32
+precision on 910A and 910B, the sync it inserts is all needed (each flag or
+barrier removed in turn makes the emulator report a race), the `ascend`
+target from Python, and ops without a lowering refused at the user's line."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import msir
+from msir.errors import CompileError
+
+CHIPS = ("910A", "910B")
+
+
+def lower(text: str, chip: str, **options) -> str:
+    """The msir module `text` through convert-msir-to-ascend, as text."""
+    import io
+
+    from xdsl.parser import Parser
+    from xdsl.printer import Printer
+
+    from msir.ascend.convert_msir_to_ascend import ConvertMsirToAscend
+    from msir.compiler import make_context
+
+    ctx = make_context()
+    module = Parser(ctx, text, "model.mlir").parse_module()
+    ConvertMsirToAscend(chip=chip, **options).apply(ctx, module)
+    module.verify()
+    out = io.StringIO()
+    Printer(stream=out).print_op(module)
+    return out.getvalue()
+
+
+def run(kernel_text: str, entry: str, inputs: list[np.ndarray]):
+    from xdsl.parser import Parser
+
+    from msir.ascend import emulator
+    from msir.ascend.cli import make_context
+
+    module = Parser(make_context(), kernel_text, "kernel.mlir").parse_module()
+    return emulator.run(module, entry, inputs)
+
+
+def matmul_ir(M: int, K: int, N: int, dtype: str = "f32") -> str:
+    return f"""
+func.func @mm(%a: tensor<{M}x{K}x{dtype}>, %b: tensor<{K}x{N}x{dtype}>) -> tensor<{M}x{N}x{dtype}> {{
+  %0 = msir.matmul %a, %b : tensor<{M}x{K}x{dtype}>, tensor<{K}x{N}x{dtype}> to tensor<{M}x{N}x{dtype}>
+  func.return %0 : tensor<{M}x{N}x{dtype}>
+}}"""
+
+
+def chain_ir(n: int, dtype: str) -> str:
+    t = f"tensor<{n}x{dtype}>"
+    return f"""
+func.func @chain(%x: {t}, %y: {t}) -> {t} {{
+  %0 = msir.exp %x : {t}
+  %1 = msir.mul %0, %y : {t}
+  %2 = msir.constant dense<2.5> : tensor<{dtype}>
+  %3 = msir.broadcast_to %2 : tensor<{dtype}> to {t}
+  %4 = msir.sub %3, %1 : {t}
+  %5 = msir.maximum %4, %x : {t}
+  func.return %5 : {t}
+}}"""
+
+
+def chain_ref(x, y):
+    return np.maximum(x.dtype.type(2.5) - np.exp(x) * y, x)
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+@pytest.mark.parametrize("shape", [(128, 64, 128), (100, 80, 50), (300, 96, 520), (17, 16, 33)])
+def test_matmul_matches_numpy_at_f16(chip, shape):
+    M, K, N = shape
+    r = np.random.default_rng(M + N)
+    a, b = r.uniform(-1, 1, (M, K)), r.uniform(-1, 1, (K, N))
+    a16, b16 = a.astype(np.float16), b.astype(np.float16)
+    result = run(lower(matmul_ir(M, K, N), chip), "mm", [a16, b16])
+    (c,) = result.outputs
+    assert c.dtype == np.float32 and c.shape == (M, N)
+    np.testing.assert_allclose(c, a16.astype(np.float32) @ b16.astype(np.float32), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+def test_matmul_k_loop_and_tile_loop_with_f16_result(chip):
+    # K = 1024 needs 4 K steps of at most 256 (L0A holds 128 x 256 f16);
+    # 2 cores for 6 output tiles (the last column a 32-wide tail)
+    M, K, N = 256, 1024, 288
+    r = np.random.default_rng(1)
+    a, b = r.uniform(-1, 1, (M, K)).astype(np.float16), r.uniform(-1, 1, (K, N)).astype(np.float16)
+    text = lower(matmul_ir(M, K, N, "f16"), chip, max_block_dim=2)
+    assert "scf.for" in text and "block_dim 2" in text
+    (c,) = run(text, "mm", [a, b]).outputs
+    assert c.dtype == np.float16
+    ref = (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16)
+    np.testing.assert_allclose(c.astype(np.float32), ref.astype(np.float32), rtol=2e-3, atol=2e-3)
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+@pytest.mark.parametrize("dtype", ["f16", "f32"])
+@pytest.mark.parametrize("n,tile", [(1000, 0), (100_003, 0), (64 * 7 + 5, 64)])
+def test_elementwise_chain_matches_numpy(chip, dtype, n, tile):
+    r = np.random.default_rng(n)
+    np_dtype = np.float16 if dtype == "f16" else np.float32
+    x, y = r.uniform(-2, 2, n).astype(np_dtype), r.uniform(-1, 1, n).astype(np_dtype)
+    result = run(lower(chain_ir(n, dtype), chip, tile_elements=tile, max_block_dim=3), "chain", [x, y])
+    (z,) = result.outputs
+    tol = 2e-3 if dtype == "f16" else 1e-6
+    np.testing.assert_allclose(z.astype(np.float32), chain_ref(x, y).astype(np.float32), rtol=tol, atol=tol)
+
+
+# -- every inserted sync is needed ------------------------------------------
+
+_FLAG = re.compile(r"ascend\.(set_flag|wait_flag) (\w+) to (\w+) event (\d+)")
+
+
+def _without(lines: list[str], drop: set[int]) -> str:
+    return "\n".join(line for i, line in enumerate(lines) if i not in drop)
+
+
+def _depth(lines: list[str]) -> list[int]:
+    depth, out = 0, []
+    for line in lines:
+        out.append(depth)
+        depth += line.count("{") - line.count("}")
+    return out
+
+
+def sync_removals(text: str):
+    """(description, kernel text without one sync) for each pipe_barrier
+    and each flag: a forward pair (set directly before its wait) or a
+    back-edge flag (its set before the loop, wait in the body, set at the
+    body's end, wait after the loop) loses all its ops."""
+    lines = text.splitlines()
+    depth = _depth(lines)
+    for i, line in enumerate(lines):
+        if "ascend.pipe_barrier" in line:
+            yield f"line {i}: {line.strip()}", _without(lines, {i})
+        match = _FLAG.search(line)
+        if not match or match[1] != "wait_flag":
+            continue
+        key = match.groups()[1:]
+        previous = _FLAG.search(lines[i - 1])
+        if previous and previous[1] == "set_flag" and previous.groups()[1:] == key:
+            yield f"line {i}: {line.strip()} (pair)", _without(lines, {i - 1, i})
+            continue
+        sets = [j for j in range(i) if _FLAG.search(lines[j]) and _FLAG.search(lines[j]).groups() ==
+                ("set_flag", *key)]
+        if depth[sets[-1]] > depth[i]:
+            continue  # the wait after a loop, removed with the back edge's wait in the body
+        pre = sets[-1]  # the set before the loop
+        end = min(j for j in range(i + 1, len(lines)) if _FLAG.search(lines[j]) and
+                  _FLAG.search(lines[j]).groups() == ("set_flag", *key))
+        post = min(j for j in range(end + 1, len(lines)) if _FLAG.search(lines[j]) and
+                   _FLAG.search(lines[j]).groups() == ("wait_flag", *key) and depth[j] == depth[pre])
+        yield f"line {i}: {line.strip()} (back edge)", _without(lines, {pre, i, end, post})
+
+
+def check_every_sync_needed(text: str, entry: str, inputs: list[np.ndarray]) -> int:
+    """Each removal gives a race, or (a pipe let run ahead setting a
+    back-edge flag again before its wait) a flag set twice."""
+    from msir.ascend.errors import RaceError, SyncError
+
+    run(text, entry, inputs)  # the kernel as lowered runs clean
+    removals = list(sync_removals(text))
+    assert removals
+    for what, broken in removals:
+        with pytest.raises((RaceError, SyncError), match="race|still set"):
+            run(broken, entry, inputs)
+            pytest.fail(f"no error without {what}")
+    return len(removals)
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+@pytest.mark.parametrize("shape", [(320, 512, 48), (128, 1024, 64)])
+def test_every_sync_of_a_matmul_is_needed(chip, shape):
+    # on one core: 320 x 512 x 48 runs the tile loop twice (back edges: the
+    # next tile's loads wait for the last one's reads), K in steps of 192,
+    # 192 and 128; 128 x 1024 x 64 one tile, the K loop 3 times, where the
+    # pairs in the body that order each step after the one before (the
+    # peeled first step, then the previous iteration) leave no back edge
+    M, K, N = shape
+    r = np.random.default_rng(2)
+    a, b = r.uniform(-1, 1, (M, K)).astype(np.float16), r.uniform(-1, 1, (K, N)).astype(np.float16)
+    text = lower(matmul_ir(M, K, N, "f16"), chip, max_block_dim=1)
+    back_edges = "(back edge)" in " ".join(w for w, _ in sync_removals(text))
+    assert back_edges == (shape == (320, 512, 48))
+    assert check_every_sync_needed(text, "mm", [a, b]) >= 6
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+def test_every_sync_of_an_elementwise_chain_is_needed(chip):
+    n = 64 * 9 + 40
+    r = np.random.default_rng(3)
+    x, y = r.uniform(-2, 2, n).astype(np.float32), r.uniform(-1, 1, n).astype(np.float32)
+    text = lower(chain_ir(n, "f32"), chip, tile_elements=128, max_block_dim=2)
+    assert "(back edge)" in " ".join(w for w, _ in sync_removals(text))
+    assert check_every_sync_needed(text, "chain", [x, y]) >= 6
+
+
+# -- the ascend target from Python ------------------------------------------
+
+
+def _mlp_layer(x, w):
+    return x @ w
+
+
+def _gelu_ish(x, y):
+    return np.maximum(x * 0.5 + y, 0.0) / 4.0
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+def test_jit_on_the_ascend_target_runs_the_emulator(chip, monkeypatch):
+    monkeypatch.setenv("MSIR_ASCEND_CHIP", chip)
+    r = np.random.default_rng(4)
+    x, w = r.uniform(-1, 1, (48, 64)).astype(np.float32), r.uniform(-1, 1, (64, 40)).astype(np.float32)
+    out = msir.jit(_mlp_layer, target="ascend")(x, w)
+    # f32 operands are cast to f16 (allow_fp32_to_fp16), accumulated in f32
+    assert out.dtype == np.float32 and out.shape == (48, 40)
+    ref = x.astype(np.float16).astype(np.float32) @ w.astype(np.float16).astype(np.float32)
+    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
+    assert np.abs(out - x @ w).max() > 1e-5  # the target's precision, not the CPU's
+
+    a, b = r.uniform(-1, 1, (33, 70)).astype(np.float16), r.uniform(-1, 1, (33, 70)).astype(np.float16)
+    z = msir.jit(_gelu_ish, target="ascend")(a, b)
+    assert z.dtype == np.float16 and z.shape == (33, 70)
+    np.testing.assert_allclose(z.astype(np.float32), _gelu_ish(a, b).astype(np.float32), rtol=2e-3, atol=2e-3)
+
+
+def test_device_target_ascend_compiles_for_the_emulator():
+    x, y = np.linspace(-1, 1, 300, dtype=np.float32), np.full(300, 0.25, np.float32)
+    f = msir.jit(_gelu_ish)
+    msir.set_context(device_target="Ascend")
+    try:
+        assert msir.get_context("device_target") == "Ascend"
+        np.testing.assert_allclose(f(x, y), _gelu_ish(x, y), rtol=1e-6)
+    finally:
+        msir.set_context(device_target="CPU")
+
+
+def _tanh_chain(x):
+    return np.tanh(x) + 1.0
+
+
+def test_an_op_without_ascend_lowering_is_refused_at_its_line():
+    with pytest.raises(CompileError) as e:
+        msir.jit(_tanh_chain, target="ascend")(np.ones(8, np.float32))
+    assert "msir.tanh: has no Ascend lowering" in e.value.message
+    assert e.value.loc is not None and e.value.loc.file == __file__
+    assert e.value.loc.line == _tanh_chain.__code__.co_firstlineno + 1
+
+
+def test_a_k_that_needs_zero_padding_is_refused():
+    with pytest.raises(CompileError, match="K = 70 is not a multiple of the cube's fractal depth 16"):
+        lower(matmul_ir(32, 70, 32), "910A")
+
+
+def test_profile_of_the_last_call(monkeypatch):
+    monkeypatch.setenv("MSIR_ASCEND_CHIP", "910B")
+    f = msir.jit(_mlp_layer, target="ascend")
+    assert f.profile is None
+    x = np.ones((32, 32), np.float32)
+    f(x, x)
+    small = f.profile
+    f(np.ones((256, 256), np.float32), np.ones((256, 256), np.float32))
+    large = f.profile
+    assert large is not small and large.cycles > small.cycles > 0
+    text = str(large)
+    assert text.startswith(f"cycles: {large.cycles} (910B, block_dim ")
+    assert "pipe m " in text and "critical pipe: mte2" in text
+    assert msir.jit(_mlp_layer).profile is None  # the CPU target has none
+
+
+def test_a_fused_chain_lowers_as_the_unfused_one():
+    from xdsl.parser import Parser
+    from xdsl.printer import Printer
+    import io
+
+    from msir.compiler import make_context
+    from msir.passes.fuse import MsirFuse
+
+    ctx = make_context()
+    module = Parser(ctx, chain_ir(1000, "f16"), "model.mlir").parse_module()
+    MsirFuse().apply(ctx, module)
+    fused = io.StringIO()
+    Printer(stream=fused).print_op(module)
+    assert "msir.fusion" in fused.getvalue()
+    assert lower(fused.getvalue(), "910B") == lower(chain_ir(1000, "f16"), "910B")
+
+
+def _bias(x, b):
+    return x + b
+
+
+def test_a_broadcast_of_a_tensor_is_refused_at_its_line():
+    with pytest.raises(CompileError) as e:
+        msir.jit(_bias, target="ascend")(np.ones((4, 8), np.float32), np.ones(8, np.float32))
+    assert "msir.broadcast_to: broadcasting a tensor has no Ascend lowering yet" in e.value.message
+    assert e.value.loc.line == _bias.__code__.co_firstlineno + 1
+
+
+def _energy(x):
+    return np.sum(np.exp(x) * 0.5)
+
+
+def test_a_gradient_runs_on_the_emulator():
+    # differentiation happens before the target: d/dx sum(exp(x) / 2) is
+    # the elementwise exp(x) * 0.5, which the vector unit computes
+    x = np.linspace(-1, 1, 500, dtype=np.float32)
+    g = msir.jit(msir.grad(_energy), target="ascend")
+    np.testing.assert_allclose(g(x), np.exp(x) * 0.5, rtol=1e-6)
+    assert g.profile is not None and g.profile.busy["v"] > 0
