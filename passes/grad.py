@@ -494,7 +494,11 @@ class _PairBuilder:
             if isinstance(op, CONTROL_FLOW):
                 control_forward(self, op)
                 continue
-            if isinstance(op, REVERSE_OPS + (M.JvpOp,)):
+            if isinstance(op, M.JvpOp):  # only msir-grad-jvp expands both modes, innermost first
+                raise NotDifferentiableError(
+                    "msir-grad does not expand the forward-mode 'msir.jvp' inside the function it "
+                    "differentiates: run msir-grad-jvp, which expands both modes", source_loc(op))
+            if isinstance(op, REVERSE_OPS):
                 raise AssertionError("nested transformations are expanded before their callers")
             clone = op.clone(value_mapper=dict(self.fwd_of))
             self.fwd_block.add_op(clone)
