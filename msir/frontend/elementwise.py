@@ -58,14 +58,17 @@ def unary_typing(name: str, dtype: str, weak: bool) -> tuple[str | None, str, bo
     primitive None: the result is the cast operand itself."""
     row = BY_NAME[name]
     if row.float_only:
-        if kind(dtype) < 2 and row.integer_identity:
-            # the dtype NumPy gives (2.x keeps bool and integers; older versions
-            # made bool float16), from NumPy itself
-            result = row.numpy(np.zeros(0, dtype)).dtype.name
-            if result not in DTYPES:
-                raise DTypeError(f"np.{name} of a {dtype} array gives {result}, which msir does not compute in")
+        if kind(dtype) == 2:
+            return name, dtype, False
+        # bool and integers: the dtype NumPy gives, from NumPy itself (np.exp of
+        # bool is float16, of an integer float64; np.floor keeps bool and integers
+        # in 2.x, older versions made bool float16)
+        result = row.numpy(np.zeros(0, dtype)).dtype.name
+        if result not in DTYPES:
+            raise DTypeError(f"np.{name} of a {dtype} array gives {result}, which msir does not compute in")
+        if row.integer_identity:
             return None, result, weak and result == dtype
-        return name, dtype if kind(dtype) == 2 else "float64", False
+        return name, result, False
     if dtype == "bool" and "bool" not in row.dtypes:
         if name == "abs":
             return None, dtype, weak

@@ -65,6 +65,20 @@ def _unary_np(name: str, np_name: str):
     return handler
 
 
+def _math_unary(name: str):
+    """`math.<name>(x)`: Python converts `x` to a float first (`math.exp(True)`
+    is a float, where `np.exp(True)` is a float16)."""
+
+    def handler(tr, args, kwargs, node):
+        (x,) = _params(tr, args, kwargs, ["x"], {}, node, f"math.{name}")
+        t = tr.as_tensor(x, node)
+        if kind(t.dtype) < 2:
+            t = tr.cast(t, "float64", t.weak)
+        return _numpy_result(tr.unary(name, t, node))
+
+    return handler
+
+
 def _binary_np(name: str, np_name: str):
     def handler(tr, args, kwargs, node):
         a, b = _params(tr, args, kwargs, ["x1", "x2"], {}, node, f"np.{np_name}")
@@ -442,7 +456,7 @@ _NUMPY_HANDLERS: dict[Any, Callable] = {
     int: _py_convert("int"),
     bool: _py_convert("bool"),
     range: _py_range,
-    **{getattr(math, n): _unary_np(n, n) for n in ("exp", "log", "sqrt", "tanh", "sin", "cos")},
+    **{getattr(math, n): _math_unary(n) for n in ("exp", "log", "sqrt", "tanh", "sin", "cos")},
 }
 _NUMPY_HANDLERS.update(OPS_HANDLERS)
 
