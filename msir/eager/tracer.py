@@ -220,10 +220,10 @@ class Tracer:
     def __ge__(self, o): return compare("ge", self, o)
     def __eq__(self, o): return compare("eq", self, o)  # type: ignore[override]
     def __ne__(self, o): return compare("ne", self, o)  # type: ignore[override]
-    def __neg__(self): return unary("neg", self)
-    def __pos__(self): return self
+    def __neg__(self): return negative(self)
+    def __pos__(self): return positive(self)
     def __abs__(self): return unary("abs", self)
-    def __invert__(self): return invert(self)
+    def __invert__(self): return invert(_operator_operand(self))
 
     # -- methods -------------------------------------------------------------
 
@@ -669,12 +669,28 @@ def _unary(name: str, t: _T) -> _T:
     return t if prim is None else _emit(prim, {}, [t], weak)
 
 
+def _operator_operand(x: Any) -> _T:
+    """The operand of a unary operator: a Python bool acts as its int, as in
+    Python (`~True == -2`, `-True == -1`, `+True == 1`)."""
+    t = _T.of(x)
+    return _cast(t, "int64", True) if t.dtype == "bool" and t.weak else t
+
+
+def negative(x: Any) -> Any:
+    return _out(_unary("neg", _operator_operand(x)))
+
+
+def positive(x: Any) -> Any:
+    t = _operator_operand(x)
+    return x if t.v is x else _out(t)
+
+
 def invert(x: Any) -> Any:
     t = _T.of(x)
     if t.dtype == "bool":
         return _out(_emit("not", {}, [t], t.weak))
     if kind(t.dtype) == 1:
-        return _out(elementwise("xor", t, _T(np.asarray(-1, t.dtype), t.dtype, (), False)))
+        return _out(elementwise("xor", t, _T(np.asarray(-1, t.dtype), t.dtype, (), t.weak)))
     raise DTypeError(f"the operator ~ is not supported for {t.dtype}")
 
 

@@ -2,7 +2,9 @@
 (`test/fuzz/programs.py`) found, each fixed at its mechanism and checked in
 GRAPH_MODE and PYNATIVE_MODE against the plain Python function: the dtype of
 float functions of bool and integer operands (NumPy's own, float16 for bool),
-`math` functions converting their argument to a float first.
+`math` functions converting their argument to a float first, the unary
+operators of a Python bool acting on its int value (`~True == -2`; msir took
+it as NumPy's logical not) and `~` keeping a Python int weak.
 """
 
 from __future__ import annotations
@@ -40,3 +42,19 @@ def test_float_functions_of_bool_and_integer_operands_have_numpys_dtype(fn, args
         assert len(got) == len(want)
         for g, w in zip(got, want):
             _same(g, w)
+
+
+def unary_operators_of_python_bools(s, n, a):
+    b = s < 2.0
+    return ~b, -b, +b, ~(s > 5.0), ~n, ~(n > 2), ~(a > 0), np.mean((~(2.0 < s)) * a)
+
+
+def test_unary_operators_of_a_python_bool_act_on_its_int_value():
+    args = (1.0, 3, np.array([1.0, -1.0]))
+    want = unary_operators_of_python_bools(*args)
+    for got in (msir.jit(unary_operators_of_python_bools)(*args),
+                pynative(lambda: msir.jit(unary_operators_of_python_bools)(*args))):
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            assert type(g) is type(w)
+            np.testing.assert_array_equal(g, w)
