@@ -36,7 +36,7 @@ import numpy as np
 from msir.dialects import primitives
 from msir.eager.numpy_builder import NumpyBuilder
 from msir.frontend.einsum_subscripts import contract, plan_einsum
-from msir.frontend.elementwise import binary_typing, unary_typing
+from msir.frontend.elementwise import binary_typing, check_square, unary_typing
 from msir.dialects.primitives import DTYPES
 from msir.frontend.values import dtype_name, kind, promote, weak_dtype_of
 from msir.errors import DTypeError, MsirError, MsirIndexError, NotDifferentiableError, ShapeError, UnsupportedSyntaxError
@@ -914,6 +914,7 @@ def _log_base(base: float):
 
 def _square(x):
     t = _T.of(x)
+    check_square(t.dtype)
     return _out(elementwise("mul", t, t))
 
 

@@ -1,6 +1,6 @@
 """NumPy's typing of elementwise calls, shared by the compiled frontend and the eager tracer.
 
-`binary_typing` and `unary_typing` say, for a call of an elementwise primitive
+`binary_typing` and `unary_typing` (and `check_square` for np.square) say, for a call of an elementwise primitive
 (`msir.dialects.primitives`) on operands of given dtypes and weakness (NEP 50),
 which primitive computes it, in which dtype, and whether the result is weak —
 or raise a `DTypeError` whose message names the operation and the dtypes (the
@@ -81,3 +81,10 @@ def unary_typing(name: str, dtype: str, weak: bool) -> tuple[str | None, str, bo
     if dtype not in row.dtypes:
         raise DTypeError(f"np.{name} is not supported for {dtype} arrays")
     return name, dtype, weak
+
+
+def check_square(dtype: str) -> None:
+    """np.square is a multiplication of the operand by itself, in its dtype,
+    except for bool, which NumPy squares in int8 (msir has no int8)."""
+    if dtype == "bool":
+        raise DTypeError("np.square of a bool array gives int8, which msir does not compute in")

@@ -22,9 +22,10 @@ import numpy as np
 
 from msir.dialects import msir as M
 from msir.dialects import primitives
-from msir.errors import UnsupportedSyntaxError
+from msir.errors import DTypeError, UnsupportedSyntaxError
 from msir.frontend.base import TypeError_, ValueError_
 from msir.frontend.einsum import build_einsum
+from msir.frontend.elementwise import check_square
 from msir.frontend.ops_calls import OPS_HANDLERS
 from msir.frontend.state import RangeValue
 from msir.frontend.values import KnownInt, Tensor, dtype_name, kind, promote
@@ -257,7 +258,11 @@ def _np_clip(tr, args, kwargs, node):
 def _np_square(tr, args, kwargs, node):
     (x,) = _params(tr, args, kwargs, ["x"], {}, node, "np.square")
     t = tr.as_tensor(x, node)
-    return tr.elementwise("mul", t, t, node)
+    try:
+        check_square(t.dtype)
+    except DTypeError as e:
+        raise tr.error(DTypeError, e.message, node) from None
+    return _numpy_result(tr.elementwise("mul", t, t, node))
 
 
 def _np_var(std: bool):

@@ -4,7 +4,8 @@ GRAPH_MODE and PYNATIVE_MODE against the plain Python function: the dtype of
 float functions of bool and integer operands (NumPy's own, float16 for bool),
 `math` functions converting their argument to a float first, the unary
 operators of a Python bool acting on its int value (`~True == -2`; msir took
-it as NumPy's logical not) and `~` keeping a Python int weak.
+it as NumPy's logical not), `~` keeping a Python int weak, and np.square of
+a bool (int8 in NumPy) refused at the user's line in both modes.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import pytest
 from gradcheck import pynative
 
 import msir
+from msir.errors import DTypeError
 
 
 def _same(got, want):
@@ -58,3 +60,18 @@ def test_unary_operators_of_a_python_bool_act_on_its_int_value():
         for g, w in zip(got, want):
             assert type(g) is type(w)
             np.testing.assert_array_equal(g, w)
+
+
+def square_of_bools(y, s):
+    a = np.square(((y / s) == np.add(y, s)))
+    return np.mean(a * s)
+
+
+def test_square_of_a_bool_is_refused_at_the_users_line():
+    assert square_of_bools(np.int64(3), 1.5).dtype == np.float64  # NumPy squares the bool in int8
+    for run in (lambda: msir.jit(square_of_bools)(np.int64(3), 1.5),
+                lambda: pynative(lambda: msir.jit(square_of_bools)(np.int64(3), 1.5))):
+        with pytest.raises(DTypeError) as info:
+            run()
+        assert "np.square of a bool array gives int8" in info.value.message
+        assert info.value.loc.line == square_of_bools.__code__.co_firstlineno + 1
