@@ -29,6 +29,13 @@ and under a timeout. It is classified:
   |gradient|) at step 1e-6 or 1e-4;
 * `kink`: the gradient disagrees, but so do the differences at the two steps
   (the program is not smooth at the point, or rounds through float32);
+* `undefined`: the difference comes from an operation whose result NumPy
+  itself leaves to the platform or to IEEE special values: a value differs
+  where NumPy casts NaN or infinity to an integer ("invalid value
+  encountered in cast"), or the gradient is not finite where the program
+  computes an invalid, infinite or divided-by-zero intermediate (the chain
+  rule multiplies a zero cotangent by it, as JAX and PyTorch do, e.g. in
+  the branch `np.where` does not select);
 * `skipped`: NumPy raised on the inputs;
 * `rejected`: msir raised an `MsirError` located in the program's file;
 * `wrong`: a value, dtype, shape or gradient differs;
@@ -308,7 +315,7 @@ def hypothesis_programs():
 
 @dataclass
 class Outcome:
-    kind: str  # ok | kink | skipped | rejected | wrong | internal | crash | hang
+    kind: str  # ok | kink | undefined | skipped | rejected | wrong | internal | crash | hang
     detail: str = ""
 
 
@@ -385,6 +392,19 @@ def _msir_failure(e: BaseException, path: str) -> Outcome:
     return Outcome("internal", where + "".join(tb[-3:]).strip()[-1500:])
 
 
+def _floating_point_warnings(f, args: list) -> list[str]:
+    """NumPy's messages for the invalid, overflowing and dividing-by-zero
+    operations `f` computes on `args`."""
+    with np.errstate(divide="warn", over="warn", invalid="warn", under="ignore"), \
+            warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RuntimeWarning)
+        try:
+            f(*[a.copy() if isinstance(a, np.ndarray) else a for a in args])
+        except Exception:
+            pass
+    return sorted({str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)})
+
+
 def run_trial(program: Program, directory: str) -> Outcome:
     """Run `program` in this process and classify it (module docstring)."""
     import msir
@@ -397,6 +417,7 @@ def run_trial(program: Program, directory: str) -> Outcome:
             want = f(*[a.copy() if isinstance(a, np.ndarray) else a for a in args])
     except Exception as e:
         return Outcome("skipped", f"NumPy: {type(e).__name__}: {e}")
+    special = _floating_point_warnings(f, args)
     for mode, mode_name in ((msir.GRAPH_MODE, "GRAPH"), (msir.PYNATIVE_MODE, "PYNATIVE")):
         msir.set_context(mode=mode)
         try:
@@ -409,6 +430,8 @@ def run_trial(program: Program, directory: str) -> Outcome:
             msir.set_context(mode=msir.GRAPH_MODE)
         diff = _compare(f"{mode_name} result", got, want)
         if diff:
+            if any("in cast" in w for w in special):
+                return Outcome("undefined", f"{diff}\n  NumPy: {special}")
             return Outcome("wrong", diff)
     if not (isinstance(want, (np.floating, float)) and np.asarray(want).dtype == np.float64 and np.isfinite(want)):
         return Outcome("ok")
@@ -429,6 +452,8 @@ def run_trial(program: Program, directory: str) -> Outcome:
             np.asarray(g).dtype != np.float64 else None
         if diff:
             return Outcome("wrong", diff)
+        if special and not np.all(np.isfinite(g)):
+            return Outcome("undefined", f"{mode_name} gradient {np.asarray(g)}\n  NumPy: {special}")
         if not (_grad_close(g, fd_small) or _grad_close(g, fd_large)):
             if not _grad_close(fd_small, fd_large):
                 return Outcome("kink", f"{mode_name} gradient at a point that is not smooth")
@@ -437,10 +462,18 @@ def run_trial(program: Program, directory: str) -> Outcome:
 
 
 def serve() -> None:
-    """The worker loop: a program as one JSON line on stdin, its outcome as one on stdout."""
+    """The worker loop: after a `ready` line, a program as one JSON line on
+    stdin, its outcome as one on stdout."""
     out = sys.stdout
     sys.stdout = sys.stderr  # what a program or msir prints must not corrupt the protocol
     with tempfile.TemporaryDirectory(prefix="fuzzprog_") as directory:
+        # verify the module after every stage; keep thousands of programs out of the user's cache
+        os.environ.setdefault("MSIR_VERIFY", "1")
+        os.environ.setdefault("MSIR_CACHE_DIR", directory)
+        import msir.api  # noqa: F401  (the start-up cost is not a trial's)
+
+        out.write("ready\n")
+        out.flush()
         for line in sys.stdin:
             try:
                 outcome = run_trial(Program.from_json(line), directory)
@@ -458,13 +491,20 @@ def serve() -> None:
 class Worker:
     """A subprocess running `serve`, restarted after a crash or a hang."""
 
+    STARTUP_TIMEOUT = 300.0
+
     def __init__(self, timeout: float = 120.0):
         self.timeout = timeout
         self.proc: subprocess.Popen | None = None
 
     def _start(self) -> subprocess.Popen:
-        return subprocess.Popen([sys.executable, __file__, "--serve"], stdin=subprocess.PIPE,
+        proc = subprocess.Popen([sys.executable, __file__, "--serve"], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        ready, _, _ = select.select([proc.stdout], [], [], self.STARTUP_TIMEOUT)
+        if not ready or proc.stdout.readline() != "ready\n":
+            proc.kill()
+            raise RuntimeError("the fuzzing worker did not start")
+        return proc
 
     def run(self, program: Program) -> Outcome:
         if self.proc is None or self.proc.poll() is not None:
