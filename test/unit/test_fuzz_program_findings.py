@@ -5,7 +5,8 @@ float functions of bool and integer operands (NumPy's own, float16 for bool),
 `math` functions converting their argument to a float first, the unary
 operators of a Python bool acting on its int value (`~True == -2`; msir took
 it as NumPy's logical not), `~` keeping a Python int weak, and np.square of
-a bool (int8 in NumPy) refused at the user's line in both modes.
+a bool (int8 in NumPy) refused at the user's line in both modes, and the
+errors of the eager engine's tracer located at the user's line.
 """
 
 from __future__ import annotations
@@ -75,3 +76,16 @@ def test_square_of_a_bool_is_refused_at_the_users_line():
             run()
         assert "np.square of a bool array gives int8" in info.value.message
         assert info.value.loc.line == square_of_bools.__code__.co_firstlineno + 1
+
+
+def int8_meets_a_traced_value(x, b):
+    c = np.add(True, b) % b  # NumPy computes the bool remainder in int8; b is not traced
+    return np.sum(x * c)
+
+
+def test_a_tracer_error_in_pynative_grad_is_located_at_the_users_line():
+    with pytest.raises(DTypeError) as info:
+        pynative(lambda: msir.grad(int8_meets_a_traced_value)(np.array([1.0]), np.array([True])))
+    assert "int8 is not supported" in info.value.message
+    assert info.value.loc.file == __file__
+    assert info.value.loc.line == int8_meets_a_traced_value.__code__.co_firstlineno + 2
