@@ -38,7 +38,7 @@ from msir.eager.numpy_builder import NumpyBuilder
 from msir.frontend.einsum_subscripts import contract, plan_einsum
 from msir.frontend.elementwise import binary_typing, check_square, unary_typing
 from msir.dialects.primitives import DTYPES
-from msir.frontend.values import dtype_name, kind, promote, weak_dtype_of
+from msir.frontend.values import dtype_name, kind, promote, reduces_over_nothing, weak_dtype_of
 from msir.errors import DTypeError, MsirError, MsirIndexError, NotDifferentiableError, ShapeError, UnsupportedSyntaxError
 from msir.passes.grad_rules import JVP, NON_DIFFERENTIABLE, VJP
 
@@ -755,7 +755,7 @@ def reduce(name: str, x: Any, axis: Any = None, keepdims: Any = False, dtype: An
 
 
 def _reduce(name: str, t: _T, axis: Any, keepdims: Any, dtype: Any = None) -> _T:
-    axes = _axes(axis, t.ndim)
+    axes = () if reduces_over_nothing(name, t.ndim, axis) else _axes(axis, t.ndim)
     if len(set(axes)) != len(axes):
         raise ShapeError(f"duplicate value in axes {list(axes)}")
     keep = bool(keepdims)

@@ -6,7 +6,8 @@ float functions of bool and integer operands (NumPy's own, float16 for bool),
 operators of a Python bool acting on its int value (`~True == -2`; msir took
 it as NumPy's logical not), `~` keeping a Python int weak, and np.square of
 a bool (int8 in NumPy) refused at the user's line in both modes, and the
-errors of the eager engine's tracer located at the user's line.
+errors of the eager engine's tracer located at the user's line, and the
+ufunc reductions of a 0-d operand along axis 0 or -1 (NumPy accepts them).
 """
 
 from __future__ import annotations
@@ -89,3 +90,27 @@ def test_a_tracer_error_in_pynative_grad_is_located_at_the_users_line():
     assert "int8 is not supported" in info.value.message
     assert info.value.loc.file == __file__
     assert info.value.loc.line == int8_meets_a_traced_value.__code__.co_firstlineno + 2
+
+
+def reductions_of_scalars(x, s, k):
+    return (np.sum(x, axis=0), np.max(x, axis=-1, keepdims=True), x.prod(axis=0), np.min(s, axis=0),
+            np.sum(k, axis=-1), np.sum(x > 0, axis=0))
+
+
+def smooth_reduction_of_a_scalar(x):
+    return np.sum(np.sin(x) * 2, axis=0) + np.max(x * x, axis=-1)
+
+
+def mean_of_a_scalar(x):
+    return np.mean(x, axis=0)
+
+
+def test_ufunc_reductions_of_a_0d_operand_along_axis_0_or_minus_1_are_the_operand():
+    args = (np.array(0.5), 2.0, 3)
+    want = reductions_of_scalars(*args)
+    for got in (msir.jit(reductions_of_scalars)(*args), pynative(lambda: msir.jit(reductions_of_scalars)(*args))):
+        for g, w in zip(got, want):
+            assert np.asarray(g).dtype == np.asarray(w).dtype and g == w
+    assert msir.grad(smooth_reduction_of_a_scalar)(np.array(0.5)) == pytest.approx(2 * np.cos(0.5) + 1.0)
+    with pytest.raises(IndexError, match="axis 0 is out of bounds for array of dimension 0"):
+        msir.jit(mean_of_a_scalar)(np.array(0.5))  # as NumPy: np.mean is not a ufunc reduction
