@@ -71,6 +71,7 @@ from pathlib import Path
 import numpy as np
 
 FAILURES = ("wrong", "internal", "crash", "hang")
+GRADIENT_CHECKED = "gradient checked"
 
 # ---------------------------------------------------------------------------
 # Sources of choices
@@ -458,7 +459,7 @@ def run_trial(program: Program, directory: str) -> Outcome:
             if not _grad_close(fd_small, fd_large):
                 return Outcome("kink", f"{mode_name} gradient at a point that is not smooth")
             return Outcome("wrong", f"{mode_name} gradient\n  got  {np.asarray(g)}\n  want {fd_small}")
-    return Outcome("ok")
+    return Outcome("ok", GRADIENT_CHECKED)
 
 
 def serve() -> None:
@@ -544,6 +545,7 @@ def run(trials: int, seed: int, start: int = 0, timeout: float = 120.0, verbose:
         for i in range(start, start + trials):
             outcome = worker.run(random_program(seed, i))
             counts[outcome.kind] += 1
+            counts["ok with a gradient"] += outcome.kind == "ok" and outcome.detail == GRADIENT_CHECKED
             if outcome.kind in FAILURES:
                 fresh = Worker(timeout)
                 replayed = fresh.run(random_program(seed, i))
