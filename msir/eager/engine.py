@@ -15,6 +15,8 @@ float arguments and weak outputs).
 from __future__ import annotations
 
 import inspect
+import os
+import traceback
 from typing import Any
 
 import numpy as np
@@ -35,7 +37,7 @@ from msir.eager.tracer import (
     bind,
     fmt_shape,
 )
-from msir.errors import NotDifferentiableError, ShapeError, UnsupportedSyntaxError
+from msir.errors import MsirError, NotDifferentiableError, ShapeError, SourceLoc, UnsupportedSyntaxError
 
 __all__ = ["call_transformed", "stop_gradient", "Tracer"]
 
@@ -200,12 +202,36 @@ def call_transformed(t: Any, args: tuple, kwargs: dict) -> Any:
     raise ValueError(f"unknown transformation kind {t.kind!r}")
 
 
+_MSIR_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__))
+
+
+def _user_location(tb) -> SourceLoc | None:
+    """The innermost frame of `tb` outside msir and NumPy: the user's line."""
+    for frame in reversed(traceback.extract_tb(tb)):
+        path = os.path.abspath(frame.filename)
+        if not path.startswith((_MSIR_DIR + os.sep, _NUMPY_DIR + os.sep)) and frame.lineno is not None:
+            return SourceLoc(frame.filename, frame.lineno, (frame.colno or 0) + 1)
+    return None
+
+
+def _run_user_function(fn: Any, args: tuple) -> Any:
+    """`fn(*args)` on tracers; an msir error raised inside the tracer gets the
+    user's line that called the operation, as the compiled path reports it."""
+    try:
+        return fn(*args)
+    except MsirError as e:
+        if e.loc is None:
+            e.loc = _user_location(e.__traceback__)
+        raise
+
+
 def _grad(t: Any, args: tuple) -> Any:
     argnums = _argnums(t, len(args))
     trace = ReverseTrace()
     try:
         inputs = _Inputs(trace, args, argnums, lambda primal, weak, i, j: trace.leaf(primal, weak))
-        out = t.fn(*inputs.args)
+        out = _run_user_function(t.fn, inputs.args)
         main, aux = _split_aux(out, t.has_aux, t.aux_tuple)
         _check_scalar_output(main)
         seeds = []
@@ -227,7 +253,7 @@ def _vjp(t: Any, primals: tuple) -> Any:
     trace = ReverseTrace()
     try:
         inputs = _Inputs(trace, primals, argnums, lambda primal, weak, i, j: trace.leaf(primal, weak))
-        out = t.fn(*inputs.args)
+        out = _run_user_function(t.fn, inputs.args)
         main, aux = _split_aux(out, t.has_aux)
         out_leaves: list = []
         _leaves(main, out_leaves)
@@ -291,7 +317,7 @@ def _jvp(t: Any, primals: tuple) -> Any:
             _leaves(tangents[a], t_leaves)
             if len(t_leaves) != len(inputs.leaves[i]):
                 raise ShapeError("jvp needs one tangent per primal")
-        out = t.fn(*inputs.args)
+        out = _run_user_function(t.fn, inputs.args)
         main, aux = _split_aux(out, t.has_aux)
 
         def tangent_of(v):

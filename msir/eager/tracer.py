@@ -37,9 +37,9 @@ from msir.dialects import primitives
 from msir.eager.numpy_builder import NumpyBuilder
 from msir.frontend import numpy_bodies
 from msir.frontend.einsum_subscripts import contract, plan_einsum
-from msir.frontend.elementwise import binary_typing, unary_typing
+from msir.frontend.elementwise import binary_typing, check_square, unary_typing
 from msir.dialects.primitives import DTYPES
-from msir.frontend.values import dtype_name, kind, promote, weak_dtype_of
+from msir.frontend.values import dtype_name, kind, promote, reduces_over_nothing, weak_dtype_of
 from msir.errors import DTypeError, MsirError, MsirIndexError, NotDifferentiableError, ShapeError, UnsupportedSyntaxError
 from msir.passes.grad_rules import JVP, NON_DIFFERENTIABLE, VJP
 
@@ -221,10 +221,10 @@ class Tracer:
     def __ge__(self, o): return compare("ge", self, o)
     def __eq__(self, o): return compare("eq", self, o)  # type: ignore[override]
     def __ne__(self, o): return compare("ne", self, o)  # type: ignore[override]
-    def __neg__(self): return unary("neg", self)
-    def __pos__(self): return self
+    def __neg__(self): return negative(self)
+    def __pos__(self): return positive(self)
     def __abs__(self): return unary("abs", self)
-    def __invert__(self): return invert(self)
+    def __invert__(self): return invert(_operator_operand(self))
 
     # -- methods -------------------------------------------------------------
 
@@ -677,12 +677,28 @@ def _unary(name: str, t: _T) -> _T:
     return t if prim is None else _emit(prim, {}, [t], weak)
 
 
+def _operator_operand(x: Any) -> _T:
+    """The operand of a unary operator: a Python bool acts as its int, as in
+    Python (`~True == -2`, `-True == -1`, `+True == 1`)."""
+    t = _T.of(x)
+    return _cast(t, "int64", True) if t.dtype == "bool" and t.weak else t
+
+
+def negative(x: Any) -> Any:
+    return _out(_unary("neg", _operator_operand(x)))
+
+
+def positive(x: Any) -> Any:
+    t = _operator_operand(x)
+    return x if t.v is x else _out(t)
+
+
 def invert(x: Any) -> Any:
     t = _T.of(x)
     if t.dtype == "bool":
         return _out(_emit("not", {}, [t], t.weak))
     if kind(t.dtype) == 1:
-        return _out(elementwise("xor", t, _T(np.asarray(-1, t.dtype), t.dtype, (), False)))
+        return _out(elementwise("xor", t, _T(np.asarray(-1, t.dtype), t.dtype, (), t.weak)))
     raise DTypeError(f"the operator ~ is not supported for {t.dtype}")
 
 
@@ -747,7 +763,7 @@ def reduce(name: str, x: Any, axis: Any = None, keepdims: Any = False, dtype: An
 
 
 def _reduce(name: str, t: _T, axis: Any, keepdims: Any, dtype: Any = None) -> _T:
-    axes = _axes(axis, t.ndim)
+    axes = () if reduces_over_nothing(name, t.ndim, axis) else _axes(axis, t.ndim)
     if len(set(axes)) != len(axes):
         raise ShapeError(f"duplicate value in axes {list(axes)}")
     keep = bool(keepdims)
@@ -906,6 +922,7 @@ def _log_base(base: float):
 
 def _square(x):
     t = _T.of(x)
+    check_square(t.dtype)
     return _out(elementwise("mul", t, t))
 
 

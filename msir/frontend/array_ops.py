@@ -17,7 +17,7 @@ from xdsl.dialects.builtin import DenseIntOrFPElementsAttr
 from msir.dialects import msir as M
 from msir.errors import ShapeError, UnsupportedSyntaxError
 from msir.frontend.base import ValueError_, ZeroDivisionError_
-from msir.frontend.values import KnownInt, Tensor, dtype_name, kind, promote
+from msir.frontend.values import KnownInt, Tensor, dtype_name, kind, promote, reduces_over_nothing
 
 
 class ArrayOpsMixin:
@@ -25,7 +25,8 @@ class ArrayOpsMixin:
 
     def reduce(self, name: str, x: Any, axis: Any, keepdims: Any, node: ast.AST, dtype: Any = None) -> Tensor:
         t = self.as_tensor(x, node)
-        axes = self.axes(axis, t.ndim, node)
+        static_axis = axis.value if isinstance(axis, KnownInt) else axis
+        axes = () if reduces_over_nothing(name, t.ndim, static_axis) else self.axes(axis, t.ndim, node)
         keep = bool(keepdims)
         if dtype is not None:
             t = self.cast(t, dtype_name(dtype, self.loc))

@@ -1,6 +1,6 @@
 """NumPy's typing of elementwise calls, shared by the compiled frontend and the eager tracer.
 
-`binary_typing` and `unary_typing` say, for a call of an elementwise primitive
+`binary_typing` and `unary_typing` (and `check_square` for np.square) say, for a call of an elementwise primitive
 (`msir.dialects.primitives`) on operands of given dtypes and weakness (NEP 50),
 which primitive computes it, in which dtype, and whether the result is weak —
 or raise a `DTypeError` whose message names the operation and the dtypes (the
@@ -58,14 +58,17 @@ def unary_typing(name: str, dtype: str, weak: bool) -> tuple[str | None, str, bo
     primitive None: the result is the cast operand itself."""
     row = BY_NAME[name]
     if row.float_only:
-        if kind(dtype) < 2 and row.integer_identity:
-            # the dtype NumPy gives (2.x keeps bool and integers; older versions
-            # made bool float16), from NumPy itself
-            result = row.numpy(np.zeros(0, dtype)).dtype.name
-            if result not in DTYPES:
-                raise DTypeError(f"np.{name} of a {dtype} array gives {result}, which msir does not compute in")
+        if kind(dtype) == 2:
+            return name, dtype, False
+        # bool and integers: the dtype NumPy gives, from NumPy itself (np.exp of
+        # bool is float16, of an integer float64; np.floor keeps bool and integers
+        # in 2.x, older versions made bool float16)
+        result = row.numpy(np.zeros(0, dtype)).dtype.name
+        if result not in DTYPES:
+            raise DTypeError(f"np.{name} of a {dtype} array gives {result}, which msir does not compute in")
+        if row.integer_identity:
             return None, result, weak and result == dtype
-        return name, dtype if kind(dtype) == 2 else "float64", False
+        return name, result, False
     if dtype == "bool" and "bool" not in row.dtypes:
         if name == "abs":
             return None, dtype, weak
@@ -78,3 +81,10 @@ def unary_typing(name: str, dtype: str, weak: bool) -> tuple[str | None, str, bo
     if dtype not in row.dtypes:
         raise DTypeError(f"np.{name} is not supported for {dtype} arrays")
     return name, dtype, weak
+
+
+def check_square(dtype: str) -> None:
+    """np.square is a multiplication of the operand by itself, in its dtype,
+    except for bool, which NumPy squares in int8 (msir has no int8)."""
+    if dtype == "bool":
+        raise DTypeError("np.square of a bool array gives int8, which msir does not compute in")

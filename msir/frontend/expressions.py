@@ -252,6 +252,9 @@ class ExpressionsMixin:
         if isinstance(v, KnownInt) and isinstance(op, ast.USub):
             return KnownInt(-v.value, v.deps, self.unary("neg", v.tensor, node))
         t = self.as_tensor(v, node)
+        if t.dtype == "bool" and t.weak:
+            # a Python bool: its unary operators act on its int value (~True == -2)
+            t = self.cast(t, "int64", True)
         if isinstance(op, ast.USub):
             return self.unary("neg", t, node)
         if isinstance(op, ast.UAdd):
@@ -259,7 +262,7 @@ class ExpressionsMixin:
         if t.dtype == "bool":
             return self.tensor(M.NotOp(t.ssa), t.weak)
         if kind(t.dtype) == 1:
-            return self.elementwise("xor", t, self.constant(-1, t.dtype, shape=()), node)
+            return self.elementwise("xor", t, self.constant(-1, t.dtype, t.weak, shape=()), node)
         if t.weak and t.ndim == 0:
             raise self.error(TypeError_, "bad operand type for unary ~: 'float'", node)
         raise self.error(DTypeError, f"the operator ~ is not supported for {t.dtype}", node)

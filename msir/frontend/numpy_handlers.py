@@ -22,11 +22,11 @@ import numpy as np
 
 from msir.dialects import msir as M
 from msir.dialects import primitives
-from msir.errors import MsirError, MsirIndexError, UnsupportedSyntaxError
+from msir.errors import DTypeError, MsirError, MsirIndexError, UnsupportedSyntaxError
 from msir.frontend import numpy_bodies
 from msir.frontend.base import TypeError_, ValueError_, _loc_attr
 from msir.frontend.einsum import build_einsum
-from msir.frontend.elementwise import binary_typing
+from msir.frontend.elementwise import binary_typing, check_square
 from msir.frontend.ops_calls import OPS_HANDLERS
 from msir.frontend.state import _MAX_UNROLL, RangeValue
 from msir.frontend.values import KnownInt, Tensor, dtype_name, kind, promote
@@ -64,6 +64,20 @@ def _unary_np(name: str, np_name: str):
     def handler(tr, args, kwargs, node):
         (x,) = _params(tr, args, kwargs, ["x"], {}, node, f"np.{np_name}")
         return _numpy_result(tr.unary(name, tr.as_tensor(x, node), node))
+
+    return handler
+
+
+def _math_unary(name: str):
+    """`math.<name>(x)`: Python converts `x` to a float first (`math.exp(True)`
+    is a float, where `np.exp(True)` is a float16)."""
+
+    def handler(tr, args, kwargs, node):
+        (x,) = _params(tr, args, kwargs, ["x"], {}, node, f"math.{name}")
+        t = tr.as_tensor(x, node)
+        if kind(t.dtype) < 2:
+            t = tr.cast(t, "float64", t.weak)
+        return _numpy_result(tr.unary(name, t, node))
 
     return handler
 
@@ -246,7 +260,11 @@ def _np_clip(tr, args, kwargs, node):
 def _np_square(tr, args, kwargs, node):
     (x,) = _params(tr, args, kwargs, ["x"], {}, node, "np.square")
     t = tr.as_tensor(x, node)
-    return tr.elementwise("mul", t, t, node)
+    try:
+        check_square(t.dtype)
+    except DTypeError as e:
+        raise tr.error(DTypeError, e.message, node) from None
+    return _numpy_result(tr.elementwise("mul", t, t, node))
 
 
 def _np_var(std: bool):
@@ -660,7 +678,7 @@ _NUMPY_HANDLERS: dict[Any, Callable] = {
     range: _py_range,
     enumerate: _py_enumerate,
     zip: _py_zip,
-    **{getattr(math, n): _unary_np(n, n) for n in ("exp", "log", "sqrt", "tanh", "sin", "cos")},
+    **{getattr(math, n): _math_unary(n) for n in ("exp", "log", "sqrt", "tanh", "sin", "cos")},
 }
 _NUMPY_HANDLERS.update(OPS_HANDLERS)
 

@@ -96,6 +96,17 @@ def _strong_result_type(a_dtype: str, b_dtype: str) -> str:
         ) from None
 
 
+def reduces_over_nothing(name: str, ndim: int, axis: Any) -> bool:
+    """Whether NumPy's reduction `name` of a 0-d operand along `axis` is the
+    operand itself: the ufunc reductions (sum, prod, max, min) accept one
+    integer axis 0 or -1 there (`np.sum(np.float64(2), axis=0) == 2.0`);
+    np.mean and tuples of axes raise."""
+    if isinstance(axis, np.integer):
+        axis = int(axis)
+    return (ndim == 0 and name in ("sum", "prod", "max", "min") and isinstance(axis, int)
+            and not isinstance(axis, bool) and axis in (0, -1))
+
+
 def weak_dtype_of(value: bool | int | float) -> str:
     if isinstance(value, bool):
         return "bool"

@@ -1,0 +1,116 @@
+"""Deviations from NumPy and Python that the generated-program fuzzer
+(`test/fuzz/programs.py`) found, each fixed at its mechanism and checked in
+GRAPH_MODE and PYNATIVE_MODE against the plain Python function: the dtype of
+float functions of bool and integer operands (NumPy's own, float16 for bool),
+`math` functions converting their argument to a float first, the unary
+operators of a Python bool acting on its int value (`~True == -2`; msir took
+it as NumPy's logical not), `~` keeping a Python int weak, and np.square of
+a bool (int8 in NumPy) refused at the user's line in both modes, and the
+errors of the eager engine's tracer located at the user's line, and the
+ufunc reductions of a 0-d operand along axis 0 or -1 (NumPy accepts them).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from gradcheck import pynative
+
+import msir
+from msir.errors import DTypeError
+
+
+def _same(got, want):
+    assert isinstance(got, type(want))
+    assert np.asarray(got).dtype == np.asarray(want).dtype
+    np.testing.assert_allclose(np.asarray(got, np.float64), np.asarray(want, np.float64), rtol=1e-3)
+
+
+def float_functions_of_bools(b, s):
+    return np.cos(True), np.exp(b), np.sqrt(b), np.exp(s > 1.0), np.log1p(b), np.tanh(b.astype(np.int64))
+
+
+def math_functions_of_bools_and_ints(s, k):
+    return math.exp(s > 1.0), math.sqrt(k), math.cos(s)
+
+
+@pytest.mark.parametrize("fn, args", [
+    (float_functions_of_bools, (np.array([True, False]), 2.0)),
+    (math_functions_of_bools_and_ints, (2.0, 3)),
+])
+def test_float_functions_of_bool_and_integer_operands_have_numpys_dtype(fn, args):
+    want = fn(*args)
+    for got in (msir.jit(fn)(*args), pynative(lambda: msir.jit(fn)(*args))):
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            _same(g, w)
+
+
+def unary_operators_of_python_bools(s, n, a):
+    b = s < 2.0
+    return ~b, -b, +b, ~(s > 5.0), ~n, ~(n > 2), ~(a > 0), np.mean((~(2.0 < s)) * a)
+
+
+def test_unary_operators_of_a_python_bool_act_on_its_int_value():
+    args = (1.0, 3, np.array([1.0, -1.0]))
+    want = unary_operators_of_python_bools(*args)
+    for got in (msir.jit(unary_operators_of_python_bools)(*args),
+                pynative(lambda: msir.jit(unary_operators_of_python_bools)(*args))):
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            assert type(g) is type(w)
+            np.testing.assert_array_equal(g, w)
+
+
+def square_of_bools(y, s):
+    a = np.square(((y / s) == np.add(y, s)))
+    return np.mean(a * s)
+
+
+def test_square_of_a_bool_is_refused_at_the_users_line():
+    assert square_of_bools(np.int64(3), 1.5).dtype == np.float64  # NumPy squares the bool in int8
+    for run in (lambda: msir.jit(square_of_bools)(np.int64(3), 1.5),
+                lambda: pynative(lambda: msir.jit(square_of_bools)(np.int64(3), 1.5))):
+        with pytest.raises(DTypeError) as info:
+            run()
+        assert "np.square of a bool array gives int8" in info.value.message
+        assert info.value.loc.line == square_of_bools.__code__.co_firstlineno + 1
+
+
+def int8_meets_a_traced_value(x, b):
+    c = np.add(True, b) % b  # NumPy computes the bool remainder in int8; b is not traced
+    return np.sum(x * c)
+
+
+def test_a_tracer_error_in_pynative_grad_is_located_at_the_users_line():
+    with pytest.raises(DTypeError) as info:
+        pynative(lambda: msir.grad(int8_meets_a_traced_value)(np.array([1.0]), np.array([True])))
+    assert "int8 is not supported" in info.value.message
+    assert info.value.loc.file == __file__
+    assert info.value.loc.line == int8_meets_a_traced_value.__code__.co_firstlineno + 2
+
+
+def reductions_of_scalars(x, s, k):
+    return (np.sum(x, axis=0), np.max(x, axis=-1, keepdims=True), x.prod(axis=0), np.min(s, axis=0),
+            np.sum(k, axis=-1), np.sum(x > 0, axis=0))
+
+
+def smooth_reduction_of_a_scalar(x):
+    return np.sum(np.sin(x) * 2, axis=0) + np.max(x * x, axis=-1)
+
+
+def mean_of_a_scalar(x):
+    return np.mean(x, axis=0)
+
+
+def test_ufunc_reductions_of_a_0d_operand_along_axis_0_or_minus_1_are_the_operand():
+    args = (np.array(0.5), 2.0, 3)
+    want = reductions_of_scalars(*args)
+    for got in (msir.jit(reductions_of_scalars)(*args), pynative(lambda: msir.jit(reductions_of_scalars)(*args))):
+        for g, w in zip(got, want):
+            assert np.asarray(g).dtype == np.asarray(w).dtype and g == w
+    assert msir.grad(smooth_reduction_of_a_scalar)(np.array(0.5)) == pytest.approx(2 * np.cos(0.5) + 1.0)
+    with pytest.raises(IndexError, match="axis 0 is out of bounds for array of dimension 0"):
+        msir.jit(mean_of_a_scalar)(np.array(0.5))  # as NumPy: np.mean is not a ufunc reduction
