@@ -32,14 +32,17 @@ Value
 =====
 One file `<key>.msirc` per module::
 
-    b"MSIRC\\x01\\n"  u32 header length (little endian)  header (JSON)
+    b"MSIRC\\x02\\n"  BLAKE2b-160 digest of everything after it
+    u32 header length (little endian)  header (JSON)
     object code (the ELF object MCJIT generated)  zlib(optimised LLVM IR)
 
 The header holds the key, the entry metadata `NativeModule.function` needs
 (loops-level argument and result types as MLIR text, the number of DPS
 outputs), the error sites, the external symbols the object references (checked
 to resolve before the object is loaded: an unresolved symbol would abort the
-process inside LLVM) and a BLAKE2b digest of the payload. The optimised IR
+process inside LLVM). The digest covers the header as well as the payload: a
+damaged header (a symbol list, a function's metadata) is a corrupt entry, not
+a valid-looking one every later process loads. The optimised IR
 comes back as `NativeModule.llvm_ir` (and `asm`).
 
 Object code rather than optimised IR: reloading an object takes a few ms,
@@ -83,7 +86,8 @@ from msir.errors import SourceLoc
 from msir.lowering.cache_location import cache_dir, enabled
 
 FORMAT_VERSION = 2
-MAGIC = b"MSIRC\x01\n"
+MAGIC = b"MSIRC\x02\n"
+DIGEST_BYTES = 20
 SUFFIX = ".msirc"
 _SUFFIXES = (SUFFIX, ".msirt")  # the object code, and the trace level's entries (msir.trace_cache)
 DEFAULT_MAX_BYTES = 256 << 20
@@ -392,7 +396,6 @@ def store(
             "symbols": _external_symbols(llvm_ir),
             "obj": len(obj),
             "ir": len(ir_z),
-            "digest": hashlib.blake2b(payload, digest_size=20).hexdigest(),
         },
         separators=(",", ":"),
     ).encode()
@@ -402,7 +405,7 @@ def store(
         d.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".part", dir=d)
         with os.fdopen(fd, "wb") as f:
-            f.write(MAGIC + struct.pack("<I", len(header)) + header + payload)
+            f.write(pack_entry(header, payload))
         os.replace(tmp, _entry_path(key))
         tmp = None
     except OSError as e:
@@ -417,6 +420,12 @@ def store(
     return True
 
 
+def pack_entry(header: bytes, payload: bytes) -> bytes:
+    """An entry file's bytes: the magic, the digest of the rest, the header and the payload."""
+    body = struct.pack("<I", len(header)) + header + payload
+    return MAGIC + hashlib.blake2b(body, digest_size=DIGEST_BYTES).digest() + body
+
+
 def _read(key: str) -> tuple[dict, bytes, bytes] | None:
     path = _entry_path(key)
     try:
@@ -427,17 +436,17 @@ def _read(key: str) -> tuple[dict, bytes, bytes] | None:
     try:
         if not data.startswith(MAGIC):
             raise ValueError("bad magic")
-        n = struct.unpack_from("<I", data, len(MAGIC))[0]
-        start = len(MAGIC) + 4
-        header = json.loads(data[start : start + n])
-        payload = data[start + n :]
+        digest, body = data[len(MAGIC) : len(MAGIC) + DIGEST_BYTES], data[len(MAGIC) + DIGEST_BYTES :]
+        if hashlib.blake2b(body, digest_size=DIGEST_BYTES).digest() != digest:
+            raise ValueError("digest mismatch")
+        n = struct.unpack_from("<I", body, 0)[0]
+        header = json.loads(body[4 : 4 + n])
+        payload = body[4 + n :]
         if header.get("key") != key:
             raise ValueError("key mismatch")
         n_obj, n_ir = header["obj"], header["ir"]
         if len(payload) != n_obj + n_ir:
             raise ValueError("truncated")
-        if hashlib.blake2b(payload, digest_size=20).hexdigest() != header["digest"]:
-            raise ValueError("digest mismatch")
         return header, payload[:n_obj], payload[n_obj:]
     except (ValueError, KeyError, TypeError, struct.error, UnicodeDecodeError) as e:
         _count("corrupt")

@@ -293,14 +293,32 @@ def test_default_directory(monkeypatch, tmp_path):
     assert cache.cache_dir() == Path.home() / ".cache" / "msir"
 
 
-def _rewrite_header(path: Path, edit) -> None:
+def _rewrite_header(path: Path, edit, sign: bool = True) -> None:
+    """Edit an entry's header; `sign`: with a valid digest (an entry as msir
+    would write it), else as a damaged file would be."""
     data = path.read_bytes()
-    n = int.from_bytes(data[len(cache.MAGIC) : len(cache.MAGIC) + 4], "little")
-    start = len(cache.MAGIC) + 4
-    header = json.loads(data[start : start + n])
+    start = len(cache.MAGIC) + cache.DIGEST_BYTES
+    n = int.from_bytes(data[start : start + 4], "little")
+    header = json.loads(data[start + 4 : start + 4 + n])
     edit(header)
-    new = json.dumps(header).encode()
-    path.write_bytes(cache.MAGIC + len(new).to_bytes(4, "little") + new + data[start + n :])
+    new = cache.pack_entry(json.dumps(header).encode(), data[start + 4 + n :])
+    if not sign:
+        new = data[:start] + new[start:]
+    path.write_bytes(new)
+
+
+def test_a_damaged_header_is_a_corrupt_entry(cdir, tmp_path):
+    m = load_module(write_module(tmp_path / "hdr.py", CHAIN), "cache_hdr")
+    x = np.linspace(0.5, 2.0, 16, dtype=np.float32)
+    expected = msir.jit(m.f)(x, x)
+    (path,) = entries(cdir)
+    data = path.read_bytes()
+    _rewrite_header(path, lambda h: h["functions"].clear(), sign=False)
+    np.testing.assert_array_equal(msir.jit(m.f)(x, x), expected)
+    assert cache.stats["corrupt"] == 1 and cache.stats["hits"] == 0 and cache.stats["writes"] == 2
+    assert path.read_bytes() == data  # removed and written again
+    msir.jit(m.f)(x, x)
+    assert cache.stats["hits"] == 1
 
 
 def test_unresolved_symbol_is_a_miss_not_a_crash(cdir, tmp_path):
