@@ -328,14 +328,7 @@ class Transformed(Transform):
         args = unwrap(args)
         inner = self.with_weights_as_argument(len(args))
         values = tuple(p.asnumpy() for p in self.weights)
-        result = call_transformed(inner, (*args, values), {})
-        if self.kind == "grad":
-            if self.has_aux:
-                grads, aux = result
-                return self.arrange_gradients(grads), aux
-            return self.arrange_gradients(result)
-        value, grads = result
-        return value, self.arrange_gradients(grads)
+        return self.arrange_result(call_transformed(inner, (*args, values), {}))
 
     def _bind_arguments(self, args: tuple, kwargs: dict) -> tuple:
         bound = inspect.signature(self).bind(*args, **kwargs)

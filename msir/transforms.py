@@ -82,7 +82,7 @@ class Transform:
         """This transform (with `weights`) as one without: its function takes
         the weights' values as an extra last argument, a tuple
         (`BindParameters`), and is differentiated with respect to it too. Its
-        gradients are arranged by `arrange_gradients`."""
+        result is arranged by `arrange_result`."""
         positions = () if self.argnums is None else (
             (self.argnums,) if isinstance(self.argnums, int) else tuple(self.argnums)
         )
@@ -97,6 +97,18 @@ class Transform:
         if self.argnums is None:
             return by_weight
         return (by_position[0] if isinstance(self.argnums, int) else tuple(by_position)), by_weight
+
+    def arrange_result(self, result: Any) -> Any:
+        """The result of `with_weights_as_argument`'s transform, its gradients
+        arranged by `arrange_gradients`: `grad` gives the gradients (and the
+        aux with `has_aux`), `value_and_grad` the value and the gradients."""
+        if self.kind == "grad":
+            if self.has_aux:
+                grads, aux = result
+                return self.arrange_gradients(grads), aux
+            return self.arrange_gradients(result)
+        value, grads = result
+        return value, self.arrange_gradients(grads)
 
     def __repr__(self) -> str:
         return f"<msir.{self.kind} of {self.source_function!r} argnums={self.argnums}>"

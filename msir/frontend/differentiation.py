@@ -270,14 +270,7 @@ class DifferentiationMixin:
         it while `f` is translated: `msir.transforms.BindParameters`), and the
         gradients are arranged as MindSpore does."""
         values = tuple(self.parameter_value(p, node) for p in t.weights)
-        result = self.call_transformed(t.with_weights_as_argument(len(args)), [*args, values], {}, node)
-        if t.kind == "grad":
-            if t.has_aux:
-                grads, aux = result
-                return t.arrange_gradients(grads), aux
-            return t.arrange_gradients(result)
-        value, grads = result
-        return value, t.arrange_gradients(grads)
+        return t.arrange_result(self.call_transformed(t.with_weights_as_argument(len(args)), [*args, values], {}, node))
 
     def call_transformed(self, t: Any, args: list[Any], kwargs: dict[str, Any], node: ast.AST) -> Any:
         """`msir.grad(f)(*args)` and friends: outline `f`, apply the transform op."""
