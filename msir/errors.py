@@ -71,6 +71,16 @@ class UnsupportedSyntaxError(MsirError, SyntaxError):
         return MsirError.__str__(self)
 
 
+class MsirNameError(MsirError, NameError):
+    """A name compiled code reads that is not defined (Python: NameError), or a
+    variable read where it has no value on some path (Python raises
+    UnboundLocalError, a NameError, when such a path runs)."""
+
+    def __init__(self, message: str, loc: SourceLoc | None = None, name: str | None = None):
+        MsirError.__init__(self, message, loc)
+        self.name = name
+
+
 class ShapeError(MsirError, ValueError):
     """Operand shapes that do not fit together (broadcasting, matmul, reshape...)."""
 
