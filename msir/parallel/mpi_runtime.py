@@ -25,9 +25,11 @@ returns the global results, assembled from the devices' pieces with one
 `Allgather` each. Sums over two ranks are the emulated runtime's bit for bit;
 over more, MPI's reduction order may round differently in the last bit.
 
-Each rank's thread count defaults to max(1, cores // ranks on this host)
-when neither `MSIR_NUM_THREADS` nor `OMP_NUM_THREADS` is set, so ranks do not
-oversubscribe the machine (`msir-launch` sets `MSIR_NUM_THREADS` the same way).
+Each rank's thread count defaults to max(1, cores // ranks on this host):
+`msir-launch` sets `MSIR_NUM_THREADS` so; under a bare `mpiexec`, the first
+question to the world (`get_rank()`, `get_group_size()`, `Plan.run`) sets it
+from the launcher's count of local ranks, unless `MSIR_NUM_THREADS` or
+`OMP_NUM_THREADS` is set. So ranks do not oversubscribe the machine.
 """
 
 from __future__ import annotations

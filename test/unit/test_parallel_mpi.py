@@ -6,7 +6,8 @@ One job of 2 ranks and one of 4 run every plan of `mpi_ranks/sharded_cases.py`
 against a float64 reference with |a - b| <= 1e-5 |b| + 1e-5 max|b|; every
 rank returns the same global results, and they are the emulated runtime's
 (bit for bit where every sum is over two ranks). A rank raising an error ends
-the job with that error; a hung job is killed at its timeout. The MPI tests
+the job with that error, a killed rank ends it naming the rank, and a hung
+job is killed, every rank with it, at its timeout. The MPI tests
 skip, with the reason, only where mpi4py or the mpiexec beside this Python
 (msir's `mpi` extra, part of the `test` extra) is missing.
 """
@@ -32,8 +33,8 @@ MPIEXEC = Path(sys.executable).parent / "mpiexec"
 
 # the collective each case exists to exercise, as it reads in the per-device IR
 COLLECTIVE = {"megatron": "msir_shard.all_reduce", "softmax": 'kind "max"',
-              "reduce_scatter": "msir_shard.reduce_scatter", "all_to_all": "msir_shard.all_to_all", "all_gather": "msir_shard.all_gather",
-              "smaller_mesh": "msir_shard.all_reduce"}
+              "reduce_scatter": "msir_shard.reduce_scatter", "all_to_all": "msir_shard.all_to_all",
+              "all_gather": "msir_shard.all_gather", "smaller_mesh": "msir_shard.all_reduce"}
 
 
 def _missing_mpi() -> str | None:
@@ -140,6 +141,22 @@ def test_a_failing_rank_ends_the_job_with_its_error(tmp_path):
 
 
 @needs_mpi
+def test_a_killed_rank_ends_the_job_naming_it(tmp_path):
+    script = _script(tmp_path, """
+        import os, signal, time
+        from mpi4py import MPI
+        if MPI.COMM_WORLD.Get_rank() == 1:
+            time.sleep(1)  # MPICH reports a dead rank by its pid: give the launcher time to learn it
+            os.kill(os.getpid(), signal.SIGKILL)
+        MPI.COMM_WORLD.Barrier()
+    """)
+    start = time.monotonic()
+    with pytest.raises(LaunchError, match=r"job\.py on 2 ranks failed: rank 1 \(pid \d+\) died: Killed \(signal 9\)"):
+        launch(script, 2, timeout=120)
+    assert time.monotonic() - start < 60
+
+
+@needs_mpi
 def test_a_hung_job_is_killed_at_its_timeout(tmp_path):
     pids = tmp_path / "pids"
     pids.mkdir()
@@ -196,6 +213,20 @@ def test_launch_refuses_bad_arguments(tmp_path, monkeypatch, n, script, timeout,
     monkeypatch.chdir(tmp_path)
     with pytest.raises(LaunchError, match=re.escape(message)):
         launch(script, n, timeout=timeout)
+
+
+@needs_mpi
+def test_a_bare_mpiexec_divides_the_cores_among_the_ranks(tmp_path):
+    script = _script(tmp_path, """
+        import msir
+        from msir.parallel import get_rank
+        if get_rank() == 0:
+            print(msir.get_num_threads())
+    """)
+    out = subprocess.run([str(MPIEXEC), "-n", "2", sys.executable, "-m", "mpi4py", str(script)], capture_output=True,
+                         text=True, timeout=90, env=_default_env())
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == [str(local_threads(2))]
 
 
 @needs_mpi

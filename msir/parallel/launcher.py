@@ -7,8 +7,8 @@ beside `sys.executable` (the one of msir's MPI extra, `pip install
 `python -m mpi4py` makes a rank's uncaught exception abort the whole job
 instead of leaving the other ranks waiting in a collective, and MPICH then
 names the rank that aborted. Every launch is bounded by `timeout` seconds:
-past it the job's process group (mpiexec, its proxies and every rank) is
-killed and a `LaunchError` says so. A failed job raises `LaunchError` with
+past it the job (mpiexec, its proxies and every rank) is killed and a
+`LaunchError` says so. A failed job raises `LaunchError` with
 the failing rank and the tail of its error output.
 
 Each rank gets `MSIR_NUM_THREADS = max(1, cores // n)` unless the caller set
@@ -25,6 +25,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -75,11 +76,11 @@ def launch(script: str | os.PathLike, n: int, args: Sequence[str] = (), timeout:
         raise LaunchError(f"no script {os.fspath(script)!r} to launch")
     cmd = command(script, n, args)
     pipe = subprocess.PIPE if capture else None
-    # its own session, so that a timeout can kill the whole job: mpiexec, its proxies and every rank
+    # its own session: a Ctrl-C meant for this process does not reach the job before `_kill` ends it
     proc = subprocess.Popen(cmd, stdout=pipe, stderr=pipe, text=True, env=rank_environment(n, env),
                             start_new_session=True)
     try:
-        out, err = proc.communicate(timeout=timeout)
+        out, err, ranks = _wait(proc, n, timeout)
     except subprocess.TimeoutExpired:
         out, err = _kill(proc)
         raise LaunchError(f"{os.fspath(script)} on {n} ranks ran past its timeout of {timeout:g} s: the job was "
@@ -88,32 +89,93 @@ def launch(script: str | os.PathLike, n: int, args: Sequence[str] = (), timeout:
         _kill(proc)
         raise
     if proc.returncode != 0:
-        raise LaunchError(f"{os.fspath(script)} on {n} ranks failed: {_who(err)} (exit status "
+        raise LaunchError(f"{os.fspath(script)} on {n} ranks failed: {_who(out, err, ranks)} (exit status "
                           f"{proc.returncode}){_tail(err)}")
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
-def _kill(proc: subprocess.Popen) -> tuple[str | None, str | None]:
-    """Kill the job's process group, politely first; what it printed."""
-    for sig, wait in ((signal.SIGTERM, _KILL_GRACE), (signal.SIGKILL, None)):
+def _wait(proc: subprocess.Popen, n: int, timeout: float) -> tuple[str | None, str | None, dict[int, int]]:
+    """The job's output once it ends, and the pid -> rank map of its `n`
+    ranks, learnt while it runs (MPICH names a rank that died by its pid).
+    Raises `subprocess.TimeoutExpired` after `timeout` seconds."""
+    ranks: dict[int, int] = {}
+    deadline = time.monotonic() + timeout
+    poll = 0.05
+    while True:
         try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            break
-        try:
-            return proc.communicate(timeout=wait)
+            out, err = proc.communicate(timeout=max(0.0, min(poll, deadline - time.monotonic())))
+            return out, err, ranks
         except subprocess.TimeoutExpired:
+            if time.monotonic() >= deadline:
+                raise
+            if len(ranks) < n:
+                ranks.update(_rank_pids(proc.pid))
+            poll = min(2 * poll, 1.0)
+
+
+def _descendants(root: int) -> list[int]:
+    """The processes below `root` (Linux's /proc; empty elsewhere). Hydra's
+    proxies and the ranks each start their own session, so the job is a
+    process tree, not a process group."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue  # gone meanwhile
+        children.setdefault(ppid, []).append(int(entry.name))
+    out, todo = [], list(children.get(root, []))
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo.extend(children.get(pid, []))
+    return out
+
+
+def _rank_pids(root: int) -> dict[int, int]:
+    """pid -> MPI rank of the ranks below `root`."""
+    found = {}
+    for pid in _descendants(root):
+        try:
+            environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        except OSError:
             continue
+        rank = next((v[len(b"PMI_RANK="):] for v in environ if v.startswith(b"PMI_RANK=")), None)
+        if rank is not None and rank.isdigit():
+            found[pid] = int(rank)
+    return found
+
+
+def _kill(proc: subprocess.Popen) -> tuple[str | None, str | None]:
+    """End the job: SIGTERM to mpiexec, which stops its ranks; after a grace
+    period SIGKILL to every process of the job's tree; what it printed."""
+    tree = _descendants(proc.pid)
+    proc.terminate()
+    try:
+        return proc.communicate(timeout=_KILL_GRACE)
+    except subprocess.TimeoutExpired:
+        pass
+    for pid in [proc.pid, *tree]:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
     return proc.communicate()
 
 
-def _who(err: str | None) -> str:
-    """Which rank failed, as MPICH reports it."""
-    ranks = sorted({int(m) for m in re.findall(r"rank (\d+) in comm 0", err or "")}
-                   | {int(m) for m in re.findall(r"RANK (\d+) PID \d+ RUNNING AT", err or "")})
-    if not ranks:
+def _who(out: str | None, err: str | None, ranks: dict[int, int]) -> str:
+    """Which ranks failed and how: those that aborted on an error, as MPICH
+    reports them on stderr, else those that died, as it reports them (by pid)
+    on stdout."""
+    aborted = sorted({int(m) for m in re.findall(r"rank (\d+) in comm 0", err or "")})
+    if aborted:
+        return f"rank {aborted[0]} failed" if len(aborted) == 1 else f"ranks {', '.join(map(str, aborted))} failed"
+    died = re.findall(r"PID (\d+) RUNNING AT", out or "")
+    if not died:
         return "a rank failed"
-    return f"rank {ranks[0]} failed" if len(ranks) == 1 else f"ranks {', '.join(map(str, ranks))} failed"
+    how = re.search(r"EXIT STRING: ([^\n]*)", out or "")
+    names = [f"rank {ranks[int(pid)]} (pid {pid})" if int(pid) in ranks else f"the rank of pid {pid}" for pid in died]
+    return f"{', '.join(names)} died" + (f": {how[1].strip()}" if how else "")
 
 
 def _tail(err: str | None) -> str:
