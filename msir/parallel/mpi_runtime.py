@@ -25,6 +25,9 @@ returns the global results, assembled from the devices' pieces with one
 `Allgather` each. Sums over two ranks are the emulated runtime's bit for bit;
 over more, MPI's reduction order may round differently in the last bit.
 
+Under N > 1 ranks, an uncaught exception on one rank aborts the whole job
+(never a hang), also under a bare `mpiexec python script.py`.
+
 Each rank's thread count defaults to max(1, cores // ranks on this host):
 `msir-launch` sets `MSIR_NUM_THREADS` so; under a bare `mpiexec`, the first
 question to the world (`get_rank()`, `get_group_size()`, `Plan.run`) sets it
@@ -36,6 +39,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 
 import numpy as np
 
@@ -68,7 +72,24 @@ def world():
                             f"install msir's MPI extra: pip install 'msir[mpi]'") from None
         _world["comm"] = MPI.COMM_WORLD
         _default_threads()
+        if MPI.COMM_WORLD.Get_size() > 1:
+            _abort_on_uncaught_exception(MPI.COMM_WORLD)
     return _world["comm"]
+
+
+def _abort_on_uncaught_exception(comm) -> None:
+    """Make an error that ends this rank end the job: the other ranks would
+    otherwise wait for it in their next collective forever. (`python -m
+    mpi4py`, which `msir-launch` runs, does the same; this covers a bare
+    `mpiexec python script.py`.)"""
+    previous = sys.excepthook
+
+    def abort(kind, value, traceback):
+        previous(kind, value, traceback)
+        sys.stderr.flush()
+        comm.Abort(1)
+
+    sys.excepthook = abort
 
 
 def get_rank() -> int:

@@ -230,6 +230,23 @@ def test_a_bare_mpiexec_divides_the_cores_among_the_ranks(tmp_path):
 
 
 @needs_mpi
+def test_under_a_bare_mpiexec_a_failing_rank_aborts_the_job(tmp_path):
+    script = _script(tmp_path, """
+        from mpi4py import MPI
+        from msir.parallel import get_rank
+        if get_rank() == 1:
+            raise RuntimeError("rank 1 has no data")
+        MPI.COMM_WORLD.Barrier()  # rank 0 would wait here forever
+    """)
+    start = time.monotonic()
+    out = subprocess.run([str(MPIEXEC), "-n", "2", sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=90)
+    assert time.monotonic() - start < 60
+    assert out.returncode != 0
+    assert "RuntimeError: rank 1 has no data" in out.stderr
+
+
+@needs_mpi
 def test_msir_launch_fails_when_a_rank_fails(tmp_path):
     script = _script(tmp_path, """
         from mpi4py import MPI
