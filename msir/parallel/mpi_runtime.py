@@ -144,7 +144,7 @@ class MpiProgram(EmulatedProgram):
                                 f"(msir-launch -n {size}) or plan on a mesh of at most {comm.Get_size()} "
                                 f"devices", loc)
         self.world = comm
-        self.size = size
+        self.mesh_size = size
         rank = comm.Get_rank()
         # device r of the mesh is rank r; the ranks beyond the mesh take no part in its collectives
         self.comm = comm.Split(0 if rank < size else _undefined(), rank)
@@ -152,9 +152,10 @@ class MpiProgram(EmulatedProgram):
         self.axis_comms = []
         if self.coord is not None:
             for axis in range(len(self.mesh.shape)):
+                # the devices that differ from this one only along `axis`, ordered by their coordinate on it
                 others = self.coord[:axis] + self.coord[axis + 1:]
-                color = int(np.ravel_multi_index(others, self.mesh.shape[:axis] + self.mesh.shape[axis + 1:])) \
-                    if others else 0
+                rest = self.mesh.shape[:axis] + self.mesh.shape[axis + 1:]
+                color = int(np.ravel_multi_index(others, rest)) if others else 0
                 self.axis_comms.append(self.comm.Split(color, self.coord[axis]))
 
     def run(self, *global_args) -> list[np.ndarray]:
@@ -169,7 +170,7 @@ class MpiProgram(EmulatedProgram):
                     self._mpi_collective(step, env)
             results = [self._assemble(self._gather(env[v]), layout, v)
                        for v, layout in zip(self.returned, self.result_layouts)]
-        if self.size < self.world.Get_size():
+        if self.mesh_size < self.world.Get_size():
             results = self.world.bcast(results, root=0)
         return results
 
