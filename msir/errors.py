@@ -132,3 +132,9 @@ class PlanningError(MsirError, ValueError):
     that does not divide a dimension, an unknown op name, a layout of the wrong
     rank, a memory limit no plan meets. The message names the op, dimension and
     mesh axis; the location is the user's source line."""
+
+
+class LaunchError(MsirError, RuntimeError):
+    """An MPI job (`msir.parallel.launch`, `msir-launch`) that could not start,
+    had a rank fail (the message names the rank and shows its error) or ran
+    past its timeout (the whole job is then killed)."""

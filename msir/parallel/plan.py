@@ -9,10 +9,11 @@ with one row per op: its spec, strategy, local shapes, the collectives of its
 edges (forward; backward after `|`) and its cost.
 
 `run(*global_args)` executes the plan's forward on emulated devices
-(`msir.parallel.emulated`): the traced function gets each op's strategy and
-each argument's layout, `msir-shard` makes the per-device function
+(`msir.parallel.emulated`), or, under an MPI job, this rank's device
+(`msir.parallel.mpi_runtime`): the traced function gets each op's strategy
+and each argument's layout, `msir-shard` makes the per-device function
 (`device_ir`), compiled once on first use. Plans of training steps
-(backward sharding) and MPI ranks are later steps of issue 12.
+(backward sharding) are a later step of issue 12.
 """
 
 from __future__ import annotations
@@ -95,8 +96,8 @@ class Plan:
         return str(self.device_module)
 
     def run(self, *global_args):
-        """`fn(*global_args)` run sharded on emulated devices: the global results
-        (one array, or a tuple for several)."""
+        """`fn(*global_args)` run sharded on emulated devices, or on the ranks of
+        an MPI job: the global results (one array, or a tuple for several)."""
         leaves = []
         for i, arg in enumerate(global_args):
             leaves.extend(_leaves(arg) if i < len(self.graph.arg_leaves) and self.graph.arg_leaves[i] else [])
@@ -105,11 +106,12 @@ class Plan:
 
     def _emulated(self):
         if self._program is None:
-            from msir.parallel.emulated import EmulatedProgram, sharded_module
+            from msir.parallel.emulated import sharded_module
+            from msir.parallel.mpi_runtime import program_for
 
             layouts = [self.layout_of(i) for i in range(len(self.graph.leaves))]
             module = sharded_module(self.graph, self.mesh, self.strategies, layouts)
-            self._program = EmulatedProgram(module, self.graph.entry)
+            self._program = program_for(module, self.graph.entry, self.graph.loc)
         return self._program
 
     # -- the terms of each op --------------------------------------------------
