@@ -1,19 +1,25 @@
 """`msir.dataset.config`: the pipeline's global settings (MindSpore's `mindspore.dataset.config`).
 
 `set_seed(seed)` fixes the order of every shuffle (`Dataset.shuffle`, and the
-sources' `shuffle=True`) from then on; `get_seed()` reads it. As in
-MindSpore, the seed starts at 5489 (the Mersenne Twister's default), so an
-unseeded pipeline shuffles the same way in every run. The orders are msir's
-own (NumPy's PCG64), not MindSpore's: the same seed gives a different, but
-equally reproducible, order. `set_prefetch_size(n)` bounds how many
-finished rows (batches, after `.batch`) the background thread of an
-iterator prepares ahead of the training step (MindSpore's default: 16).
+sources' `shuffle=True`) from then on; `msir.set_seed` sets it too, as
+`mindspore.set_seed` does. Until a seed is set, shuffles differ from run to
+run, as MindSpore's do (while its `get_seed()` reports 5489, the Mersenne
+Twister's default seed, which msir's reports as well). The orders are
+msir's own (NumPy's PCG64), not MindSpore's, whose generator is not
+reproduced: the same seed gives a different, but equally reproducible,
+order. `set_prefetch_size(n)` bounds how many finished rows (batches,
+after `.batch`) the background thread of an iterator prepares ahead of the
+training step (MindSpore's default: 16).
 """
 
 from __future__ import annotations
 
+import secrets
+
 _DEFAULT_SEED = 5489
-_seed = _DEFAULT_SEED
+_seed: int | None = None
+_unseeded_entropy = secrets.randbits(64)
+"""What the shuffles of a run draw from until a seed is set: new in every process."""
 _prefetch_size = 16
 
 
@@ -26,8 +32,13 @@ def set_seed(seed: int) -> None:
 
 
 def get_seed() -> int:
-    """The seed of the pipeline's shuffles."""
-    return _seed
+    """The seed set, or MindSpore's default 5489 when none was."""
+    return _DEFAULT_SEED if _seed is None else _seed
+
+
+def shuffle_seed() -> int:
+    """What the shuffles draw from: the seed set, or this process's own random one."""
+    return _unseeded_entropy if _seed is None else _seed
 
 
 def set_prefetch_size(size: int) -> None:

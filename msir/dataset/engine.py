@@ -74,7 +74,7 @@ def _caller_location() -> str:
 
 def shuffle_generator(epoch: int, salt: int) -> np.random.Generator:
     """The random numbers of one shuffle in one epoch: fixed by the pipeline's seed."""
-    return np.random.default_rng([config.get_seed(), salt, epoch])
+    return np.random.default_rng([config.shuffle_seed(), salt, epoch])
 
 
 class Dataset:

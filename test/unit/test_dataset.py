@@ -321,3 +321,24 @@ def test_rescale_normalize_hwc2chw_typecast_compose():
     assert transforms.TypeCast(mstype.int32)(np.array(3, np.uint8)).dtype == np.int32
     composed = transforms.Compose([vision.Rescale(2.0, 1.0), vision.HWC2CHW()])(img)
     assert composed.shape == (1, 28, 28) and composed.dtype == np.float32 and composed[0, 0, 1] == 3.0
+
+
+def test_unseeded_shuffles_differ_between_runs_as_mindspores_do():
+    import subprocess
+    import sys
+
+    program = ("import numpy as np, msir.dataset as ds; print(ds.config.get_seed(), [int(r[0]) for r in "
+               "ds.NumpySlicesDataset(np.arange(20)).create_tuple_iterator(output_numpy=True)])")
+    runs = [subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True).stdout
+            for _ in range(2)]
+    assert runs[0].startswith("5489 [") and runs[1].startswith("5489 [") and runs[0] != runs[1]
+
+
+def test_msir_set_seed_seeds_the_pipeline_too():
+    import msir
+
+    msir.set_seed(11)
+    first = last_column(ds.NumpySlicesDataset(np.arange(10)))
+    assert ds.config.get_seed() == 11
+    msir.set_seed(11)
+    assert last_column(ds.NumpySlicesDataset(np.arange(10))) == first
