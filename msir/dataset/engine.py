@@ -28,7 +28,9 @@ What MindSpore does, and msir therefore does:
 
 Prefetching: an iterator reads its epochs on a background thread into a
 bounded queue (`config.get_prefetch_size()` rows), so that the next batch is
-ready when a training step ends. An exception raised in the pipeline (in a
+ready when a training step ends; when an epoch ends and another may follow
+(`num_epochs` not reached; -1 always), the next one is read at once, so its
+first batch is ready too. After an exception the iterator gives no more rows. An exception raised in the pipeline (in a
 map function, say) is raised again in the thread that iterates, the same
 exception object with its traceback, so the user's frame is in it, and a
 note naming the map. The thread stops when the iterator is exhausted,
@@ -379,22 +381,35 @@ class TupleIterator:
 
     def __next__(self):
         if self._prefetcher is None:
-            if self._stopped or (self.num_epochs != -1 and self._epoch >= self.num_epochs):
+            if not self._epochs_remain():
                 raise StopIteration
-            self._prefetcher = _Prefetcher(self.dataset, self._epoch)
-            self._finalizer = weakref.finalize(self, self._prefetcher.stop)
+            self._start_epoch()
         item = self._prefetcher.get()
         if isinstance(item, tuple) and item and item[0] is _END:
-            self._end_epoch()
-            if item[1] is not None:
+            failed = item[1] is not None
+            self._end_epoch(read_ahead=not failed)
+            if failed:
                 raise item[1]
             raise StopIteration
         return self._convert(item)
 
-    def _end_epoch(self) -> None:
+    def _epochs_remain(self) -> bool:
+        return not self._stopped and (self.num_epochs == -1 or self._epoch < self.num_epochs)
+
+    def _start_epoch(self) -> None:
+        self._prefetcher = _Prefetcher(self.dataset, self._epoch)
+        self._finalizer = weakref.finalize(self, self._prefetcher.stop)
+
+    def _end_epoch(self, read_ahead: bool) -> None:
+        """Finish the epoch; with another one to come, start reading it now, so that its
+        first batch is ready when the caller's work at the epoch's end is done."""
         self._finalizer()
         self._prefetcher = None
         self._epoch += 1
+        if not read_ahead:
+            self._stopped = True
+        elif self._epochs_remain():
+            self._start_epoch()
 
     def stop(self) -> None:
         """End the background thread now (the iterator gives no more rows)."""

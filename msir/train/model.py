@@ -23,9 +23,9 @@ A dataset is anything with `create_tuple_iterator()` and
 `get_dataset_size()` (MindSpore's datasets, `msir.dataset` once it exists),
 or any iterable of `(data, label)` tuples of arrays or Tensors (a list, or a
 generator, which is read once and kept for the later epochs). An
-`msir.dataset` pipeline is read through one iterator for the whole run, so
-its background thread prepares the next batch (the next epoch's first one
-too) while a step runs. The time each step waited for its batch is on the
+`msir.dataset` pipeline is read through one iterator for the whole run
+(`num_epochs` the epochs to train), so its background thread prepares the
+next batch (the next epoch's first one too) while a step runs. The time each step waited for its batch is on the
 run context: `cb_params.data_wait_time` (the last step, in seconds) and
 `cb_params.epoch_data_wait_time` (the current epoch's steps so far). A batch
 that is not `(data, label)` while a `loss_fn` is given is refused, naming
@@ -57,8 +57,9 @@ class _Batches:
     """A dataset read epoch after epoch: its batches as tuples of Tensors, how many there are,
     and the names of its columns where the dataset has them."""
 
-    def __init__(self, dataset: Any, what: str):
+    def __init__(self, dataset: Any, what: str, epochs: int = 1):
         self.dataset = dataset
+        self.epochs = epochs
         self.columns = list(dataset.get_col_names()) if callable(getattr(dataset, "get_col_names", None)) else None
         self._iterator = None
         if isinstance(dataset, Dataset):
@@ -91,7 +92,7 @@ class _Batches:
 
     def _epoch_of_one_iterator(self):
         if self._iterator is None:
-            self._iterator = self.dataset.create_tuple_iterator(num_epochs=-1)
+            self._iterator = self.dataset.create_tuple_iterator(num_epochs=self.epochs)
         return self._iterator
 
     def describe(self, element: tuple) -> str:
@@ -178,7 +179,7 @@ class Model:
             raise ValueError(f"Model.train: epoch must be a positive int, got {epoch!r}")
         if isinstance(initial_epoch, bool) or not isinstance(initial_epoch, int) or not 0 <= initial_epoch < epoch:
             raise ValueError(f"Model.train: initial_epoch must be an int in [0, epoch), got {initial_epoch!r}")
-        batches = _Batches(train_dataset, "train")
+        batches = _Batches(train_dataset, "train", epoch - initial_epoch)
         manager = CallbackManager(callbacks)
         cb_params = InternalCallbackParam()
         cb_params.cur_step_num = 0

@@ -224,6 +224,40 @@ def test_prefetching_reads_ahead_on_a_bounded_queue_and_stops():
         ds.config.set_prefetch_size(16)
 
 
+def _counting_source(produced, rows):
+    def source():
+        for i in range(rows):
+            produced.append(i)
+            yield (np.array(i),)
+
+    return source
+
+
+def _wait_for(condition):
+    deadline = time.time() + 5
+    while not condition() and time.time() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.05)
+
+
+@pytest.mark.parametrize("num_epochs", [1, 2])
+def test_the_next_epoch_is_read_ahead_only_when_it_may_come(num_epochs):
+    produced = []
+    it = ds.GeneratorDataset(_counting_source(produced, 3), ["v"], shuffle=False).create_tuple_iterator(
+        num_epochs=num_epochs, output_numpy=True)
+    assert [int(r[0]) for r in it] == [0, 1, 2]
+    _wait_for(lambda: len(produced) >= 6)
+    assert len(produced) == 3 * num_epochs  # epoch 2 is ready before it is asked for, and only if it comes
+    assert len(list(it)) == (3 if num_epochs == 2 else 0)
+
+
+def test_after_an_error_the_iterator_ends():
+    it = slices().map(_failing_transform, "label").create_tuple_iterator(num_epochs=-1)
+    with pytest.raises(KeyError):
+        list(it)
+    assert list(it) == []
+
+
 def test_mnist_reads_idx_files(tmp_path):
     images = (np.arange(5 * 28 * 28) % 256).astype(np.uint8).reshape(5, 28, 28)
     labels = np.array([3, 1, 4, 1, 5], np.uint8)
