@@ -42,6 +42,13 @@ def mode(request):
     ms.set_context(mode=ms.GRAPH_MODE)
 
 
+@pytest.fixture
+def pynative():
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    yield
+    ms.set_context(mode=ms.GRAPH_MODE)
+
+
 def _train(dataset, epochs=2, **kwargs):
     net = _net()
     model = Model(net, nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean"),
@@ -65,7 +72,7 @@ def test_model_trains_on_a_pipeline_as_on_its_batches(mode):
     assert recorder.epoch_waits[1] == pytest.approx(sum(recorder.waits[3:]))
 
 
-def test_shuffled_pipeline_trains_every_sample_each_epoch():
+def test_shuffled_pipeline_trains_every_sample_each_epoch(pynative):
     x, y = _data()
     seen = []
 
@@ -88,3 +95,30 @@ def test_a_batch_with_other_columns_is_refused_by_name():
     three = ds.NumpySlicesDataset({"image": x, "label": y, "weight": y.astype(np.float32)}).batch(8)
     with pytest.raises(MsirValueError, match=r"must be \(data, label\), got 3 columns \['image', 'label', 'weight'\]"):
         _train(three, epochs=1)
+
+
+def test_model_eval_reads_a_pipeline_as_its_batches(pynative):
+    x, y = _data()
+    net = _net()
+    model = Model(net, nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean"),
+                  metrics={"accuracy": nn.Accuracy(), "loss": nn.Loss()})
+    pipeline = ds.NumpySlicesDataset((x, y), column_names=["image", "label"], shuffle=False).batch(10)
+    from_pipeline = model.eval(pipeline)
+    from_batches = model.eval([(x[i:i + 10], y[i:i + 10]) for i in range(0, 24, 10)])
+    assert from_pipeline == pytest.approx(from_batches)
+    assert 0 <= from_pipeline["accuracy"] <= 1
+
+
+def test_an_error_in_the_source_stops_training_with_the_users_frame(pynative):
+    x, y = _data()
+
+    def broken_source():
+        for i in range(24):
+            if i == 9:
+                raise RuntimeError("sample 9 is unreadable")
+            yield x[i], y[i]
+
+    pipeline = ds.GeneratorDataset(broken_source, ["image", "label"]).batch(8)
+    with pytest.raises(RuntimeError, match="sample 9 is unreadable") as err:
+        _train(pipeline, epochs=1)
+    assert "broken_source" in [entry.name for entry in err.traceback]
