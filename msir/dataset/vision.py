@@ -122,16 +122,19 @@ class Resize:
         return out[:, :, 0] if planar else out
 
 
-def _taps(src: int, dst: int) -> tuple[np.ndarray, np.ndarray]:
-    """For each output position, the first source pixel and the weight of the next one (OpenCV's)."""
+def _taps(src: int, dst: int, clamp_weights: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For each output position, its two source pixels and the weight of the second, as OpenCV
+    computes them: across a row the weight is zeroed beyond the edges, down a column only the
+    row indices are clamped (the weight stays)."""
     position = ((np.arange(dst) + 0.5) * (src / dst) - 0.5).astype(np.float32)
     first = np.floor(position).astype(np.int64)
     weight = position - first
-    before = first < 0
-    first[before], weight[before] = 0, 0.0
-    after = first >= src - 1
-    first[after], weight[after] = src - 1, 0.0
-    return first, weight
+    if clamp_weights:
+        before = first < 0
+        first[before], weight[before] = 0, 0.0
+        after = first >= src - 1
+        first[after], weight[after] = src - 1, 0.0
+    return np.clip(first, 0, src - 1), np.clip(first + 1, 0, src - 1), weight
 
 
 _COEF_BITS = 11
@@ -140,9 +143,8 @@ _COEF_SCALE = 1 << _COEF_BITS
 
 def _bilinear_uint8(image: np.ndarray, out_h: int, out_w: int) -> np.ndarray:
     h, w = image.shape[:2]
-    y0, wy = _taps(h, out_h)
-    x0, wx = _taps(w, out_w)
-    x1, y1 = np.minimum(x0 + 1, w - 1), np.minimum(y0 + 1, h - 1)
+    y0, y1, wy = _taps(h, out_h, clamp_weights=False)
+    x0, x1, wx = _taps(w, out_w, clamp_weights=True)
     # OpenCV's fixed point: 11-bit weights, the weight of the first tap rounded, rows summed in int32,
     # then its vectorised vertical pass: ((b0 * (S0 >> 4)) >> 16) + ((b1 * (S1 >> 4)) >> 16), rounded >> 2
     ax0 = np.rint((1 - wx) * _COEF_SCALE).astype(np.int64)
@@ -157,9 +159,8 @@ def _bilinear_uint8(image: np.ndarray, out_h: int, out_w: int) -> np.ndarray:
 
 def _bilinear_float(image: np.ndarray, out_h: int, out_w: int) -> np.ndarray:
     h, w = image.shape[:2]
-    y0, wy = _taps(h, out_h)
-    x0, wx = _taps(w, out_w)
-    x1, y1 = np.minimum(x0 + 1, w - 1), np.minimum(y0 + 1, h - 1)
+    y0, y1, wy = _taps(h, out_h, clamp_weights=False)
+    x0, x1, wx = _taps(w, out_w, clamp_weights=True)
     rows = image[:, x0] * (1 - wx)[None, :, None] + image[:, x1] * wx[None, :, None]
     return (rows[y0] * (1 - wy)[:, None, None] + rows[y1] * wy[:, None, None]).astype(np.float32)
 

@@ -376,3 +376,22 @@ def test_msir_set_seed_seeds_the_pipeline_too():
     assert ds.config.get_seed() == 11
     msir.set_seed(11)
     assert last_column(ds.NumpySlicesDataset(np.arange(10))) == first
+
+
+COLOUR = np.array([[[171, 206], [5, 206], [120, 131], [161, 73]], [[250, 13], [71, 98], [146, 104], [33, 11]],
+                   [[0, 12], [38, 255], [48, 167], [192, 60]]], np.uint8)
+MINDSPORE_ENLARGED = [  # vision.Resize((7, 9)) of COLOUR in MindSpore 2.10: the edge rows are interpolated too
+    [[171, 206], [143, 206], [69, 206], [11, 202], [62, 168], [113, 135], [136, 108], [154, 83], [161, 73]],
+    [[182, 178], [154, 180], [80, 186], [21, 187], [69, 159], [118, 131], [131, 102], [139, 75], [142, 64]],
+    [[216, 96], [187, 104], [110, 125], [48, 143], [89, 130], [130, 117], [117, 85], [96, 50], [88, 38]],
+    [[250, 13], [220, 27], [141, 65], [75, 98], [109, 101], [142, 104], [102, 68], [52, 26], [33, 11]],
+    [[143, 12], [128, 38], [90, 106], [59, 163], [80, 148], [101, 133], [103, 93], [102, 48], [101, 32]],
+    [[36, 12], [37, 49], [40, 147], [44, 228], [52, 195], [61, 162], [104, 117], [151, 70], [169, 53]],
+    [[0, 12], [6, 52], [23, 160], [39, 250], [43, 211], [47, 172], [104, 125], [168, 78], [192, 60]]]
+
+
+def test_resize_enlarging_a_two_channel_image_gives_mindspores_bytes_and_floats():
+    np.testing.assert_array_equal(vision.Resize((7, 9))(COLOUR), MINDSPORE_ENLARGED)
+    floats = vision.Resize((7, 9))(COLOUR.astype(np.float32))
+    np.testing.assert_allclose(floats[1, :4, 0], [182.2857, 154.3095, 79.7064, 20.5], atol=1e-3)
+    np.testing.assert_allclose(floats[5, 1], [36.8810, 48.8810], atol=1e-3)
