@@ -40,6 +40,10 @@ def test_columns_sizes_and_what_iterators_yield():
     assert list(row) == ["data", "label"] and isinstance(row["data"], np.ndarray) and row["label"].dtype == np.int32
     assert isinstance(next(slices().create_dict_iterator())["data"], Tensor)
     assert isinstance(next(iter(slices()))[0], Tensor)
+    label, data = next(slices().create_tuple_iterator(columns=["label", "data"], output_numpy=True))
+    assert label == 0 and data.shape == (3,)
+    with pytest.raises(MsirValueError, match=r"column \['image'\] is not among the dataset's columns"):
+        slices().create_tuple_iterator(columns=["image"])
 
 
 def test_column_naming_as_mindspore():
