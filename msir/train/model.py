@@ -19,20 +19,20 @@ calling the callbacks (`msir.train.callback`) with MindSpore's run
 parameters. `eval(valid_dataset)` returns `{name: metric.eval()}`;
 `predict(*data)` the network's output, in evaluation mode.
 
-A dataset is anything with `create_tuple_iterator()` and
-`get_dataset_size()` (MindSpore's datasets, `msir.dataset` once it exists),
+A dataset is an `msir.dataset` pipeline, anything else with
+`create_tuple_iterator()` and `get_dataset_size()` (MindSpore's datasets),
 or any iterable of `(data, label)` tuples of arrays or Tensors (a list, or a
-generator, which is read once and kept for the later epochs). An
-`msir.dataset` pipeline is read through one iterator for the whole run
-(`num_epochs` the epochs to train), so its background thread prepares the
-next batch (the next epoch's first one too) while a step runs. The time each step waited for its batch is on the
-run context: `cb_params.data_wait_time` (the last step, in seconds) and
-`cb_params.epoch_data_wait_time` (the current epoch's steps so far). A batch
-that is not `(data, label)` while a `loss_fn` is given is refused, naming
-the dataset's columns. Dataset sink mode does not exist on CPU in MindSpore
-either: `dataset_sink_mode=True` is accepted and trains step by step, as
-MindSpore does on CPU. Mixed precision
-(`amp_level` other than "O0") and loss-scale managers are refused by name.
+generator, which is read once and kept for the later epochs). A pipeline is
+read through one iterator for the whole run (`num_epochs` the epochs to
+train), so its background thread prepares the next batch (the next epoch's
+first one too) while a step runs. The time each step waited for its batch
+is on the run context: `cb_params.data_wait_time` (the last step, in
+seconds) and `cb_params.epoch_data_wait_time` (the current epoch's steps so
+far). A batch that is not `(data, label)` while a `loss_fn` is given is
+refused, naming the dataset's columns. Dataset sink mode does not exist on
+CPU in MindSpore either: `dataset_sink_mode=True` is accepted and trains
+step by step, as MindSpore does on CPU. Mixed precision (`amp_level` other
+than "O0") and loss-scale managers are refused by name.
 """
 
 from __future__ import annotations
