@@ -19,24 +19,33 @@ calling the callbacks (`msir.train.callback`) with MindSpore's run
 parameters. `eval(valid_dataset)` returns `{name: metric.eval()}`;
 `predict(*data)` the network's output, in evaluation mode.
 
-A dataset is anything with `create_tuple_iterator()` and
-`get_dataset_size()` (MindSpore's datasets, `msir.dataset` once it exists),
+A dataset is an `msir.dataset` pipeline, anything else with
+`create_tuple_iterator()` and `get_dataset_size()` (MindSpore's datasets),
 or any iterable of `(data, label)` tuples of arrays or Tensors (a list, or a
-generator, which is read once and kept for the later epochs). Dataset sink
-mode does not exist on CPU in MindSpore either: `dataset_sink_mode=True`
-trains step by step, as MindSpore does on CPU. Mixed precision
-(`amp_level` other than "O0") and loss-scale managers are refused by name.
+generator, which is read once and kept for the later epochs). A pipeline is
+read through one iterator for the whole run (`num_epochs` the epochs to
+train), so its background thread prepares the next batch (the next epoch's
+first one too) while a step runs. The time each step waited for its batch
+is on the run context: `cb_params.data_wait_time` (the last step, in
+seconds) and `cb_params.epoch_data_wait_time` (the current epoch's steps so
+far). A batch that is not `(data, label)` while a `loss_fn` is given is
+refused, naming the dataset's columns. Dataset sink mode does not exist on
+CPU in MindSpore either: `dataset_sink_mode=True` is accepted and trains
+step by step, as MindSpore does on CPU. Mixed precision (`amp_level` other
+than "O0") and loss-scale managers are refused by name.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Sized
 from typing import Any
 
 import numpy as np
 
 from msir.common.tensor import Tensor
-from msir.errors import UnsupportedSyntaxError
+from msir.dataset.engine import Dataset
+from msir.errors import MsirValueError, UnsupportedSyntaxError
 from msir.nn.cell import Cell
 from msir.nn.metrics import Loss, get_metrics
 from msir.nn.optim import Optimizer
@@ -45,10 +54,19 @@ from msir.train.callback import CallbackManager, InternalCallbackParam, RunConte
 
 
 class _Batches:
-    """A dataset read epoch after epoch: its batches as tuples of Tensors, and how many there are."""
+    """A dataset read epoch after epoch: its batches as tuples of Tensors, how many there are,
+    and the names of its columns where the dataset has them."""
 
-    def __init__(self, dataset: Any, what: str):
+    def __init__(self, dataset: Any, what: str, epochs: int = 1):
         self.dataset = dataset
+        self.epochs = epochs
+        self.columns = list(dataset.get_col_names()) if callable(getattr(dataset, "get_col_names", None)) else None
+        self._iterator = None
+        if isinstance(dataset, Dataset):
+            # one iterator for all the epochs: its thread prefetches the next epoch's first batch too
+            self.size = dataset.get_dataset_size()
+            self._read = self._epoch_of_one_iterator
+            return
         if hasattr(dataset, "create_tuple_iterator") and hasattr(dataset, "get_dataset_size"):
             self.size = int(dataset.get_dataset_size())
             self._read = dataset.create_tuple_iterator
@@ -72,10 +90,27 @@ class _Batches:
                 )
             yield tuple(x if isinstance(x, Tensor) else Tensor(np.asarray(x)) for x in element)
 
+    def _epoch_of_one_iterator(self):
+        if self._iterator is None:
+            self._iterator = self.dataset.create_tuple_iterator(num_epochs=self.epochs)
+        return self._iterator
+
+    def describe(self, element: tuple) -> str:
+        """What a batch holds, for an error: its columns' names when known."""
+        if self.columns is not None and len(self.columns) == len(element):
+            return f"{len(element)} columns {self.columns}"
+        return f"{len(element)} elements"
+
     def reset(self) -> None:
         reset = getattr(self.dataset, "reset", None)
         if callable(reset):
             reset()
+
+    def close(self) -> None:
+        """Stop the prefetching thread of the iterator, if one was made."""
+        if self._iterator is not None:
+            self._iterator.stop()
+            self._iterator = None
 
 
 class Model:
@@ -144,7 +179,7 @@ class Model:
             raise ValueError(f"Model.train: epoch must be a positive int, got {epoch!r}")
         if isinstance(initial_epoch, bool) or not isinstance(initial_epoch, int) or not 0 <= initial_epoch < epoch:
             raise ValueError(f"Model.train: initial_epoch must be an int in [0, epoch), got {initial_epoch!r}")
-        batches = _Batches(train_dataset, "train")
+        batches = _Batches(train_dataset, "train", epoch - initial_epoch)
         manager = CallbackManager(callbacks)
         cb_params = InternalCallbackParam()
         cb_params.cur_step_num = 0
@@ -165,8 +200,13 @@ class Model:
         cb_params.loss_scale_mananger = None  # MindSpore's spelling
         cb_params.initial_step = 0
         cb_params.dataset_sink_mode = False
-        with manager as callbacks_run:
-            self._train_process(epoch, batches, callbacks_run, cb_params, initial_epoch)
+        cb_params.data_wait_time = 0.0
+        cb_params.epoch_data_wait_time = 0.0
+        try:
+            with manager as callbacks_run:
+                self._train_process(epoch, batches, callbacks_run, cb_params, initial_epoch)
+        finally:
+            batches.close()
 
     def _train_process(self, epoch: int, batches: _Batches, callbacks, cb_params, initial_epoch: int) -> None:
         run_context = RunContext(cb_params)
@@ -175,10 +215,18 @@ class Model:
         for i in range(initial_epoch, epoch):
             cb_params.cur_epoch_num = i + 1
             callbacks.on_train_epoch_begin(run_context)
-            for element in batches:
+            cb_params.epoch_data_wait_time = 0.0
+            elements = iter(batches)
+            while True:
+                waiting_since = time.perf_counter()
+                element = next(elements, None)
+                if element is None:
+                    break
+                cb_params.data_wait_time = time.perf_counter() - waiting_since
+                cb_params.epoch_data_wait_time += cb_params.data_wait_time
                 if self._loss_fn is not None and len(element) != 2:
-                    raise ValueError(
-                        f"Model.train: with a loss_fn each batch must be (data, label), got {len(element)} elements"
+                    raise MsirValueError(
+                        f"Model.train: with a loss_fn each batch must be (data, label), got {batches.describe(element)}"
                     )
                 cb_params.cur_step_num += 1
                 cb_params.train_dataset_element = element
@@ -213,6 +261,12 @@ class Model:
         cb_params.network = self._network
         for metric in self._metric_fns.values():
             metric.clear()
+        try:
+            return self._eval_process(batches, manager, cb_params)
+        finally:
+            batches.close()
+
+    def _eval_process(self, batches: _Batches, manager: CallbackManager, cb_params) -> dict:
         with manager as callbacks_run:
             run_context = RunContext(cb_params)
             callbacks_run.on_eval_begin(run_context)
