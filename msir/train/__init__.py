@@ -2,12 +2,15 @@
 
 `Model` (`msir.train.model`) trains, evaluates and predicts; the callbacks
 (`msir.train.callback`: `Callback`, `RunContext`, `LossMonitor`,
-`TimeMonitor`) watch a run; the metrics `Accuracy`, `Loss`, `Metric` are
-`msir.nn.metrics`' (MindSpore has them in both namespaces).
+`TimeMonitor`; `msir.train.progress`: `ProgressBar`) watch a run; the
+metrics `Accuracy`, `Loss`, `Metric` are `msir.nn.metrics`' (MindSpore has
+them in both namespaces).
 """
 
 from msir.nn.metrics import Accuracy, Loss, Metric
 from msir.train.callback import Callback, LossMonitor, RunContext, TimeMonitor
 from msir.train.model import Model
+from msir.train.progress import ProgressBar
 
-__all__ = ["Accuracy", "Callback", "Loss", "LossMonitor", "Metric", "Model", "RunContext", "TimeMonitor"]
+__all__ = ["Accuracy", "Callback", "Loss", "LossMonitor", "Metric", "Model", "ProgressBar", "RunContext",
+           "TimeMonitor"]
