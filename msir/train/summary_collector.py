@@ -20,14 +20,16 @@ format of docs/summary-format.md, which `msir.viz.curves` and
   "train_network" (MindSpore's `train_network/auto`), traced at the first
   step; the whole training step for a `TrainOneStepCell` (forward, gradient,
   update), else the network's `construct`;
-* the lineage (`collect_train_lineage`), at the first step and again at the
-  end: hyper-parameters `learning_rate` (the first step's rate),
+* the lineage (`collect_train_lineage`), at the first step (when the batch
+  size and the step's rate are known): hyper-parameters `learning_rate` (the first step's rate),
   `batch_size`, `optimizer` and `loss_function` (class names), `epochs`
   (MindSpore's lineage key `epoch`; msir's format says `epochs`), and every
   key of `custom_lineage_data`; model facts `param_count` and `size_bytes`
   (the network's parameters: MindSpore's `model_size` is the size of a
-  checkpoint file, which msir does not write), `network` (its class name),
-  `step_num`, `train_dataset_size`, `parallel_mode`, `device_num`.
+  checkpoint file, which msir does not write), `network` (its class name)
+  and `train_dataset_size` (MindSpore's lineage also has the step count,
+  the parallel mode and the device count: a lineage page compares runs, and
+  those are the same for every run msir trains today).
 
 Wall times are in every line; the run ends when the collector's run ends
 (`SummaryRecord.close`, at the end of each `Model.train` or `Model.eval`).
@@ -324,10 +326,7 @@ class SummaryCollector(Callback):
 
     def end(self, run_context):
         cb_params = run_context.original_args()
-        if cb_params.mode == "train":
-            if self._collect["collect_train_lineage"] and self._first_step_done:
-                self._collect_train_lineage(cb_params)
-        elif self._collect["collect_eval_lineage"]:
+        if cb_params.mode == "eval" and self._collect["collect_eval_lineage"]:
             self._record_metrics(cb_params.get("metrics") or {}, self._last_train_step, self._last_train_epoch)
 
     # -- what is collected ------------------------------------------------------------------
@@ -359,10 +358,7 @@ class SummaryCollector(Callback):
         record.set_model_info(
             parameters=[p.asnumpy() for p in network.get_parameters()],
             network=type(network).__name__,
-            step_num=cb_params.cur_step_num,
             train_dataset_size=cb_params.batch_num * batch_size if batch_size is not None else None,
-            parallel_mode=cb_params.get("parallel_mode"),
-            device_num=cb_params.get("device_number"),
         )
 
     def _record_metrics(self, metrics: dict, step: int, epoch: int | None) -> None:

@@ -57,8 +57,7 @@ SCHEMA = {
 LINEAGE_SCHEMA = {
     "hyper_params": {"learning_rate": float, "batch_size": int, "optimizer": str, "epochs": int,
                      "loss_function": str},
-    "model_info": {"param_count": int, "size_bytes": int, "network": str, "step_num": int,
-                   "train_dataset_size": int, "parallel_mode": str, "device_num": int},
+    "model_info": {"param_count": int, "size_bytes": int, "network": str, "train_dataset_size": int},
 }
 
 
@@ -143,8 +142,7 @@ def test_the_lineage_and_the_graph(run):
     params = list(model.predict_network.get_parameters())
     assert loaded.model_info == {
         "param_count": 4 * 8 + 8 + 8 * 3 + 3, "size_bytes": 4 * (4 * 8 + 8 + 8 * 3 + 3),
-        "network": "SequentialCell", "step_num": 6, "train_dataset_size": 24,
-        "parallel_mode": "stand_alone", "device_num": 1}
+        "network": "SequentialCell", "train_dataset_size": 24}
     assert loaded.model_info["param_count"] == sum(p.asnumpy().size for p in params)
     assert loaded.final(loaded.tag_of("accuracy")) == metrics["accuracy"]
     assert loaded.duration is not None and loaded.duration > 0
