@@ -140,11 +140,14 @@ class Model:
     def train(self, epoch: int, train_dataset: Any, callbacks: Any = None, dataset_sink_mode: bool = False,
               sink_size: int = -1, initial_epoch: int = 0) -> None:
         """Train for epochs `initial_epoch + 1 .. epoch`, one step per batch."""
+        self._train(epoch, train_dataset, callbacks, initial_epoch, "train")
+
+    def _train(self, epoch: int, train_dataset: Any, callbacks: Any, initial_epoch: int, what: str) -> None:
         if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch <= 0:
-            raise ValueError(f"Model.train: epoch must be a positive int, got {epoch!r}")
+            raise ValueError(f"Model.{what}: epoch must be a positive int, got {epoch!r}")
         if isinstance(initial_epoch, bool) or not isinstance(initial_epoch, int) or not 0 <= initial_epoch < epoch:
-            raise ValueError(f"Model.train: initial_epoch must be an int in [0, epoch), got {initial_epoch!r}")
-        batches = _Batches(train_dataset, "train")
+            raise ValueError(f"Model.{what}: initial_epoch must be an int in [0, epoch), got {initial_epoch!r}")
+        batches = _Batches(train_dataset, what)
         manager = CallbackManager(callbacks)
         cb_params = InternalCallbackParam()
         cb_params.cur_step_num = 0
@@ -211,28 +214,31 @@ class Model:
         cb_params.dataset_sink_mode = False
         cb_params.list_callback = manager._callbacks
         cb_params.network = self._network
+        with manager as callbacks_run:
+            return self._eval_process(batches, callbacks_run, cb_params)
+
+    def _eval_process(self, batches: _Batches, callbacks_run, cb_params) -> dict:
         for metric in self._metric_fns.values():
             metric.clear()
-        with manager as callbacks_run:
-            run_context = RunContext(cb_params)
-            callbacks_run.on_eval_begin(run_context)
-            callbacks_run.on_eval_epoch_begin(run_context)
-            self._eval_network.set_train(False)
-            for element in batches:
-                cb_params.cur_step_num += 1
-                cb_params.eval_dataset_element = element
-                callbacks_run.on_eval_step_begin(run_context)
-                outputs = self._eval_network(*element)
-                cb_params.net_outputs = outputs
-                callbacks_run.on_eval_step_end(run_context)
-                self._update_metrics(outputs)
-                if run_context.get_stop_requested():
-                    break
-            callbacks_run.on_eval_epoch_end(run_context)
-            batches.reset()
-            metrics = {name: metric.eval() for name, metric in self._metric_fns.items()}
-            cb_params.metrics = metrics
-            callbacks_run.on_eval_end(run_context)
+        run_context = RunContext(cb_params)
+        callbacks_run.on_eval_begin(run_context)
+        callbacks_run.on_eval_epoch_begin(run_context)
+        self._eval_network.set_train(False)
+        for element in batches:
+            cb_params.cur_step_num += 1
+            cb_params.eval_dataset_element = element
+            callbacks_run.on_eval_step_begin(run_context)
+            outputs = self._eval_network(*element)
+            cb_params.net_outputs = outputs
+            callbacks_run.on_eval_step_end(run_context)
+            self._update_metrics(outputs)
+            if run_context.get_stop_requested():
+                break
+        callbacks_run.on_eval_epoch_end(run_context)
+        batches.reset()
+        metrics = {name: metric.eval() for name, metric in self._metric_fns.items()}
+        cb_params.metrics = metrics
+        callbacks_run.on_eval_end(run_context)
         return metrics
 
     def _update_metrics(self, outputs: Any) -> None:
