@@ -315,13 +315,14 @@ def test_training_loop_gives_mindspores_losses(mode):
 # Model.fit(2, data, data, callbacks=[LossMonitor(3), TimeMonitor()]) in MindSpore 2.10.0 (as above), the network
 # nn.SequentialCell(nn.Dense(4, 8), nn.ReLU(), nn.Dense(8, 3)) after fixed_init(net, 3), SoftmaxCrossEntropyWithLogits
 # (sparse, mean), SGD(0.1), metrics {"accuracy": Accuracy(), "loss": Loss()}, on
-# NumpySlicesDataset({"data": x, "label": y}, shuffle=False).batch(8) of MONITOR_DATA; it printed (its TimeMonitor's
-# "Eval epoch time" lines of the evaluations inside fit left out: msir's Model has no fit yet, a callback evaluates):
+# NumpySlicesDataset({"data": x, "label": y}, shuffle=False).batch(8) of `_monitor_data`'s x and y, printed:
 MINDSPORE_MONITOR_LINES = [
     "epoch: 1 step: 3, loss is 1.3275988101959229",
+    "Eval epoch time: 315.019 ms, per step time: 78.755 ms",
     "Eval result: epoch 1, metrics: {'accuracy': 0.28125, 'loss': 1.2134567201137543}",
     "Train epoch time: 318.388 ms, per step time: 79.597 ms",
     "epoch: 2 step: 2, loss is 1.3356070518493652",
+    "Eval epoch time: 413.884 ms, per step time: 103.471 ms",
     "Eval result: epoch 2, metrics: {'accuracy': 0.3125, 'loss': 1.1518639922142029}",
     "Train epoch time: 425.310 ms, per step time: 106.327 ms",
 ]
@@ -335,29 +336,25 @@ def _monitor_data():
 
 
 def test_loss_and_time_monitor_print_mindspores_lines(mode, capsys):
-    from msir.train import Accuracy, Callback, Loss, LossMonitor, Model, TimeMonitor
+    from msir.train import Accuracy, Loss, LossMonitor, Model, TimeMonitor
 
     net = nn.SequentialCell(nn.Dense(4, 8), nn.ReLU(), nn.Dense(8, 3))
     fixed_init(net, 3)
     model = Model(net, nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean"),
                   nn.SGD(net.trainable_params(), 0.1), metrics={"accuracy": Accuracy(), "loss": Loss()})
     data = _monitor_data()
-
-    class EvaluateEachEpoch(Callback):  # what MindSpore's fit does before the epoch's end
-        def on_train_epoch_end(self, run_context):
-            run_context.original_args().metrics = model.eval(data)
-
-    model.train(2, data, callbacks=[EvaluateEachEpoch(), LossMonitor(3), TimeMonitor()])
+    model.fit(2, data, data, callbacks=[LossMonitor(3), TimeMonitor()])
     printed = capsys.readouterr().out.splitlines()
     assert len(printed) == len(MINDSPORE_MONITOR_LINES), printed
     number = r"(-?\d+(?:\.\d+)?(?:e-?\d+)?)"
     for ours, theirs in zip(printed, MINDSPORE_MONITOR_LINES, strict=True):
         shape = re.escape(re.sub(number, "\0", theirs)).replace("\0", number)
-        if theirs.startswith("Train epoch time"):  # times differ; their format is "%5.3f ms"
+        timing = " epoch time: " in theirs
+        if timing:  # times differ; their format is "%5.3f ms"
             shape = shape.replace(number, r"(\d+\.\d{3})")
         assert re.fullmatch(shape, ours), (ours, theirs)
         ours_numbers = [float(v) for v in re.fullmatch(shape, ours).groups()]
         theirs_numbers = [float(v) for v in re.findall(number, theirs)]
-        if not theirs.startswith("Train epoch time"):
+        if not timing:
             np.testing.assert_allclose(ours_numbers, theirs_numbers, rtol=1e-6)
     assert {k: type(v) for k, v in model.eval(data).items()} == {"accuracy": np.float64, "loss": np.float64}
