@@ -5,8 +5,9 @@ that compare them: README's training curves and model lineage.
 
 Trains on scikit-learn's bundled handwritten digits (1797 images of 8x8
 pixels, no download) with `msir.train.Model`, a `SummaryCollector` per run
-(`DIR/lr<rate>`), the test set's accuracy after every epoch, LossMonitor's
-line once an epoch and a progress bar when stderr is a terminal. Then it
+(`DIR/lr<rate>`), the test set's accuracy after every epoch (`Model.fit`),
+LossMonitor's line once an epoch and a progress bar when stderr is a
+terminal. Then it
 writes, to the images folder (default docs/images):
 
 * `train-curves.png`: loss, accuracy and learning rate of the runs
@@ -32,7 +33,7 @@ import numpy as np
 
 import msir
 from msir import nn
-from msir.train import Callback, LossMonitor, Model, ProgressBar, SummaryCollector
+from msir.train import LossMonitor, Model, ProgressBar, SummaryCollector
 
 LEARNING_RATES = (0.1, 0.01, 0.001)
 BATCH_SIZE = 32
@@ -64,20 +65,6 @@ def digits(batch_size: int = BATCH_SIZE) -> tuple[list, list]:
     return batches(images[n_test:], labels[n_test:]), batches(images[:n_test], labels[:n_test])
 
 
-class EvaluateEachEpoch(Callback):
-    """Evaluate on the test set at each epoch's end and give the metrics to the
-    callbacks after this one (`cb_params.metrics`, which LossMonitor prints
-    and SummaryCollector records), as MindSpore's tutorials do."""
-
-    def __init__(self, model: Model, dataset):
-        super().__init__()
-        self.model, self.dataset = model, dataset
-
-    def on_train_epoch_end(self, run_context):
-        run_context.original_args().metrics = self.model.eval(self.dataset)
-        self.model.train_network.set_train(True)  # eval switched the network to evaluation
-
-
 def train_run(learning_rate: float, train, test, epochs: int, summary_dir: Path) -> dict:
     msir.set_seed(SEED)  # the same initial weights in every run: only the learning rate differs
     network = build_network()
@@ -87,8 +74,7 @@ def train_run(learning_rate: float, train, test, epochs: int, summary_dir: Path)
     collector = SummaryCollector(str(summary_dir), collect_freq=5,
                                  custom_lineage_data={"momentum": MOMENTUM})
     print(f"-- learning rate {learning_rate}", flush=True)
-    model.train(epochs, train, callbacks=[EvaluateEachEpoch(model, test), collector,
-                                          LossMonitor(per_print_times=len(train)), ProgressBar()])
+    model.fit(epochs, train, test, callbacks=[collector, LossMonitor(per_print_times=len(train)), ProgressBar()])
     return model.eval(test)
 
 

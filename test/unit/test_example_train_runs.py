@@ -1,7 +1,6 @@
 """examples/train_runs.py (issue 15, the demo): its data, its network, and one
-run's summary with the test accuracy of every epoch (metrics handed to the
-SummaryCollector through `cb_params.metrics`, as MindSpore's evaluation
-during training does)."""
+run's summary with the test accuracy of every epoch (`Model.fit`'s
+evaluations, which the SummaryCollector records)."""
 
 from __future__ import annotations
 
