@@ -10,7 +10,9 @@ the run done and in all, the current loss as LossMonitor reads it, samples
 per second over the last `RATE_WINDOW` steps, the time the run has left).
 Given to `Model.eval`, it draws `eval step 12/40 |...| ...` once the
 evaluation has taken longer than `eval_delay` seconds, so a short evaluation
-shows nothing.
+shows nothing. (`Model.fit`'s evaluations between epochs draw no bar of
+their own, as MindSpore runs none of its own callbacks there but
+TimeMonitor: the training's bar stays.)
 
 When it draws is chosen as tqdm chooses (its `disable`): by default
 (`disable=None`) only when the bar's file (stderr, or `file=`) is a

@@ -1,8 +1,8 @@
 """`SummaryCollector`: MindSpore's summary callback, writing msir's summary format.
 
 `SummaryCollector(summary_dir, collect_freq=10, ...)` given to `Model.train`
-(and, to add the evaluation's metrics to the same run, to `Model.eval`)
-writes the run into `summary_dir` through `msir.viz.SummaryRecord`, in the
+or `Model.fit` (and, to add an evaluation's metrics to the same run, to
+`Model.eval`) writes the run into `summary_dir` through `msir.viz.SummaryRecord`, in the
 format of docs/summary-format.md, which `msir.viz.curves` and
 `msir.viz.lineage` draw. What it records, under the names MindSpore's
 `mindspore.train.SummaryCollector` (2.10) uses where it has one:
@@ -14,8 +14,8 @@ format of docs/summary-format.md, which `msir.viz.curves` and
   epoch's steps (msir's addition: MindSpore keeps no per-epoch loss);
 * scalars, mode "eval" (`collect_eval_lineage`): each metric `Model.eval`
   returns (`accuracy`, `loss`, ...) at its end, at the last training step
-  this collector recorded, and metrics a training epoch carries
-  (`cb_params.metrics`) at that epoch's end;
+  this collector recorded, and the metrics of `Model.fit`'s evaluations
+  (`cb_params.metrics`) at the end of their epoch;
 * the graph (`collect_graph`): the training network's IR as text, under
   "train_network" (MindSpore's `train_network/auto`), traced at the first
   step; the whole training step for a `TrainOneStepCell` (forward, gradient,
