@@ -40,10 +40,12 @@ from msir.common.tensor import Tensor
 from msir.train.callback import Callback, _handle_loss
 
 RATE_WINDOW = 20
-"""Samples per second are measured over this many recent steps (the first
-steps, which compile, would otherwise weigh on the rate for the whole run)."""
+"""Samples per second and the time left are measured over this many recent
+steps (the first steps, which compile, would otherwise weigh on both for the
+whole run: tqdm's own estimate, refreshed a few times an epoch, kept the
+compilation's minutes in it)."""
 
-BAR_FORMAT = "{desc} |{bar}| {n_fmt}/{total_fmt}{postfix}, {remaining} left"
+BAR_FORMAT = "{desc} |{bar}| {n_fmt}/{total_fmt}{postfix}"
 
 
 def _tqdm():
@@ -132,13 +134,13 @@ class ProgressBar(Callback):
 
     # -- the bar's life ---------------------------------------------------------------
 
-    def _open(self, total: int, delay: float) -> None:
+    def _open(self, total: int, delay: float, desc: str) -> None:
         file = self._file if self._file is not None else sys.stderr
         disable = self._disable
         if disable is None:
             disable = not (hasattr(file, "isatty") and file.isatty())
-        self._bar = self._tqdm(total=total, file=file, disable=disable, delay=delay, leave=True, dynamic_ncols=True,
-                               mininterval=self._mininterval, bar_format=BAR_FORMAT)
+        self._bar = self._tqdm(total=total, desc=desc, file=file, disable=disable, delay=delay, leave=True,
+                               dynamic_ncols=True, mininterval=self._mininterval, bar_format=BAR_FORMAT)
         self._recent.clear()
         self._recent.append((time.perf_counter(), 0))
         if not disable and file.isatty() and sys.stdout.isatty():
@@ -173,20 +175,23 @@ class ProgressBar(Callback):
         (t0, n0), (t1, n1) = self._recent[0], self._recent[-1]
         if t1 > t0:
             postfix.append(f"{_format_rate((n1 - n0) / (t1 - t0))} samples/s")
+            steps_left = self._bar.total - self._bar.n - 1
+            seconds_per_step = (t1 - t0) / (len(self._recent) - 1)
+            postfix.append(f"{self._tqdm.format_interval(steps_left * seconds_per_step)} left")
         self._bar.set_description_str(desc, refresh=False)
         self._bar.set_postfix_str(", ".join(postfix), refresh=False)
         self._bar.update(1)
 
     # -- training ---------------------------------------------------------------------
 
-    def on_train_begin(self, run_context):
-        cb_params = run_context.original_args()
-        self._element_key = "train_dataset_element"
-        self._open(total=cb_params.epoch_num * cb_params.batch_num, delay=0.0)
-
     def on_train_epoch_begin(self, run_context):
         cb_params = run_context.original_args()
-        self._bar.set_description_str(self._train_step_desc(cb_params, 0))
+        desc = self._train_step_desc(cb_params, 0)
+        if self._bar is None:  # the run's first epoch: drawn from here, with its epoch number
+            self._element_key = "train_dataset_element"
+            self._open(total=cb_params.epoch_num * cb_params.batch_num, delay=0.0, desc=desc)
+        else:
+            self._bar.set_description_str(desc)
 
     def on_train_step_end(self, run_context):
         cb_params = run_context.original_args()
@@ -208,7 +213,7 @@ class ProgressBar(Callback):
     def on_eval_begin(self, run_context):
         cb_params = run_context.original_args()
         self._element_key = "eval_dataset_element"
-        self._open(total=cb_params.batch_num, delay=self._eval_delay)
+        self._open(total=cb_params.batch_num, delay=self._eval_delay, desc=f"eval step 0/{cb_params.batch_num}")
 
     def on_eval_step_end(self, run_context):
         cb_params = run_context.original_args()

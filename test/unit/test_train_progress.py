@@ -112,6 +112,9 @@ def test_progress_bar_under_a_pseudo_terminal(monkeypatch):
     drawn = {(int(m[1]), int(m[2]), int(m[3])) for m in
              re.finditer(r"epoch (\d)/2 step (\d)/3 \|[^|]*\| (\d)/6", ANSI.sub("", raw))}
     assert {(e, s, 3 * (e - 1) + s) for e in (1, 2) for s in (1, 2, 3)} <= drawn
+    # every drawing of the bar names its epoch, the first one too
+    drawings = [seg for seg in re.split(r"[\r\n]+", ANSI.sub("", raw)) if "|" in seg]
+    assert drawings and all(seg.startswith("epoch ") for seg in drawings), drawings[:2]
 
 
 def test_progress_bar_for_an_evaluation_and_its_delay(monkeypatch):
