@@ -229,8 +229,8 @@ def test_training_loop_value_and_grad_with_aux(mode):
 #
 # MindSpore's GRAPH_MODE gives the same numbers for the network and the derivatives; its
 # training loop, whose `param.set_data(param - lr * grad)` runs outside the graph, gives
-# the first loss four times (the compiled `grad_fn` keeps the parameters it was compiled
-# with). msir updates the parameters in both modes, as MindSpore's PYNATIVE_MODE does.
+# the first loss four times (its compiled `grad_fn` seems to keep the parameters it was
+# compiled with). msir updates the parameters in both modes, as MindSpore's PYNATIVE_MODE does.
 
 MINDSPORE_NETWORK_LOGITS = [
     0.34890979528427124, 0.10134131461381912, 0.13537460565567017, 0.04441899433732033, 0.069254569709301,
