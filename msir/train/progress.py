@@ -18,10 +18,11 @@ When it draws is chosen as tqdm chooses (its `disable`): by default
 (`disable=None`) only when the bar's file (stderr, or `file=`) is a
 terminal, so a run logged to a file or a pipe, and every test, shows no bar;
 `disable=False` asks for the bar anywhere (a notebook, a log that wants it);
-`disable=True` turns it off. While the bar is drawn on a terminal that
-stdout also writes to, lines printed to stdout (LossMonitor's, TimeMonitor's,
-the user's) are written whole above the bar — the bar is cleared, the line
-written unchanged, the bar drawn again — instead of running into it.
+`disable=True` turns it off. While the bar is drawn on a terminal, lines
+printed to stdout (LossMonitor's, TimeMonitor's, the user's) when it is a
+terminal too, and to stderr (warnings), are written whole above the bar —
+the bar is cleared, the line written unchanged, the bar drawn again —
+instead of running into it.
 
 tqdm (the `viz` extra: `pip install 'msir[viz]'`) is imported when a
 `ProgressBar` is made, not with `msir.train`.
@@ -71,7 +72,7 @@ def _format_rate(samples_per_second: float) -> str:
 
 
 class _LinesAboveBar:
-    """Stands in for sys.stdout while a bar is drawn on the same terminal:
+    """Stands in for sys.stdout or sys.stderr while a bar is drawn on the same terminal:
     whole lines are written above the bar; a line's start waits for its end,
     so that the bar is never drawn in the middle of a line."""
 
@@ -129,7 +130,8 @@ class ProgressBar(Callback):
         self._mininterval = float(mininterval)
         self._bar = None
         self._element_key = "train_dataset_element"
-        self._stdout: _LinesAboveBar | None = None
+        self._redirected: dict[str, _LinesAboveBar] = {}
+        """The sys streams ("stdout", "stderr") that write above the bar while it is drawn."""
         self._recent: deque[tuple[float, int]] = deque(maxlen=RATE_WINDOW + 1)
 
     # -- the bar's life ---------------------------------------------------------------
@@ -143,18 +145,23 @@ class ProgressBar(Callback):
                                dynamic_ncols=True, mininterval=self._mininterval, bar_format=BAR_FORMAT)
         self._recent.clear()
         self._recent.append((time.perf_counter(), 0))
-        if not disable and file.isatty() and sys.stdout.isatty():
-            self._stdout = _LinesAboveBar(sys.stdout, self._bar)
-            sys.stdout = self._stdout
+        if disable or not file.isatty():
+            return
+        for name in ("stdout", "stderr"):
+            stream = getattr(sys, name)
+            # the bar's own stream (warnings go there), or another stream on a terminal, which is the same one
+            if stream is file or (hasattr(stream, "isatty") and stream.isatty()):
+                self._redirected[name] = _LinesAboveBar(stream, self._bar)
+                setattr(sys, name, self._redirected[name])
 
     def _close(self) -> None:
         if self._bar is None:
             return
-        if self._stdout is not None:
-            if sys.stdout is self._stdout:
-                sys.stdout = self._stdout._stream
-            self._stdout.finish()
-            self._stdout = None
+        for name, proxy in self._redirected.items():
+            if getattr(sys, name) is proxy:
+                setattr(sys, name, proxy._stream)
+            proxy.finish()
+        self._redirected = {}
         self._bar.close()
         self._bar = None
 

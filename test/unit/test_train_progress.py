@@ -23,7 +23,7 @@ import pytest
 
 import msir as ms
 from msir import nn
-from msir.train import LossMonitor, Model, ProgressBar
+from msir.train import Callback, LossMonitor, Model, ProgressBar
 
 LOSS_LINE = re.compile(r"^epoch: (\d+) step: (\d+), loss is (\S+)$")
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -85,13 +85,25 @@ def _visible_lines(raw: str) -> list[str]:
     return [line.split("\r")[-1].rstrip() for line in lines if line.split("\r")[-1].strip()]
 
 
+class NoteOnStderrAtStep(Callback):
+    """Writes a line to stderr, where warnings go, in two writes."""
+
+    def __init__(self, step):
+        self.step = step
+
+    def step_end(self, run_context):
+        if run_context.original_args().cur_step_num == self.step:
+            sys.stderr.write("UserWarning: a note ")
+            sys.stderr.write("while the bar is drawn\n")
+
+
 def _train_on_terminal(monkeypatch, callbacks_stdout_too=True):
     terminal = PseudoTerminal()
     monkeypatch.setattr(sys, "stderr", terminal.file)
     if callbacks_stdout_too:
         monkeypatch.setattr(sys, "stdout", terminal.file)
     model = _model()
-    model.train(2, _data(), callbacks=[LossMonitor(), ProgressBar(mininterval=0)])
+    model.train(2, _data(), callbacks=[LossMonitor(), ProgressBar(mininterval=0), NoteOnStderrAtStep(5)])
     stdout_after = sys.stdout
     monkeypatch.undo()
     return terminal.close(), stdout_after, terminal.file
@@ -101,7 +113,8 @@ def test_progress_bar_under_a_pseudo_terminal(monkeypatch):
     raw, stdout_after, terminal_file = _train_on_terminal(monkeypatch)
     assert stdout_after is terminal_file  # the run gave stdout back
     shown = _visible_lines(raw)
-    # LossMonitor's six lines, whole and in order, then the finished bar
+    # LossMonitor's six lines and the line on stderr, whole and in order, then the finished bar
+    assert shown.pop(5) == "UserWarning: a note while the bar is drawn", shown
     assert [LOSS_LINE.match(line) is not None for line in shown] == [True] * 6 + [False], shown
     assert [(m[1], m[2]) for m in map(LOSS_LINE.match, shown[:6])] == [
         (e, s) for e in "12" for s in "123"]
@@ -153,7 +166,7 @@ def test_bar_on_request_anywhere_and_never_when_disabled(capsys):
     assert [LOSS_LINE.match(line) is not None for line in capsys.readouterr().out.splitlines()] == [True] * 3
 
 
-def test_a_failing_run_gives_stdout_back(monkeypatch):
+def test_a_failing_run_gives_stdout_and_stderr_back(monkeypatch):
     terminal = PseudoTerminal()
     monkeypatch.setattr(sys, "stderr", terminal.file)
     monkeypatch.setattr(sys, "stdout", terminal.file)
@@ -161,7 +174,7 @@ def test_a_failing_run_gives_stdout_back(monkeypatch):
     bad = [(np.full((8, 4), np.nan, np.float32), np.zeros(8, np.int32))]
     with pytest.raises(ValueError, match="loss is NAN or INF"):
         model.train(1, bad, callbacks=[ProgressBar(), LossMonitor()])
-    assert sys.stdout is terminal.file
+    assert sys.stdout is terminal.file and sys.stderr is terminal.file
     monkeypatch.undo()
     terminal.close()
 
