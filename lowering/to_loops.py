@@ -901,12 +901,11 @@ def _cast_op(L: _Lowering, op: msir.CastOp) -> None:
 
 
 def _constant(L: _Lowering, op: msir.ConstantOp) -> None:
-    dense = op.value
     shape = list(_shape(op.result.type))
     out = L.result(op.result, shape)
     et = op.result.type.element_type  # type: ignore[attr-defined]
     values = op.values()
-    if dense.is_splat() or len(values) <= 1:
+    if op.is_splat() or len(values) <= 1:
         if values:
             value = L.const(values[0], et)
             L.loops(shape, lambda ivs, _: L.store(value, out, ivs))
@@ -1531,7 +1530,7 @@ def _update_form(block: Block) -> tuple[int, int, float] | None:
     consts: dict[SSAValue, float] = {}
     computed = []
     for o in ops[:-1]:
-        if isinstance(o, msir.ConstantOp) and o.value.is_splat():
+        if isinstance(o, msir.ConstantOp) and o.is_splat():
             consts[o.result] = float(o.values()[0])
         elif isinstance(o, msir.BroadcastToOp) and o.input in consts:
             consts[o.result] = consts[o.input]
