@@ -28,13 +28,15 @@ load it in milliseconds instead of generating it again. ::
 splits [begin, end) into `n` contiguous chunks, runs `task` once per chunk
 (chunk `k` covers `[begin + k*size, min(begin + (k+1)*size, end))`, sizes a
 multiple of 16 iterations except the last) and returns `n` (0 for an empty
-range). `n = min(ceil((end - begin) / min_iters), CHUNKS_PER_THREAD *
-threads, MAX_CHUNKS)`: the caller's `min_iters` is the work-size threshold
-(a chunk must be worth more than a dispatch), and `n` depends only on the
-range, `min_iters` and the thread count, never on timing, so a reduction
-combining per-chunk partials in chunk order is deterministic for a given
-thread count. With one chunk, one thread, or when the pool is busy, `task`
-runs in the calling thread as one chunk.
+range). `n = min(ceil((end - begin) / min_iters), MAX_CHUNKS)`: the caller's
+`min_iters` is the work-size threshold (a chunk must be worth more than a
+dispatch). The chunks depend only on the range and `min_iters`, never on the
+thread count or on timing, and every chunk is run by exactly one call of
+`task`, whichever thread makes it: a reduction combining per-chunk partials in
+chunk order gives the same bits with 1, 2 or 256 threads. With one thread, or
+when the pool is busy, the calling thread runs the same chunks in order.
+There are many more chunks than threads on purpose: a thread the OS
+deschedules delays one small chunk while the awake threads take the rest.
 
 Scheduling: the caller writes the job (task, ctx, range, chunk size), opens
 it in the 64-bit claim word `generation << 32 | next chunk`, bumps the
@@ -50,12 +52,18 @@ the previous generation in the claim word; the fields are stored with release
 and loaded with acquire, so a worker whose claim succeeds has read the fields
 of the job it claimed from.
 
-Waiting: a worker that has no work spins on the generation word for
-`SPIN_ITERATIONS` pause instructions (about 0.1 ms on current x86 cores, so
-back-to-back kernels find it awake), then sleeps in `futex(FUTEX_WAIT)` and
-costs nothing. The caller waits for the last claimed chunk the same way. A
-sleeper count (and a flag for the caller) makes the waking side skip the futex
-syscall when nobody sleeps; both sides use seq_cst so a wake-up is never lost.
+Waiting backs off in three steps: a worker that has no work spins on the
+generation word for `SPIN_ITERATIONS` pause instructions (some 20-50 us on
+current x86 cores, so back-to-back kernels find it awake), then calls
+`sched_yield` `YIELD_ITERATIONS` times (a thread of this process or another
+that waits for this core gets it), then sleeps in `futex(FUTEX_WAIT)` and costs
+nothing. The caller waits for the last claimed chunks the same way: on a busy
+machine the thread running that chunk may be the one its spinning keeps off
+the core. Spinning stays short because a spinning thread takes a core from
+every other thread of the machine, OpenBLAS's included (`msir.lowering.blas`).
+A sleeper count (and a flag for the caller) makes the waking side skip the
+futex syscall when nobody sleeps; both sides use seq_cst so a wake-up is never
+lost.
 
 Safety
 ======
@@ -108,13 +116,16 @@ MAX_THREADS = 256
 """Threads (caller included) the pool may use; the participant count of a
 job is packed in 8 bits of the futex word."""
 
-CHUNKS_PER_THREAD = 4
 MAX_CHUNKS = 256
 """A parallel loop has at most this many chunks: the generated code keeps
 one partial per chunk of each reduction in a stack array of this length."""
 
 CHUNK_ALIGN = 16
-SPIN_ITERATIONS = 4096
+SPIN_ITERATIONS = 1024
+"""Pause instructions a waiting thread spins for before it yields (~140
+cycles each on Intel since Skylake, ~65 on Zen: some 20-50 us)."""
+YIELD_ITERATIONS = 64
+"""`sched_yield` calls after the spin and before the futex sleep."""
 
 _TARGET_MACHINE = {"opt": 0, "codemodel": "jitdefault"}
 """O0 (fast instruction selection): generating code is 3-4x faster than at O2
@@ -166,6 +177,7 @@ declare i32 @pthread_detach(i64)
 declare i32 @pthread_sigmask(i32, ptr, ptr)
 declare i32 @{atfork}(ptr, ptr, ptr, ptr)
 declare i32 @sigfillset(ptr)
+declare i32 @sched_yield()
 declare i64 @syscall(i64, ...)
 declare i64 @llvm.smin.i64(i64, i64)
 declare i64 @llvm.smax.i64(i64, i64)
@@ -258,15 +270,23 @@ wait:
   %seen = phi i32 [ %seen0, %entry ], [ %g, %got ], [ %g, %work ]
   br label %spin
 spin:
-  %i = phi i32 [ 0, %wait ], [ %i1, %spin_more ], [ 0, %woke ]
+  %i = phi i32 [ 0, %wait ], [ %i1, %do_pause ], [ %i1, %do_yield ], [ 0, %woke ]
   %g = load atomic i32, ptr @pool.gen acquire, align 4
   %changed = icmp ne i32 %g, %seen
   br i1 %changed, label %got, label %spin_more
 spin_more:
-  call void @pause()
   %i1 = add i32 %i, 1
-  %again = icmp ult i32 %i1, {spin}
-  br i1 %again, label %spin, label %sleep
+  %pausing = icmp ult i32 %i1, {spin}
+  br i1 %pausing, label %do_pause, label %yield_or_sleep
+do_pause:
+  call void @pause()
+  br label %spin
+yield_or_sleep:
+  %yielding = icmp ult i32 %i1, {spin_and_yield}
+  br i1 %yielding, label %do_yield, label %sleep
+do_yield:
+  %y = call i32 @sched_yield()
+  br label %spin
 sleep:
   %s0 = atomicrmw add ptr @pool.sleepers, i32 1 seq_cst
   %g1 = load atomic i32, ptr @pool.gen seq_cst, align 4
@@ -365,9 +385,7 @@ plan:
   %mi1 = sub i64 %mi, 1
   %na = add i64 %n, %mi1
   %by_work = udiv i64 %na, %mi
-  %by_threads = mul i64 %nt, {chunks_per_thread}
-  %c0 = call i64 @llvm.smin.i64(i64 %by_work, i64 %by_threads)
-  %c1 = call i64 @llvm.smin.i64(i64 %c0, i64 {max_chunks})
+  %c1 = call i64 @llvm.smin.i64(i64 %by_work, i64 {max_chunks})
   ; chunk size: ceil(n / c1) rounded up to a multiple of {align}
   %c1m = sub i64 %c1, 1
   %nc = add i64 %n, %c1m
@@ -382,8 +400,20 @@ plan:
   %serial0 = or i1 %one_thread, %one_chunk
   br i1 %serial0, label %serial, label %try_lock
 serial:
-  call void %task(ptr %ctx, i64 0, i64 %begin, i64 %end)
-  ret i64 1
+  ; the same chunks as a parallel run, in order: the same partials, the same bits
+  br label %serial_loop
+serial_loop:
+  %k = phi i64 [ 0, %serial ], [ %k1, %serial_loop ]
+  %off = mul i64 %k, %size
+  %b = add i64 %begin, %off
+  %b1 = add i64 %b, %size
+  %e = call i64 @llvm.smin.i64(i64 %b1, i64 %end)
+  call void %task(ptr %ctx, i64 %k, i64 %b, i64 %e)
+  %k1 = add i64 %k, 1
+  %more = icmp ult i64 %k1, %chunks
+  br i1 %more, label %serial_loop, label %serial_done
+serial_done:
+  ret i64 %chunks
 try_lock:
   %lx = cmpxchg ptr @pool.lock, i32 0, i32 1 acquire monotonic
   %locked = extractvalue {{ i32, i1 }} %lx, 1
@@ -435,15 +465,24 @@ work:
   br label %spin
 spin:
   ; wait for the chunks other threads claimed, not for threads that never came
-  %i = phi i32 [ 0, %work ], [ %i1, %spin_more ]
+  %i = phi i32 [ 0, %work ], [ %i1, %do_pause ], [ %i1, %do_yield ]
   %p = load atomic i32, ptr @job.done acquire, align 4
   %finished = icmp eq i32 %p, %n32
   br i1 %finished, label %done, label %spin_more
 spin_more:
-  call void @pause()
   %i1 = add i32 %i, 1
-  %again = icmp ult i32 %i1, {spin}
-  br i1 %again, label %spin, label %sleep
+  %pausing = icmp ult i32 %i1, {spin}
+  br i1 %pausing, label %do_pause, label %yield_or_sleep
+do_pause:
+  call void @pause()
+  br label %spin
+yield_or_sleep:
+  ; the thread that holds the last chunk may be waiting for this core
+  %yielding = icmp ult i32 %i1, {spin_and_yield}
+  br i1 %yielding, label %do_yield, label %sleep
+do_yield:
+  %y = call i32 @sched_yield()
+  br label %spin
 sleep:
   store atomic i32 1, ptr @pool.caller_sleeping seq_cst, align 4
   br label %sleep_loop
@@ -472,7 +511,7 @@ def _runtime_ir(arch: str, atfork: str) -> str:
         pause_call="call void @llvm.x86.sse2.pause()" if x86 else "",
         sys_futex=_SYS_FUTEX.get(arch, -1),
         spin=SPIN_ITERATIONS,
-        chunks_per_thread=CHUNKS_PER_THREAD,
+        spin_and_yield=SPIN_ITERATIONS + YIELD_ITERATIONS,
         max_chunks=MAX_CHUNKS,
         align=CHUNK_ALIGN,
         align_m1=CHUNK_ALIGN - 1,
@@ -638,6 +677,15 @@ def workers_started() -> int:
 def worker_chunks() -> int:
     """Chunks run by worker threads (not callers) since the process started."""
     return int(_state["worker_chunks"]()) if load() else 0  # type: ignore[operator]
+
+
+def plan_chunks(iterations: int, min_iters: int) -> int:
+    """The chunks `__msir_parallel_for` cuts a loop of `iterations` into with
+    this `min_iters` (it runs an empty task over them): a function of these
+    two numbers only, whatever the thread count."""
+    if not load():
+        raise RuntimeError(f"the thread pool runtime is unavailable: {load_error()}")
+    return int(_state["parallel_for"](_state["noop"], None, 0, iterations, min_iters))  # type: ignore[operator]
 
 
 def measure_dispatch_us(repeats: int = 2000) -> dict[str, float]:

@@ -3,11 +3,12 @@ msir-lower-to-llvm outlines for it.
 
 Results with n threads are compared with 1 thread: bitwise for elementwise
 loops and row groups (every element is computed by the same code in one
-chunk), within 1e-5 relative for float sums (the per-chunk partials
-reassociate the sum; the f32 error bound of pairwise-like summation over 2^20
-terms is far below that), exactly for max and integer sums. Thread counts
-above the machine's core count are used on purpose: they force more chunks
-and real concurrency even on a 2-core machine.
+chunk), and bitwise for float sums too (the chunks, hence the order in which
+per-chunk partials are combined, depend on the trip count only); float sums
+are also checked against float64 NumPy within 1e-5 relative (the partials
+reassociate the sum), max and integer sums exactly. Thread counts above the
+machine's core count are used on purpose: they give real concurrency even on
+a 2-core machine.
 """
 
 from __future__ import annotations
@@ -134,6 +135,32 @@ def test_float_sum_within_tolerance_and_deterministic():
         assert abs(many - one) <= 1e-5 * abs(one)
         assert abs(many - ref) <= 1e-5 * abs(ref)
         assert float(f(X1)) == many  # same thread count, same chunks, same bits
+
+
+def sum_rows_exp(x):
+    return np.sum(np.exp(x), axis=1)
+
+
+def sum_all_exp(x):
+    return np.sum(np.exp(x))
+
+
+@pytest.mark.parametrize("fn,x", [(sum_exp, X1), (sum_rows_exp, X2), (sum_all_exp, X2)])
+def test_float_reductions_are_bitwise_equal_across_thread_counts(fn, x):
+    f = msir.jit(fn)
+    one = np.asarray(_at(1, f, x))
+    for n in (2, 3, 8):
+        assert np.asarray(_at(n, f, x)).tobytes() == one.tobytes(), f"{n} threads"
+
+
+def test_chunks_do_not_depend_on_the_thread_count():
+    # the runtime's own answer: how many chunks a range is cut into
+    counts = {}
+    for n in (1, 2, 7):
+        threads.set_num_threads(n)
+        counts[n] = (threads.plan_chunks(1 << 20, 4096), threads.plan_chunks(100, 4096))
+    assert counts[1] == counts[2] == counts[7] == (threads.MAX_CHUNKS, 1)
+    assert threads.plan_chunks(10 * 4096, 4096) == 10
 
 
 def test_max_and_int_sum_are_exact():
