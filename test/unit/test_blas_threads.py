@@ -158,3 +158,36 @@ def test_no_thread_spins_after_a_product(tmp_path):
     cpu_s, wall_s = map(float, out.split())
     assert wall_s >= 0.5
     assert cpu_s < 0.02, f"{cpu_s * 1e3:.1f} ms of CPU while idle for {wall_s:.2f} s"
+
+
+def rnn_loss(w, u, xs, h0):
+    h = h0
+    for t in range(xs.shape[0]):
+        h = np.tanh(w @ h + u @ xs[t])
+    return np.sum(h)
+
+
+def test_rnn_gradient_is_serial_at_two_threads():
+    # W6's sizes (hidden 128, batch 32, input 32), fewer steps: every product
+    # and loop is below the cost thresholds, so 2 threads do the 1-thread work
+    # (no dispatch, nothing to wait for) and give the same bits
+    rng = np.random.default_rng(2)
+    w = (rng.standard_normal((128, 128)) * 0.1).astype(np.float32)
+    u = (rng.standard_normal((128, 32)) * 0.1).astype(np.float32)
+    xs = rng.standard_normal((8, 32, 32)).astype(np.float32)
+    h0 = np.zeros((128, 32), np.float32)
+    g = msir.grad(rnn_loss, argnums=(0, 1))
+    msir.set_num_threads(1)
+    one = [np.asarray(x) for x in g(w, u, xs, h0)]
+    msir.set_num_threads(2)
+    splits, chunks = blas.split_gemms(), threads.worker_chunks()
+    two = [np.asarray(x) for x in g(w, u, xs, h0)]
+    assert blas.split_gemms() == splits and threads.worker_chunks() == chunks
+    assert all(a.tobytes() == b.tobytes() for a, b in zip(one, two))
+    eps, i, j = 1e-3, 3, 5
+    wp, wm = w.astype(np.float64), w.astype(np.float64)
+    wp[i, j] += eps
+    wm[i, j] -= eps
+    args = (u.astype(np.float64), xs.astype(np.float64), h0.astype(np.float64))
+    fd = (rnn_loss(wp, *args) - rnn_loss(wm, *args)) / (2 * eps)
+    assert abs(one[0][i, j] - fd) <= 1e-3 * max(1.0, abs(fd))
