@@ -18,9 +18,8 @@ llvmlite in an engine of its own, and registers its entry points with
 persistent cache) afterwards resolves them. No C compiler, no new dependency:
 the module calls libc's `pthread_create`, `pthread_sigmask`, `pthread_atfork`
 (glibc: `__register_atfork`) and `syscall(SYS_futex)`. Its object code is kept in the persistent compile
-cache's directory (`msir.lowering.cache_location`; `threads-runtime-<hash>.o`,
-keyed by the IR, the target machine and the LLVM version), so later processes
-load it in milliseconds instead of generating it again. ::
+cache's directory (`msir.lowering.runtime_object`; `threads-runtime-<hash>.o`),
+so later processes load it in milliseconds instead of generating it again. ::
 
     i64 __msir_parallel_for(ptr task, ptr ctx, i64 begin, i64 end, i64 min_iters)
         -- task: void (ptr ctx, i64 chunk, i64 chunk_begin, i64 chunk_end)
@@ -101,15 +100,13 @@ workers asleep.
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import os
 import sys
 import threading
 import time
 import warnings
-from pathlib import Path
 
-from msir.lowering import cache_location
+from msir.lowering import runtime_object
 from msir.lowering.load_once import load_once
 
 MAX_THREADS = 256
@@ -532,26 +529,12 @@ def load() -> bool:
 def _load() -> None:
     import llvmlite.binding as llvm
 
-    llvm.initialize_native_target()
-    llvm.initialize_native_asmprinter()
     # glibc's pthread_atfork lives in libc_nonshared.a (not in the process):
     # it is __register_atfork(prepare, parent, child, dso_handle); the extra
     # argument is ignored by a 3-argument pthread_atfork (musl).
     atfork = "__register_atfork" if hasattr(ctypes.CDLL(None), "__register_atfork") else "pthread_atfork"
     ir = _runtime_ir(os.uname().machine, atfork)
-    target = llvm.Target.from_default_triple()
-    tm = target.create_target_machine(**_TARGET_MACHINE)
-    path = _object_path(llvm, ir)
-    engine = _load_cached_object(llvm, tm, path)
-    if engine is None:
-        mod = llvm.parse_assembly(ir)
-        mod.verify()
-        engine = llvm.create_mcjit_compiler(mod, tm)
-        objects: list[bytes] = []
-        engine.set_object_cache(lambda _module, obj: objects.append(obj))
-        engine.finalize_object()
-        if len(objects) == 1:
-            _store_object(path, objects[0])
+    engine = runtime_object.compile_cached("threads-runtime", ir, _TARGET_MACHINE, ENTRY_POINTS[0])
     for name in ENTRY_POINTS:
         llvm.add_symbol(name, engine.get_function_address(name))
     address = engine.get_function_address
@@ -573,46 +556,6 @@ def _load() -> None:
         noop=address("__msir_noop_task"),
     )
     setter(get_num_threads() if supported() else 1)
-
-
-def _object_path(llvm, ir: str) -> Path | None:
-    """Where the runtime's object code is kept, beside the persistent compile
-    cache's entries (None when that cache is disabled): generating code for it
-    costs ~30-100 ms, which a second process (W8's target: 50 ms) must not pay.
-    Keyed by all the object depends on: the IR, the target machine's options,
-    the LLVM version and the default triple (the target machine is generic)."""
-    if not cache_location.enabled():
-        return None
-    version = ".".join(map(str, llvm.llvm_version_info))
-    key = f"llvm={version}\ntriple={llvm.get_default_triple()}\ntarget={_TARGET_MACHINE}\n{ir}"
-    digest = hashlib.blake2b(key.encode(), digest_size=16).hexdigest()
-    return cache_location.cache_dir() / f"threads-runtime-{digest}.o"
-
-
-def _load_cached_object(llvm, tm, path: Path | None):
-    try:
-        if path is None or not path.exists():
-            return None
-        obj = path.read_bytes()
-    except OSError:
-        return None
-    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
-    engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
-    engine.finalize_object()
-    return engine if engine.get_function_address(ENTRY_POINTS[0]) else None
-
-
-def _store_object(path: Path | None, obj: bytes) -> None:
-    """Written to a temporary file and renamed, so readers never see half."""
-    try:
-        if path is None:
-            return
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        tmp.write_bytes(obj)
-        os.replace(tmp, path)
-    except OSError:
-        pass  # the runtime works without the cache
 
 
 def load_error() -> str | None:
