@@ -22,7 +22,8 @@ an option.
 How it is called
 ================
 `load()` loads `libscipy_openblas.so` with `llvmlite.binding.load_library_permanently`
-and compiles, once per process in a tiny engine of its own, two trampolines::
+and compiles, once per process in a tiny engine of its own (its object code kept
+in the cache directory, `msir.lowering.runtime_object`), two trampolines::
 
     void __msir_gemm_f32(i64 trans_a, i64 trans_b, i64 m, i64 n, i64 k,
                          ptr a, i64 a_offset, i64 lda,
@@ -100,6 +101,7 @@ import ctypes
 import os
 import threading
 
+from msir.lowering import runtime_object
 from msir.lowering.load_once import load_once
 
 LIBRARY_NAME = "libscipy_openblas.so"
@@ -368,12 +370,8 @@ def _load() -> None:
                            chunk_flops_m1=GEMM_CHUNK_FLOPS - 1)
         for p, t, k, size in (("s", "float", "f32", 4), ("d", "double", "f64", 8))
     )
-    mod = llvm.parse_assembly(ir)
-    mod.verify()
-    target = llvm.Target.from_default_triple()
-    tm = target.create_target_machine(opt=2, codemodel="jitdefault")
-    engine = llvm.create_mcjit_compiler(mod, tm)
-    engine.finalize_object()
+    engine = runtime_object.compile_cached("blas-trampolines", ir, {"opt": 2, "codemodel": "jitdefault"},
+                                           GEMM_SYMBOLS["f32"])
     for name in (*GEMM_SYMBOLS.values(), *GEMM_UPDATE_SYMBOLS.values()):
         llvm.add_symbol(name, engine.get_function_address(name))
     cdll = ctypes.CDLL(path)
