@@ -64,6 +64,20 @@ A sleeper count (and a flag for the caller) makes the waking side skip the
 futex syscall when nobody sleeps; both sides use seq_cst so a wake-up is never
 lost.
 
+Contention
+==========
+A thread the OS deschedules while it runs a chunk holds up the caller until
+it runs again (a scheduler tick or more: the 4 ms steps of the issue's busy
+machine), and no claiming scheme can take a chunk back once it has started.
+So the caller measures each dispatch: if waiting for the other threads'
+chunks took longer than running them itself would have (its own time per
+chunk times their count), the dispatch lost, and the next `penalty`
+dispatches run in the caller alone; the penalty starts at 1, doubles (up to
+`MAX_BACKOFF`) each time the dispatch after it loses again, and drops to 0
+after one that does not. On a busy machine a 2-thread run thus costs about a
+1-thread run plus one probe in `MAX_BACKOFF`; on a quiet one nothing changes.
+The caller alone runs the same chunks, so results keep their bits.
+
 Safety
 ======
 * Concurrency: one dispatch at a time per process. `__msir_parallel_for`
@@ -123,6 +137,9 @@ SPIN_ITERATIONS = 1024
 cycles each on Intel since Skylake, ~65 on Zen: some 20-50 us)."""
 YIELD_ITERATIONS = 64
 """`sched_yield` calls after the spin and before the futex sleep."""
+MAX_BACKOFF = 64
+"""Dispatches at most that a contended pool runs in the caller alone between
+two probes (see "Contention" in the module docstring)."""
 
 _TARGET_MACHINE = {"opt": 0, "codemodel": "jitdefault"}
 """O0 (fast instruction selection): generating code is 3-4x faster than at O2
@@ -168,6 +185,11 @@ _RUNTIME = r"""
 @job.claim = internal global i64 0
 @job.done = internal global i32 0
 @stats.worker_chunks = internal global i64 0
+; contention: dispatches still to run in the caller alone, and the length of
+; the current back-off (doubling while the probes keep losing)
+@pool.backoff = internal global i32 0
+@pool.penalty = internal global i32 0
+@stats.backed_off = internal global i64 0
 
 declare i32 @pthread_create(ptr, ptr, ptr, ptr)
 declare i32 @pthread_detach(i64)
@@ -175,6 +197,9 @@ declare i32 @pthread_sigmask(i32, ptr, ptr)
 declare i32 @{atfork}(ptr, ptr, ptr, ptr)
 declare i32 @sigfillset(ptr)
 declare i32 @sched_yield()
+declare i32 @clock_gettime(i32, ptr)
+declare i32 @llvm.smin.i32(i32, i32)
+declare i32 @llvm.smax.i32(i32, i32)
 declare i64 @syscall(i64, ...)
 declare i64 @llvm.smin.i64(i64, i64)
 declare i64 @llvm.smax.i64(i64, i64)
@@ -183,6 +208,17 @@ declare i64 @llvm.smax.i64(i64, i64)
 define internal void @pause() {{
   {pause_call}
   ret void
+}}
+
+define internal i64 @now_ns() {{
+  %ts = alloca {{ i64, i64 }}, align 8
+  %r = call i32 @clock_gettime(i32 1, ptr %ts)
+  %t = load {{ i64, i64 }}, ptr %ts
+  %sec = extractvalue {{ i64, i64 }} %t, 0
+  %nsec = extractvalue {{ i64, i64 }} %t, 1
+  %ns = mul i64 %sec, 1000000000
+  %sum = add i64 %ns, %nsec
+  ret i64 %sum
 }}
 
 define internal void @futex_wait(ptr %addr, i32 %val) {{
@@ -416,6 +452,15 @@ try_lock:
   %locked = extractvalue {{ i32, i1 }} %lx, 1
   br i1 %locked, label %start, label %serial
 start:
+  %bo = load i32, ptr @pool.backoff
+  %backing = icmp sgt i32 %bo, 0
+  br i1 %backing, label %back_off, label %start_workers
+back_off:
+  %bo1 = sub i32 %bo, 1
+  store i32 %bo1, ptr @pool.backoff
+  %bst = atomicrmw add ptr @stats.backed_off, i64 1 monotonic
+  br label %unlock_serial
+start_workers:
   %want = sub i32 %nt32, 1
   %have = call i32 @ensure_workers(i32 %want)
   %have64 = zext i32 %have to i64
@@ -457,7 +502,9 @@ wake:
   call void @futex_wake(ptr @pool.gen, i32 2147483647)
   br label %work
 work:
+  %t0 = call i64 @now_ns()
   %mine = call i64 @run_chunks(i32 %gen)
+  %t1 = call i64 @now_ns()
   %n32 = trunc i64 %chunks to i32
   br label %spin
 spin:
@@ -494,8 +541,39 @@ awake:
   store atomic i32 0, ptr @pool.caller_sleeping seq_cst, align 4
   br label %done
 done:
+  ; Lost to contention if waiting for the other threads' chunks took longer
+  ; than running them here would have: waited / theirs > own / mine. Then
+  ; the next `penalty` dispatches run in the caller alone (the same chunks),
+  ; the penalty doubling (up to {max_backoff}) while the probes keep losing.
+  %t2 = call i64 @now_ns()
+  %own = sub i64 %t1, %t0
+  %waited = sub i64 %t2, %t1
+  %theirs = sub i64 %chunks, %mine
+  %lhs = mul i64 %waited, %mine
+  %rhs = mul i64 %own, %theirs
+  %lost = icmp ugt i64 %lhs, %rhs
+  %shared = icmp ugt i64 %theirs, 0
+  %contended = and i1 %lost, %shared
+  br i1 %contended, label %penalise, label %forgive
+penalise:
+  %pen = load i32, ptr @pool.penalty
+  %pen2 = shl i32 %pen, 1
+  %pen3 = call i32 @llvm.smax.i32(i32 %pen2, i32 1)
+  %pen4 = call i32 @llvm.smin.i32(i32 %pen3, i32 {max_backoff})
+  store i32 %pen4, ptr @pool.penalty
+  store i32 %pen4, ptr @pool.backoff
+  br label %release
+forgive:
+  store i32 0, ptr @pool.penalty
+  br label %release
+release:
   store atomic i32 0, ptr @pool.lock release, align 4
   ret i64 %chunks
+}}
+
+define i64 @__msir_threads_backed_off() {{
+  %n = load atomic i64, ptr @stats.backed_off monotonic, align 8
+  ret i64 %n
 }}
 """
 
@@ -509,6 +587,7 @@ def _runtime_ir(arch: str, atfork: str) -> str:
         sys_futex=_SYS_FUTEX.get(arch, -1),
         spin=SPIN_ITERATIONS,
         spin_and_yield=SPIN_ITERATIONS + YIELD_ITERATIONS,
+        max_backoff=MAX_BACKOFF,
         max_chunks=MAX_CHUNKS,
         align=CHUNK_ALIGN,
         align_m1=CHUNK_ALIGN - 1,
@@ -542,6 +621,7 @@ def _load() -> None:
     setter = ctypes.CFUNCTYPE(None, ctypes.c_int32)(address("__msir_threads_set"))
     started = ctypes.CFUNCTYPE(ctypes.c_int32)(address("__msir_threads_started"))
     worker_chunks = ctypes.CFUNCTYPE(ctypes.c_int64)(address("__msir_threads_worker_chunks"))
+    backed_off = ctypes.CFUNCTYPE(ctypes.c_int64)(address("__msir_threads_backed_off"))
     parallel_for = ctypes.CFUNCTYPE(
         ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64
     )(address("__msir_parallel_for"))
@@ -552,6 +632,7 @@ def _load() -> None:
         set=setter,
         started=started,
         worker_chunks=worker_chunks,
+        backed_off=backed_off,
         parallel_for=parallel_for,
         noop=address("__msir_noop_task"),
     )
@@ -620,6 +701,12 @@ def workers_started() -> int:
 def worker_chunks() -> int:
     """Chunks run by worker threads (not callers) since the process started."""
     return int(_state["worker_chunks"]()) if load() else 0  # type: ignore[operator]
+
+
+def backed_off() -> int:
+    """Dispatches run in the caller alone because the previous ones lost time
+    waiting for descheduled threads (see "Contention" in the module docstring)."""
+    return int(_state["backed_off"]()) if load() else 0  # type: ignore[operator]
 
 
 def plan_chunks(iterations: int, min_iters: int) -> int:

@@ -13,11 +13,13 @@ a 2-core machine.
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
 import os
 import subprocess
 import sys
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -339,3 +341,54 @@ def test_running_values_are_not_split():
     out, total = native.function("prefix")(x)
     np.testing.assert_allclose(out, np.cumsum(np.exp(x.astype(np.float64))), rtol=1e-4)
     assert float(total) == float(out[-1])
+
+
+TASK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64)
+
+
+def test_dispatches_that_wait_for_a_slow_worker_back_off():
+    # A Python task stands in for generated code: the worker's chunk sleeps
+    # (as a thread the OS descheduled), the caller's chunks are quick.
+    threads.set_num_threads(2)
+    main = threading.get_ident()
+    worker_started = threading.Event()
+    slow_worker = [True]
+    runs: list[list[tuple[int, bool]]] = []
+
+    def task(_ctx, k, _begin, _end):
+        by_worker = threading.get_ident() != main
+        runs[-1].append((k, by_worker))
+        if by_worker:
+            worker_started.set()
+            time.sleep(0.2 if slow_worker[0] else 0)
+        elif k == 0:
+            worker_started.wait(timeout=30)  # let a worker claim a chunk first
+        else:
+            time.sleep(0.001)
+
+    callback = TASK(task)
+    assert threads.load()
+    parallel_for = threads._state["parallel_for"]  # the runtime's entry point, as generated code calls it
+
+    def dispatch(worker_expected: bool = True) -> tuple[bool, int]:
+        runs.append([])
+        if worker_expected:
+            worker_started.clear()
+        else:  # run in the caller alone: nothing to wait for
+            worker_started.set()
+        before = threads.backed_off()
+        assert parallel_for(callback, None, 0, 16 * 16, 16) == 16
+        assert sorted(k for k, _ in runs[-1]) == list(range(16))  # each chunk once
+        return any(w for _, w in runs[-1]), threads.backed_off() - before
+
+    def dispatch_backed_off() -> bool:
+        shared, backed = dispatch(worker_expected=False)
+        return not shared and backed == 1
+
+    assert dispatch() == (True, 0)  # lost: back off for 1
+    assert dispatch_backed_off()
+    assert dispatch() == (True, 0)  # the probe loses again: back off for 2
+    assert dispatch_backed_off() and dispatch_backed_off()
+    slow_worker[0] = False
+    assert dispatch() == (True, 0)  # the probe wins: no back-off
+    assert dispatch() == (True, 0)
