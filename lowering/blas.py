@@ -130,9 +130,10 @@ recurrent step's 128x128x32 product (1 MFLOP, W6) is never split."""
 GEMM_MIN_CHUNK_ROWS = 128
 """Rows (or columns) a chunk has at least (up to the runtime's rounding): each
 chunk is a gemm call that packs the shared operand again, so a chunk of
-r rows costs ~k x n extra copies against 2 r k n flops; 128 keeps that to a
-few percent (measured: 128- and 256-row pieces of 512^3 and 1024^3 run as
-fast as the whole product, 64-row ones up to 1.4x slower)."""
+r rows costs ~k x n extra copies against 2 r k n flops (measured
+single-threaded on a loaded 2-core host, so roughly: 256-row pieces of 512^3
+and 1024^3 ran as fast as the whole product, 128-row ones 1.0-1.2x, 64-row
+ones up to 1.4x slower)."""
 
 _TRAMPOLINE = """
 declare void @scipy_cblas_{p}gemm(i32, i32, i32, i32, i32, i32, {t}, ptr, i32, ptr, i32, {t}, ptr, i32)
