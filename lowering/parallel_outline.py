@@ -26,8 +26,10 @@ stack array of `threads.MAX_CHUNKS` partials, calls
 number of chunks run; `min_iters` = MIN_CHUNK_WORK / cost per iteration)
 and combines `init (+) partial[0] (+) ... (+) partial[n-1]` in chunk order:
 elementwise loops give bitwise the serial result; float sums and products
-are reassociated (as the vectoriser already does), deterministically for a
-given thread count. Loops inside an outlined body stay inline.
+are reassociated (as the vectoriser already does), in a way fixed by the
+trip count alone: the same bits for every thread count (the chunks do not
+depend on it, see `msir.lowering.threads`). Loops inside an outlined body
+stay inline.
 
 The loop body itself is lowered by the `to_llvm.FunctionLowering` of the
 function (the `fl` argument of the functions below: `outlined_child` makes the
