@@ -122,3 +122,32 @@ class PlanningError(MsirError, ValueError):
     that does not divide a dimension, an unknown op name, a layout of the wrong
     rank, a memory limit no plan meets. The message names the op, dimension and
     mesh axis; the location is the user's source line."""
+
+
+class MsirAssertionError(MsirError, AssertionError):
+    """A failed `assert` of user code, compiled (`msir.check`) or eager."""
+
+
+class MsirTypeError(MsirError, TypeError):
+    """A `raise TypeError(...)` of compiled user code."""
+
+
+class MsirRuntimeError(MsirError, RuntimeError):
+    """A `raise RuntimeError(...)` of compiled user code."""
+
+
+class MsirNotImplementedError(MsirError, NotImplementedError):
+    """A `raise NotImplementedError(...)` of compiled user code."""
+
+
+USER_ERRORS: dict[str, type[MsirError]] = {
+    "AssertionError": MsirAssertionError,
+    "ValueError": MsirValueError,
+    "TypeError": MsirTypeError,
+    "IndexError": MsirIndexError,
+    "RuntimeError": MsirRuntimeError,
+    "ZeroDivisionError": MsirZeroDivisionError,
+    "NotImplementedError": MsirNotImplementedError,
+}
+"""The exceptions user code may raise in compiled code (`assert`, `raise E(message)`), by
+Python name, each as the msir error that also derives from it and carries the user's line."""
