@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from msir.errors import USER_ERRORS
+
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "supported.md"
 
 
@@ -150,6 +152,9 @@ NOTES: dict[str, Note] = {
     "stmt.Expr": Note(NONE, "docstrings, `lst.append(v)` on a local list, compile-time checks; no other "
                       "calls for their side effect (print)"),
     "stmt.Pass": Note(NONE, ""),
+    "stmt.Assert": Note(NONE, "a runtime check (msir.check): AssertionError at its line, with the message"),
+    "stmt.Raise": Note(NONE, f"`raise E(msg)` for {', '.join(USER_ERRORS)}: a runtime error at its line (in a "
+                       "runtime branch or loop: when reached)"),
     "stmt.Break": Note(NONE, "in loops"),
     "stmt.Continue": Note(NONE, "in loops"),
     "expr.Constant": Note(NONE, "numbers, booleans, None, strings, Ellipsis"),
@@ -166,6 +171,9 @@ NOTES: dict[str, Note] = {
     "expr.Subscript": Note(YES, "ints, static slices, None, Ellipsis, integer arrays"),
     "expr.Call": Note(YES, "the functions on this page, user functions (inlined or outlined) and closures"),
     "expr.Lambda": Note(YES, "a closure"),
+    "expr.JoinedStr": Note(NONE, "f-strings: static ones anywhere; with runtime scalars (at most 4) only as the "
+                           "message of raise or assert"),
+    "expr.FormattedValue": Note(NONE, "inside an f-string: conversion (!r, !s, !a) and format spec"),
     "expr.Slice": Note(NONE, "inside a subscript"),
 }
 

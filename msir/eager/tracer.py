@@ -164,6 +164,14 @@ class Tracer:
             "use x.item(), x.astype(np.float64) or the NumPy function instead"
         )
 
+    def __format__(self, spec: str) -> str:
+        # f-strings in user code (an error message) show the value, as NumPy's own array would
+        value = np.asarray(base_value(self))
+        return format(value[()] if value.ndim == 0 else value, spec)
+
+    def __str__(self) -> str:
+        return format(self, "")
+
     def __int__(self) -> int:
         return int(base_value(self))
 

@@ -35,7 +35,7 @@ import copy
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from xdsl.ir import Attribute, Block, Region
+from xdsl.ir import Attribute, Block, Operation, Region
 
 from msir.dialects import msir as M
 from msir.errors import DTypeError, ShapeError, UnsupportedSyntaxError
@@ -43,6 +43,7 @@ from msir.frontend.base import TypeError_, ValueError_
 from msir.frontend.rewrites import _appends, _assigned, _endless, _has_jump, _lower_jumps, _lower_returns, _returns, _Sub
 from msir.frontend.state import _MAX_UNROLL, RangeValue, _Undefined
 from msir.frontend.structure import _rebuild
+from msir.frontend.user_errors import RAISED
 from msir.frontend.values import Closure, KnownInt, Tensor, promote
 
 
@@ -140,7 +141,9 @@ class ControlFlowMixin:
         k = self.only_branch(outcomes, [then_block, else_block])
         if k is not None:
             self.scope = outcomes[k][0]
-            return
+            return None
+        if any(result is RAISED for _, result in outcomes):
+            return self.if_raising(c, outcomes, [then_block, else_block])
         (then_scope, _), (else_scope, _) = outcomes
         merged, undefined = [], {}
         for name in names:
@@ -175,6 +178,28 @@ class ControlFlowMixin:
         for name in merged:
             self.scope[name] = _rebuild(struct_t[name], it)
         self.scope.update(undefined)
+
+    def if_raising(self, c: Tensor, outcomes: list[Any], blocks: list[Block]) -> Any:
+        """A runtime `if` with a branch that raises: an msir.if without results
+        runs the raising branch (its failing msir.check); the other branch's ops
+        follow it in the current block, and its variables are the if's. Both
+        branches raising: the body raises here."""
+        raised = [result is RAISED for _, result in outcomes]
+        moved: list[Operation] = []
+        if not all(raised):
+            k = raised.index(False)
+            moved = list(blocks[k].ops)
+            for op in moved:
+                op.detach()
+        for block in blocks:
+            block.add_op(M.YieldOp())
+        self.emit(M.IfOp(c.ssa, [], Region(blocks[0]), Region(blocks[1])))
+        if all(raised):
+            return RAISED
+        for op in moved:
+            self.block.add_op(op)
+        self.scope = outcomes[k][0]
+        return None
 
     def emit_if(self, c: Tensor, then_block: Block, else_block: Block, lt, le, dtypes) -> list[Tensor]:
         for block, leaves in ((then_block, lt), (else_block, le)):
@@ -360,7 +385,7 @@ class ControlFlowMixin:
 
         def run():
             result = self.run_body(stmts)
-            assert result is None, "returns inside loops are lowered by loop_returning"
+            assert result is None or result is RAISED, "returns inside loops are lowered by loop_returning"
             out = []
             for name in names:
                 _, leaves = self.to_tensors(self.scope[name], node, f"variable '{name}'")
@@ -424,7 +449,7 @@ class ControlFlowMixin:
             for item in items:
                 self.assign(node.target, item)
                 result = self.run_body(node.body)
-                assert result is None, "returns inside loops are lowered by loop_returning"
+                assert result is None or result is RAISED, "returns inside loops are lowered by loop_returning"
             return
         if _appends(node.body):
             raise self.error(
@@ -491,7 +516,7 @@ class ControlFlowMixin:
             return  # no iteration runs: every variable keeps its dtype
         self.assign(node.target, start)
         result = self.run_body(node.body)
-        assert result is None, "returns inside loops are lowered by loop_returning"
+        assert result is None or result is RAISED, "returns inside loops are lowered by loop_returning"
         self.for_over(node, RangeValue(start + step, stop, step), peeled + 1)
 
     def while_stmt(self, node: ast.While) -> None:

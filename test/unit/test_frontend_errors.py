@@ -17,6 +17,7 @@ import pytest
 import msir
 from msir.errors import (
     DTypeError,
+    MsirAssertionError,
     MsirError,
     MsirIndexError,
     MsirZeroDivisionError,
@@ -122,7 +123,6 @@ def uses_yield_value(x):
         (uses_with, "with is not supported", "with", "with"),
         (uses_global, "global declarations", "global", "global"),
         (uses_nonlocal, "nonlocal declarations", "nonlocal", "nonlocal"),
-        (uses_assert, "assert is not supported in compiled functions", "assert", "assert"),
         (uses_setitem, "in-place array writes (x[...] = v) are not supported", "setitem", "x[0]"),
         (uses_aug_setitem, "in-place array writes (x[...] = v) are not supported", "augsetitem", "x[1]"),
         (uses_print, "an expression statement (a call for its side effect, e.g. print)", "print", "print"),
@@ -137,6 +137,15 @@ def test_unsupported_syntax(fn, cls_msg, marker, snippet):
     assert_at(err, marker, snippet)
     # SyntaxError's own fields agree, so tools that show SyntaxErrors point at the right place.
     assert (err.filename, err.lineno, err.offset) == (__file__, *where(marker, snippet))
+
+
+def test_assert_is_a_runtime_check_at_its_line():
+    """`assert` compiles to a runtime check (issue 17; it used to be refused)."""
+    np.testing.assert_array_equal(msir.jit(uses_assert)(X), X)
+    err = raises(MsirAssertionError, uses_assert, -X)
+    assert isinstance(err, AssertionError)
+    assert err.message == ""
+    assert_at(err, "assert", "assert")
 
 
 def uses_yield_statement(x):
