@@ -67,6 +67,11 @@ NOTES: dict[str, Note] = {
     "np.all": Note(NO, "axis, keepdims"),
     "np.linspace": Note(YES, "runtime scalar start/stop, static num, endpoint, dtype"),
     "np.take_along_axis": Note(YES, "integer indices; the gradient scatters back"),
+    "np.sort": Note(YES, "axis (static, default -1, None flattens); always stable (kind='stable', whatever kind "
+                    "names); NaN last; O(n^2) per row in the axis length; the gradient scatters back through the "
+                    "permutation"),
+    "np.argsort": Note(NO, "as np.sort; int64 indices (ties in kind='stable' order, which NumPy's default "
+                       "quicksort may order differently)"),
     "np.log2": Note(YES, "`log(x) / log(2)`"),
     "np.log10": Note(YES, "`log(x) / log(10)`"),
     "np.sum": Note(YES, "axis, dtype, keepdims"),

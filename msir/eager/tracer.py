@@ -1016,6 +1016,17 @@ def linspace(start: Any, stop: Any, num: Any = 50, endpoint: Any = True, dtype: 
     return _out(_cast(y if target in FLOATS else _unary("floor", y), target, False))
 
 
+def sort(a: Any, axis: Any = -1, kind: Any = None, order: Any = None, argsort: bool = False) -> Any:
+    t = _T.of(a)
+    numpy_bodies.check_sort_kind(kind, order, "np.argsort" if argsort else "np.sort")
+    if axis is None:
+        t, ax = _T.of(reshape(t, (-1,))), 0
+    else:
+        ax = _normalize_axis(axis, t.ndim)
+    body = numpy_bodies.argsort_body if argsort else numpy_bodies.sort_body
+    return _body(body(TRACING_BUILDER, t.v, ax))
+
+
 def diag(v: Any, k: Any = 0) -> Any:
     t = _T.of(v)
     diagonal = _static_int(k, "the diagonal of np.diag")
@@ -1241,6 +1252,9 @@ _FUNCTIONS: dict[Any, Any] = {
                   lambda a, axis, keepdims: truth(a, axis, keepdims, every=False)),
     np.all: _wrap("np.all", ["a", "axis", "keepdims"], {"axis": None, "keepdims": False},
                   lambda a, axis, keepdims: truth(a, axis, keepdims, every=True)),
+    np.sort: _wrap("np.sort", ["a", "axis", "kind", "order"], {"axis": -1, "kind": None, "order": None}, sort),
+    np.argsort: _wrap("np.argsort", ["a", "axis", "kind", "order"], {"axis": -1, "kind": None, "order": None},
+                      lambda a, axis, kind, order: sort(a, axis, kind, order, argsort=True)),
     np.cumsum: _wrap("np.cumsum", ["a", "axis", "dtype"], {"axis": None, "dtype": None},
                      lambda a, axis, dtype: scan("add", a, axis, dtype)),
     np.cumprod: _wrap("np.cumprod", ["a", "axis", "dtype"], {"axis": None, "dtype": None},

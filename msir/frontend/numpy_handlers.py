@@ -477,6 +477,28 @@ def _np_linspace(tr, args, kwargs, node):
     return tr.cast(y if M.is_float(target) else tr.unary("floor", y, node), target, False)
 
 
+def _np_sort(argsort: bool):
+    fname = "np.argsort" if argsort else "np.sort"
+
+    def handler(tr, args, kwargs, node):
+        a, axis, sort_kind, order = _params(tr, args, kwargs, ["a", "axis", "kind", "order"],
+                                            {"axis": -1, "kind": None, "order": None}, node, fname)
+        t = tr.as_tensor(a, node)
+        if axis is None:
+            t, ax = tr.reshape(t, (-1,), node), 0
+        else:
+            ax = M.normalize_axis(tr.static_int(axis, "an axis", node), t.ndim)
+        body = numpy_bodies.argsort_body if argsort else numpy_bodies.sort_body
+
+        def build(B):
+            numpy_bodies.check_sort_kind(sort_kind, order, fname)
+            return body(B, t.ssa, ax)
+
+        return _body(tr, node, build)
+
+    return handler
+
+
 def _py_abs(tr, args, kwargs, node):
     (x,) = _params(tr, args, kwargs, ["x"], {}, node, "abs")
     if isinstance(x, (int, float)) and not isinstance(x, KnownInt):
@@ -620,6 +642,8 @@ _NUMPY_HANDLERS: dict[Any, Callable] = {
     np.any: _np_truth(False),
     np.linspace: _np_linspace,
     np.take_along_axis: _np_take_along_axis,
+    np.sort: _np_sort(argsort=False),
+    np.argsort: _np_sort(argsort=True),
     np.all: _np_truth(True),
     np.cumprod: _np_scan("mul", "np.cumprod"),
     np.log2: _log_base(2.0),
