@@ -173,7 +173,9 @@ NOTES: dict[str, Note] = {
     "expr.IfExp": Note(YES, "a runtime condition gives msir.if"),
     "expr.ListComp": Note(YES, "unrolled over static iterables"),
     "expr.Attribute": Note(YES, "array attributes and methods, module attributes, plain objects' attributes"),
-    "expr.Subscript": Note(YES, "ints, static slices, None, Ellipsis, integer arrays"),
+    "expr.Subscript": Note(YES, "ints (also runtime scalars), static slices, None, Ellipsis, one integer array; "
+                           "a runtime start with a static length (`x[i:i + k]`, an IndexError at run time when "
+                           "outside the axis); no boolean masks"),
     "expr.Call": Note(YES, "the functions on this page, user functions (inlined or outlined) and closures"),
     "expr.Lambda": Note(YES, "a closure"),
     "expr.JoinedStr": Note(NONE, "f-strings: static ones anywhere; with runtime scalars (at most 4) only as the "
