@@ -170,7 +170,8 @@ NOTES: dict[str, Note] = {
     "expr.UnaryOp": Note(YES, "`-x`, `+x`, `not x`, `~x`"),
     "expr.BoolOp": Note(YES, "`and`/`or`, short-circuiting on static values"),
     "expr.Compare": Note(NO, "`< <= > >= == !=`, chained; `is` / `is not` on static values"),
-    "expr.IfExp": Note(YES, "a runtime condition gives msir.if"),
+    "expr.IfExp": Note(YES, "a runtime condition gives msir.if; between functions (also assigned or returned "
+                       "by an `if`), a runtime choice that calls each in a branch of one msir.if"),
     "expr.ListComp": Note(YES, "unrolled over static iterables"),
     "expr.Attribute": Note(YES, "array attributes and methods, module attributes, plain objects' attributes"),
     "expr.Subscript": Note(YES, "ints (also runtime scalars), static slices, None, Ellipsis, one integer array; "
