@@ -193,6 +193,16 @@ def _np_name(fn: Any) -> str:
     return ".".join(["np", *public, fn.__name__])
 
 
+def _numpy_aliases(fn: Any, name: str) -> list[str]:
+    """The other public names NumPy binds to `fn` (`np.abs` for np.absolute, `np.mod` for np.remainder)."""
+    import numpy as np
+
+    if not name.startswith("np.") or name.count(".") != 1:
+        return []
+    return sorted(f"np.{n}" for n in dir(np) if not n.startswith("_") and f"np.{n}" != name
+                  and getattr(np, n, None) is fn)
+
+
 def _display_name(fn: Any) -> str:
     import builtins
     import math
@@ -259,6 +269,7 @@ def function_rows(used: set[str]) -> tuple[list[Row], list[Row]]:
     library, ops_rows = [], []
     for fn in _NUMPY_HANDLERS:
         name = _display_name(fn)
+        aliases = _numpy_aliases(fn, name)
         if fn in OPS_HANDLERS:
             note = NOTES.get(name)
             if note is not None:
@@ -266,13 +277,14 @@ def function_rows(used: set[str]) -> tuple[list[Row], list[Row]]:
             summary = (fn.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
             ops_rows.append(Row(name, True, True, note.differentiable if note else YES, " ".join(summary.split())))
             continue
+        also = f" (also {', '.join(f'`{a}`' for a in aliases)})" if aliases else ""
         if fn in primitive:
             differentiable, text = primitive[fn]
-            library.append(Row(name, True, _eager_supports(fn), differentiable, text))
+            library.append(Row(name, True, _eager_supports(fn), differentiable, text + also))
             continue
         note = _note(name, used)
         eager = note.eager if note.eager is not None else _eager_supports(fn)
-        library.append(Row(name, True, eager, note.differentiable, note.text))
+        library.append(Row(name, True, eager, note.differentiable, note.text + also))
     return sorted(library, key=lambda r: r.name), ops_rows
 
 
