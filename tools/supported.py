@@ -72,6 +72,9 @@ NOTES: dict[str, Note] = {
                     "permutation"),
     "np.argsort": Note(NO, "as np.sort; int64 indices (ties in kind='stable' order, which NumPy's default "
                        "quicksort may order differently)"),
+    "np.isnan": Note(NO, "bool; integers are never NaN"),
+    "np.isinf": Note(NO, "bool; integers are never infinite"),
+    "np.isfinite": Note(NO, "bool"),
     "np.log2": Note(YES, "`log(x) / log(2)`"),
     "np.log10": Note(YES, "`log(x) / log(10)`"),
     "np.sum": Note(YES, "axis, dtype, keepdims"),

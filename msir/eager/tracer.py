@@ -1204,6 +1204,8 @@ _UFUNCS: dict[str, Any] = {
     "logical_xor": lambda a, b: logical("xor", a, b),
     "logical_not": lambda a: logical("not", a),
     "logaddexp": logaddexp,
+    **{which: (lambda w: lambda x: _body(numpy_bodies.float_class_body(TRACING_BUILDER, _T.of(x).v, w)))(which)
+       for which in ("isnan", "isinf", "isfinite")},
 }
 
 _FUNCTIONS: dict[Any, Any] = {

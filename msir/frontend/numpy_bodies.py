@@ -386,3 +386,15 @@ def check_sort_kind(kind_: Any, order: Any, fname: str) -> None:
     if kind_ not in SORT_KINDS:
         raise ShapeError(f"{fname}: sort kind must be one of 'quicksort', 'mergesort', 'heapsort' or 'stable', "
                          f"got {kind_!r}")
+
+
+def float_class_body(B, x: V, which: str) -> V:
+    """np.isnan / np.isinf / np.isfinite (`which`) as bool: NaN is the value unequal
+    to itself, and |x| < inf is false for NaN and the infinities. Integers and
+    bools are never NaN or infinite."""
+    if kind(B.dtype(x)) != 2:
+        return B.compare("ne" if which in ("isnan", "isinf") else "eq", x, x)
+    if which == "isnan":
+        return B.compare("ne", x, x)
+    magnitude, inf = B.unary("abs", x), _full(B, float("inf"), B.dtype(x), B.shape(x))
+    return B.compare("eq" if which == "isinf" else "lt", magnitude, inf)

@@ -477,6 +477,15 @@ def _np_linspace(tr, args, kwargs, node):
     return tr.cast(y if M.is_float(target) else tr.unary("floor", y, node), target, False)
 
 
+def _np_float_class(which: str):
+    def handler(tr, args, kwargs, node):
+        (x,) = _params(tr, args, kwargs, ["x"], {}, node, f"np.{which}")
+        t = tr.as_tensor(x, node)
+        return _body(tr, node, lambda B: numpy_bodies.float_class_body(B, t.ssa, which))
+
+    return handler
+
+
 def _np_sort(argsort: bool):
     fname = "np.argsort" if argsort else "np.sort"
 
@@ -643,6 +652,9 @@ _NUMPY_HANDLERS: dict[Any, Callable] = {
     np.linspace: _np_linspace,
     np.take_along_axis: _np_take_along_axis,
     np.sort: _np_sort(argsort=False),
+    np.isnan: _np_float_class("isnan"),
+    np.isinf: _np_float_class("isinf"),
+    np.isfinite: _np_float_class("isfinite"),
     np.argsort: _np_sort(argsort=True),
     np.all: _np_truth(True),
     np.cumprod: _np_scan("mul", "np.cumprod"),

@@ -572,3 +572,34 @@ def test_sort_refuses_structured_order_and_unknown_kinds_at_the_call():
     assert info.value.loc.line == bad_kind.__code__.co_firstlineno + 1
     with pytest.raises(ValueError, match="sort kind must be one of"):
         pynative(lambda: msir.grad(lambda x: np.sum(np.sort(x, kind="bogo")))(A))
+
+
+# -- np.isnan, np.isinf, np.isfinite -------------------------------------------------
+
+
+def _float_classes(x, i):
+    return np.isnan(x), np.isinf(x), np.isfinite(x), np.isnan(i), np.isinf(i), np.isfinite(i), np.isnan(2.5)
+
+
+def _masked_mean(x):
+    ok = np.isfinite(x)
+    return np.sum(np.where(ok, x, 0.0) ** 2) / np.sum(ok)
+
+
+def test_float_classes_follow_numpy():
+    x = np.array([0.0, -np.inf, np.nan, 1.5, np.inf, -0.0]).astype(np.float32)
+    i = np.array([1, -3, 0])
+    expected = _float_classes(x, i)
+    for got in (msir.jit(_float_classes)(x, i), pynative(lambda: msir.jit(_float_classes)(x, i))):
+        for g, e in zip(got, expected):
+            assert g.dtype == e.dtype and g.shape == e.shape
+            np.testing.assert_array_equal(g, e)
+
+
+def test_a_mean_over_the_finite_elements_differentiates():
+    x = np.array([0.5, np.inf, -1.25, np.nan, 2.0])
+    expected = _masked_mean(x)
+    np.testing.assert_allclose(msir.jit(_masked_mean)(x), expected, rtol=1e-12)
+    grad = np.where(np.isfinite(x), 2 * np.where(np.isfinite(x), x, 0.0) / 3, 0.0)
+    np.testing.assert_allclose(msir.grad(_masked_mean)(x), grad, rtol=1e-12)
+    np.testing.assert_allclose(pynative(lambda: msir.grad(_masked_mean)(x)), grad, rtol=1e-12)
