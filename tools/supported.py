@@ -299,7 +299,7 @@ def array_rows() -> list[Row]:
     rows = [Row(f".{a}", True, hasattr(Tracer, a), NONE if a != "T" else YES, "known while tracing" if a != "T"
                 else "a transpose") for a in ARRAY_ATTRIBUTES]
     for m in sorted(_ARRAY_METHODS):
-        differentiable = NO if m in ("argmax", "argmin", "any", "all") else YES
+        differentiable = NO if m in ("argmax", "argmin", "any", "all", "argsort") else YES
         note = {"item": "a size-1 array as a weak Python scalar", "astype": "a cast"}.get(m, f"as np.{m}")
         if m in ("flatten", "ravel"):
             note = "reshape to 1-d"

@@ -252,6 +252,7 @@ class Tracer:
     def all(self, axis=None, keepdims=False): return truth(self, axis, keepdims, every=True)
     def cumprod(self, axis=None, dtype=None): return scan("mul", self, axis, dtype)
     def squeeze(self, axis=None): return squeeze(self, axis)
+    def argsort(self, axis=-1, kind=None, order=None): return sort(self, axis, kind, order, argsort=True)
     def flatten(self): return reshape(self, (-1,))
     def ravel(self): return reshape(self, (-1,))
 

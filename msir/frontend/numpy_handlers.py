@@ -736,7 +736,7 @@ def _handler_for(fn: Any) -> Callable | None:
 
 _ARRAY_METHODS = {
     "sum", "prod", "mean", "max", "min", "argmax", "argmin", "reshape", "astype", "transpose",
-    "flatten", "ravel", "squeeze", "clip", "dot", "var", "std", "item", "cumsum", "cumprod", "any", "all",
+    "flatten", "ravel", "squeeze", "clip", "dot", "var", "std", "item", "cumsum", "cumprod", "any", "all", "argsort",
 }
 
 
@@ -744,12 +744,12 @@ def _call_method(tr, m: _BoundMethod, args, kwargs, node) -> Any:
     x = m.value
     name = m.name
     if name in ("sum", "prod", "mean", "max", "min", "var", "std", "argmax", "argmin", "clip", "dot", "squeeze",
-                "cumsum", "cumprod", "any", "all"):
+                "cumsum", "cumprod", "any", "all", "argsort"):
         fn = {
             "sum": np.sum, "prod": np.prod, "mean": np.mean, "max": np.max, "min": np.min, "var": np.var,
             "std": np.std, "argmax": np.argmax, "argmin": np.argmin, "clip": np.clip, "dot": np.dot,
             "squeeze": np.squeeze, "cumsum": np.cumsum, "cumprod": np.cumprod,
-            "any": np.any, "all": np.all,
+            "any": np.any, "all": np.all, "argsort": np.argsort,
         }[name]
         return _NUMPY_HANDLERS[fn](tr, [x, *args], kwargs, node)
     if name == "reshape":

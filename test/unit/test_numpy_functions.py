@@ -603,3 +603,15 @@ def test_a_mean_over_the_finite_elements_differentiates():
     grad = np.where(np.isfinite(x), 2 * np.where(np.isfinite(x), x, 0.0) / 3, 0.0)
     np.testing.assert_allclose(msir.grad(_masked_mean)(x), grad, rtol=1e-12)
     np.testing.assert_allclose(pynative(lambda: msir.grad(_masked_mean)(x)), grad, rtol=1e-12)
+
+
+def _argsort_method(x):
+    return x.argsort(), x.argsort(axis=0), np.take_along_axis(x, x.argsort(), axis=-1).sum()
+
+
+def test_the_argsort_method_follows_numpy():
+    expected = _argsort_method(A)
+    for got in (msir.jit(_argsort_method)(A), pynative(lambda: msir.jit(_argsort_method)(A))):
+        for g, e in zip(got, expected):
+            np.testing.assert_array_equal(g, e)
+    np.testing.assert_array_equal(pynative(lambda: msir.grad(lambda x: _argsort_method(x)[2])(A)), np.ones_like(A))
