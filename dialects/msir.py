@@ -44,6 +44,7 @@ from xdsl.irdl import (
     AnyAttr,
     IRDLOperation,
     ParamAttrConstraint,
+    ParsePropInAttrDict,
     VarConstraint,
     base,
     irdl_op_definition,
@@ -1407,6 +1408,73 @@ class StopGradientOp(IRDLOperation):
         super().__init__(operands=[input], result_types=[SSAValue.get(input).type])
 
 
+MAX_CHECK_VALUES = 4
+"""How many runtime scalars one `msir.check` message may show (native code keeps them in fixed slots)."""
+
+
+def check_message_fields(template: str) -> int:
+    """The number of runtime values `template` formats: its fields must be `{0}`, `{1:.3f}`, `{2!r}`...
+    numbered from 0 in order (the frontend writes them so); raises ValueError otherwise."""
+    fields = [f for _, f, _, _ in string.Formatter().parse(template) if f is not None]
+    if fields != [str(k) for k in range(len(fields))]:
+        raise ValueError(f"the fields of a check message must be {{0}}, {{1}}, ... in order, got {fields}")
+    return len(fields)
+
+
+@irdl_op_definition
+class CheckOp(IRDLOperation):
+    """A runtime check of user code (`assert`, `raise` on a runtime condition):
+    when the rank-0 `%cond` is false, the call raises the Python exception
+    `error` at the op's location, with `message` formatted by `str.format` on
+    the rank-0 `values` (at most MAX_CHECK_VALUES). Compiled code records the
+    first failed check and goes on (it never reads memory out of bounds);
+    msir's runtime raises it when the native call returns. It has a side
+    effect, so dead-code elimination keeps it, and no derivative.
+
+    ```mlir
+    msir.check %ok, "ValueError", "bad {0}" (%n : tensor<i64>) {python_numbers = array<i64: 0>} : tensor<i1>
+    ```
+    """
+
+    name = "msir.check"
+    cond = operand_def(_TensorT)
+    values = var_operand_def(_TensorT)
+    error = prop_def(StringAttr)
+    message = prop_def(StringAttr)
+    python_numbers = opt_prop_def(DenseArrayBase)
+    """The positions of the values that are Python numbers (formatted as `int`/`float`/`bool`,
+    where the others format as NumPy scalars: `repr` differs)."""
+    assembly_format = "$cond `,` $error `,` $message (`(` $values^ `:` type($values) `)`)? attr-dict `:` type($cond)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, cond: SSAValue, error: str, message: str, values: Sequence[SSAValue] = (),
+                 python_numbers: Sequence[int] = ()):
+        props: dict[str, Attribute] = {"error": StringAttr(error), "message": StringAttr(message)}
+        if python_numbers:
+            props["python_numbers"] = DenseArrayBase.from_list(i64, list(python_numbers))
+        super().__init__(operands=[cond, list(values)], properties=props)
+
+    def verify_(self) -> None:
+        t = self.cond.type
+        if not (isinstance(t, TensorType) and t.get_shape() == () and t.element_type == i1):
+            raise VerifyException(f"'msir.check' condition must be a tensor<i1>, got {t}")
+        from msir.errors import USER_ERRORS
+
+        if self.error.data not in USER_ERRORS:
+            raise VerifyException(f"'msir.check' error must be one of {', '.join(USER_ERRORS)}, got {self.error.data}")
+        for v in self.values:
+            if not (isinstance(v.type, TensorType) and v.type.get_shape() == ()):
+                raise VerifyException(f"'msir.check' values must be rank-0 tensors, got {v.type}")
+        if len(self.values) > MAX_CHECK_VALUES:
+            raise VerifyException(f"'msir.check' shows at most {MAX_CHECK_VALUES} runtime values, got {len(self.values)}")
+        try:
+            n = check_message_fields(self.message.data)
+        except ValueError as e:
+            raise VerifyException(f"'msir.check' {e}") from None
+        if n != len(self.values):
+            raise VerifyException(f"'msir.check' message formats {n} values, but {len(self.values)} are given")
+
+
 # ---------------------------------------------------------------------------
 # Function values and differentiation
 # ---------------------------------------------------------------------------
@@ -2294,6 +2362,7 @@ Msir = Dialect(
         ConditionOp,
         TapeAllocOp,
         TapeSetOp,
+        CheckOp,
         TapePushOp,
         TapeGetOp,
         TapeAddOp,

@@ -31,6 +31,7 @@ see `msir.lowering.llvm_abi`) are serialised by a per-module lock.
 from __future__ import annotations
 
 import ctypes
+import json
 import struct
 import threading
 import warnings
@@ -54,6 +55,7 @@ from msir.errors import (
     MsirValueError,
     MsirZeroDivisionError,
     ShapeError,
+    USER_ERRORS,
     SourceLoc,
 )
 from msir.lowering import allocator, interrupt, threads
@@ -65,6 +67,9 @@ from msir.lowering.loops_abi import ERR_INTERRUPTED, INTERRUPT_FUNC
 ENTRY_SUFFIX = "__entry"
 SITE = "__msir_site"
 STACK_BASE = "__msir_stack_base"
+MESSAGE = "__msir_message"
+VALUE_SLOTS = tuple(f"__msir_value{k}" for k in range(4))
+ERR_USER = 6
 
 _LOCK = threading.Lock()
 _initialised = False
@@ -265,6 +270,11 @@ class NativeModule:
         self._sites = sites
         site_address = engine.get_global_value_address(SITE)
         self._site = ctypes.c_int64.from_address(site_address) if site_address else None
+        # A module with msir.check ops records a failed check's message and values there.
+        message_address = engine.get_global_value_address(MESSAGE)
+        self._message = ctypes.c_int64.from_address(message_address) if message_address else None
+        self._values = [ctypes.c_int64.from_address(engine.get_global_value_address(name))
+                        for name in VALUE_SLOTS] if message_address else []
         # A module with recursion keeps the stack base of the running call in a
         # global: its calls run one at a time.
         self._call_lock = threading.Lock() if engine.get_global_value_address(STACK_BASE) else None
@@ -323,6 +333,16 @@ class NativeModule:
 
     def _read_site(self) -> int:
         return self._site.value if self._site is not None else -1
+
+    def _read_user_error(self) -> tuple[type[MsirError], str]:
+        """The exception class and formatted message of the failed `msir.check`."""
+        if self._message is None or not self._message.value:
+            return MsirError, "a check failed in compiled code (its message was not recorded)"
+        check = json.loads(ctypes.string_at(self._message.value).decode())
+        numbers = set(check["python_numbers"])
+        values = [_slot_value(slot.value, dtype, k in numbers)
+                  for k, (slot, dtype) in enumerate(zip(self._values, check["dtypes"]))]
+        return USER_ERRORS[check["error"]], check["message"].format(*values)
 
 
 # ---------------------------------------------------------------------------
@@ -501,6 +521,19 @@ class _NativeBuffer:
         allocator.free(self._ptr)
 
 
+def _slot_value(bits: int, dtype: str, python_number: bool) -> Any:
+    """A runtime value of a failed check from its 64 recorded bits (floats were
+    widened to float64, integers sign-extended): a Python number, or a NumPy
+    scalar of `dtype`, so that formatting it prints what Python prints."""
+    if dtype in ("float16", "bfloat16", "float32", "float64"):
+        value: Any = struct.unpack("<d", struct.pack("<q", bits))[0]
+    else:
+        value = bool(bits) if dtype == "bool" else bits
+    if python_number:
+        return value
+    return np.dtype("float32" if dtype == "bfloat16" else dtype).type(value)
+
+
 _ERRORS = {
     1: (MsirIndexError, "index out of range"),
     2: (MsirZeroDivisionError, "integer division or modulo by zero"),
@@ -674,5 +707,8 @@ class NativeFunction:
         if status == ERR_INTERRUPTED:  # Ctrl-C: as Python's own, with where the loop was
             where = f" in the while loop at {loc.file}:{loc.line}" if loc is not None else ""
             raise KeyboardInterrupt(f"{self.name}: interrupted{where}")
-        error, message = _ERRORS.get(status, (MsirError, f"native error code {status}"))
+        if status == ERR_USER:
+            error, message = self.module._read_user_error()
+        else:
+            error, message = _ERRORS.get(status, (MsirError, f"native error code {status}"))
         raise error(message, loc)

@@ -27,6 +27,11 @@ and the function then returns at once with zero results (as does its caller,
 after checking the status). A module with calls marked `msir.stack_check`
 also has `@__msir_stack_base : i64`, where the entry wrapper records its frame
 address; a checked call compares the stack used since then with `STACK_LIMIT`.
+A module that calls `@__msir_raise` (a failed `msir.check`) also has
+`@__msir_message : i64` and `@__msir_value0..3 : i64`: `@__msir_raise(i32 code,
+i64 site, ptr message, i64 v0, ..., i64 v3)`, the first error only, records the
+address of the check's constant message (NUL-terminated JSON) and its values'
+bits, which the JIT decodes into the user's exception.
 
 Entry wrappers
 ==============
@@ -84,13 +89,23 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from msir.errors import CompileError
 from msir.lowering import allocator
 from msir.lowering.llvm_ops import I1, I8, I16, I32, I64, PTR, icmp
-from msir.lowering.loops_abi import ALIAS_OF_ATTR, DONATE_ATTR, DONATION_REFUSED_ATTR, ERROR_FUNC, NUM_OUTPUTS_ATTR
+from msir.lowering.loops_abi import (
+    ALIAS_OF_ATTR,
+    DONATE_ATTR,
+    DONATION_REFUSED_ATTR,
+    ERROR_FUNC,
+    NUM_OUTPUTS_ATTR,
+    RAISE_FUNC,
+    RAISE_SLOTS,
+)
 from msir.lowering.vector_abi import VFABI_ATTR
 
 STATUS = "__msir_status"
 SITE = "__msir_site"
 ENTRY_SUFFIX = "__entry"
 STACK_BASE = "__msir_stack_base"
+MESSAGE = "__msir_message"
+VALUE_SLOTS = tuple(f"__msir_value{k}" for k in range(RAISE_SLOTS))
 STACK_LIMIT = 4 << 20
 """Native stack (bytes) a call into the module may use below its entry wrapper
 before a recursive call reports error 4 instead of overflowing the stack (the
@@ -237,9 +252,10 @@ def shared_params(f: func.FuncOp, sig: Signature) -> set[int]:
 # ---------------------------------------------------------------------------
 
 
-def runtime_globals(checks_stack: bool) -> list[Operation]:
+def runtime_globals(checks_stack: bool, raises: bool = False) -> list[Operation]:
     """`@__msir_status`, `@__msir_site`, `@__msir_error` and, for a module
-    whose calls check the stack, `@__msir_stack_base`."""
+    whose calls check the stack, `@__msir_stack_base`; for a module with
+    failed-check calls (`raises`), `@__msir_raise` and its globals."""
     ops: list[Operation] = [
         llvm.GlobalOp(I32, STATUS, "weak", value=IntegerAttr(0, I32)),
         llvm.GlobalOp(I64, SITE, "weak", value=IntegerAttr(0, I64)),
@@ -247,7 +263,38 @@ def runtime_globals(checks_stack: bool) -> list[Operation]:
     ]
     if checks_stack:
         ops.append(llvm.GlobalOp(I64, STACK_BASE, "weak", value=IntegerAttr(0, I64)))
+    if raises:
+        ops += [llvm.GlobalOp(I64, name, "weak", value=IntegerAttr(0, I64)) for name in (MESSAGE, *VALUE_SLOTS)]
+        ops.append(_raise_function())
     return ops
+
+
+def _raise_function() -> llvm.FuncOp:
+    """`@__msir_raise(code, site, message, v0..v3)`: record the first error with its message and values."""
+    entry = Block(arg_types=[I32, I64, PTR, *[I64] * RAISE_SLOTS])
+    record, done = Block(), Block()
+    code, site, message, *values = entry.args
+    status_ptr = llvm.AddressOfOp(STATUS, PTR)
+    status = llvm.LoadOp(status_ptr, I32)
+    zero = llvm.ConstantOp(IntegerAttr(0, I32), I32)
+    is_first = icmp("eq", status.results[0], zero.results[0])
+    entry.add_ops([status_ptr, status, zero, is_first, llvm.CondBrOp(is_first, record, [], done, [])])
+    site_ptr = llvm.AddressOfOp(SITE, PTR)
+    message_ptr = llvm.AddressOfOp(MESSAGE, PTR)
+    address = llvm.PtrToIntOp(message, I64)
+    record.add_ops([llvm.StoreOp(code, status_ptr), site_ptr, llvm.StoreOp(site, site_ptr),
+                    message_ptr, address, llvm.StoreOp(address, message_ptr)])
+    for name, v in zip(VALUE_SLOTS, values):
+        slot = llvm.AddressOfOp(name, PTR)
+        record.add_ops([slot, llvm.StoreOp(v, slot)])
+    record.add_op(llvm.BrOp(done))
+    done.add_op(llvm.ReturnOp())
+    return llvm.FuncOp(
+        RAISE_FUNC,
+        llvm.LLVMFunctionType([I32, I64, PTR, *[I64] * RAISE_SLOTS]),
+        linkage=llvm.LinkageAttr("internal"),
+        body=Region([entry, record, done]),
+    )
 
 
 def _error_function() -> llvm.FuncOp:

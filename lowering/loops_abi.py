@@ -14,7 +14,16 @@ ERR_ZERO_DIVISION = 2
 """Error code: integer division or modulo by zero (`msir.floordiv`, `msir.rem`)."""
 ERR_RANGE_STEP = 5
 """Error code: a `msir.for` step of zero at run time (Python's `range` refuses it)."""
-ERR_INTERRUPTED = 6
+ERR_USER = 6
+"""Error code: a failed `msir.check` (user code's `assert` or `raise`); its message travels with the call."""
+RAISE_FUNC = "__msir_raise"
+"""`func.func private @__msir_raise(i32 code, i64 site, i64 v0, ..., i64 v3)`: records a failed
+`msir.check` with the bits of its runtime values (`raise_slot_bits`); the call carries `msir.message`."""
+RAISE_SLOTS = 4
+"""Runtime values a failed check records (msir.dialects.msir.MAX_CHECK_VALUES)."""
+MESSAGE_ATTR = "msir.message"
+"""On a call of `@__msir_raise`: JSON {"error", "message" (a str.format template), "dtypes"}."""
+ERR_INTERRUPTED = 7
 """Error code: a `while` loop stopped because SIGINT arrived (Ctrl-C; `msir.lowering.interrupt`)."""
 INTERRUPT_FUNC = "__msir_interrupted"
 """`func.func private @__msir_interrupted() -> i32`: nonzero once SIGINT arrived

@@ -86,6 +86,7 @@ from xdsl.dialects.builtin import (
     IntegerType,
     MemRefType,
     ModuleOp,
+    StringAttr,
     UnitAttr,
     i64,
 )
@@ -133,7 +134,7 @@ from msir.lowering.llvm_ops import (
     llvm_load,
     llvm_store,
 )
-from msir.lowering.loops_abi import ERROR_FUNC, SITE_ATTR, STACK_CHECK_ATTR
+from msir.lowering.loops_abi import ERROR_FUNC, MESSAGE_ATTR, RAISE_FUNC, SITE_ATTR, STACK_CHECK_ATTR
 
 # Byte counts above this are treated as failed allocations; it also keeps the
 # round-up to 64 bytes from overflowing.
@@ -186,6 +187,11 @@ class ModuleLowering:
         )
         self.may_fail = self._functions_that_may_fail()
         self.externals: dict[str, llvm.LLVMFunctionType] = {}
+        self.messages: dict[str, str] = {}  # a failed check's message text -> its constant global
+
+    def message_global(self, text: str) -> str:
+        """The name of the constant global holding `text`, NUL-terminated (one per distinct text)."""
+        return self.messages.setdefault(text, f"__msir_message_text{len(self.messages)}")
 
     def _functions_that_may_fail(self) -> set[str]:
         """Functions that can return early because an allocation failed."""
@@ -225,10 +231,11 @@ class ModuleLowering:
         self.passthrough[symbol] = attrs
 
     def run(self) -> None:
-        new_ops = runtime_globals(self.checks_stack)
+        raises = RAISE_FUNC in self.callees
+        new_ops = runtime_globals(self.checks_stack, raises)
         for f in self.funcs:
             name = f.sym_name.data
-            if name == ERROR_FUNC:
+            if name in (ERROR_FUNC, RAISE_FUNC):
                 continue
             sig = self.sigs[name]
             if not f.body.blocks:
@@ -239,6 +246,10 @@ class ModuleLowering:
             self.outlined.clear()
             if is_public(f):
                 new_ops.append(entry_wrapper(f, sig, self.checks_stack))
+        for text, name in self.messages.items():
+            data = text + "\0"
+            new_ops.append(llvm.GlobalOp(llvm.LLVMArrayType(len(data.encode()), I8), name,
+                                         "internal", constant=True, value=StringAttr(data)))
         for name, ftype in self.externals.items():
             props = {"passthrough": self.passthrough[name]} if name in self.passthrough else None
             new_ops.append(
@@ -1068,6 +1079,13 @@ def _call(fl: FunctionLowering, op: func.CallOp) -> None:
     args = fl.flatten_all(op.arguments)
     if name == ERROR_FUNC:
         fl.add_call(llvm.CallOp(ERROR_FUNC, *args))
+        return
+    if name == RAISE_FUNC:
+        message = op.attributes[MESSAGE_ATTR]
+        assert isinstance(message, StringAttr)
+        text = fl.add(llvm.AddressOfOp(fl.m.message_global(message.data), PTR))
+        code, site, *values = args
+        fl.add_call(llvm.CallOp(RAISE_FUNC, code, site, text, *values))
         return
     if STACK_CHECK_ATTR in op.attributes:
         _check_stack(fl, op)

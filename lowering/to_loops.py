@@ -70,10 +70,15 @@ Guarantees
       used and called as `func.call @__msir_error(%code, %site)`: code 1 = index
       out of range (`msir.take`, `msir.scatter_add`), code 2 = integer division
       or modulo by zero (`msir.floordiv`, `msir.rem`), code 5 = a `msir.for`
-      step of zero, code 6 = Ctrl-C: every `scf.while` lowered from a
+      step of zero, code 7 = Ctrl-C: every `scf.while` lowered from a
       `msir.while` calls `func.func private @__msir_interrupted() -> i32`
       before each test of its condition and ends when it is nonzero
-      (`msir.lowering.interrupt`). Execution then goes on safely (the index is clamped to 0,
+      (`msir.lowering.interrupt`). A failed `msir.check` calls `func.call @__msir_raise(6, %site,
+      %v0, ..., %v3) {msir.message = "<json>"}` with the 64 bits of its runtime
+      values (floats as f64 bits, integers sign-extended; unused slots 0) and
+      the JSON of its exception class, `str.format` template, value dtypes and
+      which values are Python numbers.
+      Execution then goes on safely (the index is clamped to 0,
       the update is dropped, the divisor is 1, or the loop runs no iteration), so memory is never accessed out of bounds. `%site` indexes the module
       attribute `msir.sites`, an ArrayAttr of StringAttr "file:line:col"
       ("unknown" when the op had no FileLineColLoc).
@@ -113,6 +118,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import math as pymath
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -160,9 +166,13 @@ from msir.lowering.loops_abi import (
     ERR_INDEX,
     ERR_INTERRUPTED,
     ERR_RANGE_STEP,
+    ERR_USER,
     ERR_ZERO_DIVISION,
     ERROR_FUNC,
     INTERRUPT_FUNC,
+    MESSAGE_ATTR,
+    RAISE_FUNC,
+    RAISE_SLOTS,
     NUM_OUTPUTS_ATTR,
     ROW_LOCAL_ATTR,
     SITE_ATTR,
@@ -218,6 +228,7 @@ class _Module:
         self.site_index: dict[str, int] = {}
         self.uses_error = False
         self.uses_interrupt = False
+        self.uses_raise = False
         self.recursive = _recursive_functions(plan.calls)
 
     def site(self, op: Operation) -> int:
@@ -1148,6 +1159,34 @@ def _scatter_add(L: _Lowering, op: msir.ScatterAddOp) -> None:
     L.loops(upd_dims, body)
 
 
+def _check(L: _Lowering, op: msir.CheckOp) -> None:
+    """When the condition is false, `@__msir_raise` records the check with its values' bits."""
+    failed = L.v(arith.XOrIOp, L.load(L.get(op.cond), []), L.const(True, i1))
+    values = [L.load(L.get(v), []) for v in op.values]
+    message = json.dumps({"error": op.error.data, "message": op.message.data,
+                          "dtypes": [msir.dtype_of(v.type) for v in op.values],
+                          "python_numbers": list(op.python_numbers.get_values()) if op.python_numbers else []})
+
+    def call() -> None:
+        L.mod.uses_raise = True
+        bits = [_slot_bits(L, v) for v in values] + [L.const(0, i64)] * (RAISE_SLOTS - len(values))
+        args = [L.const(ERR_USER, i32), L.const(L.mod.site(L.msir_op), i64), *bits]
+        call_op = L.emit(func.CallOp, args, [], {"callee": SymbolRefAttr(RAISE_FUNC)})
+        call_op.attributes[MESSAGE_ATTR] = StringAttr(message)
+
+    L.if_(failed, call)
+
+
+def _slot_bits(L: _Lowering, v: SSAValue) -> SSAValue:
+    """A scalar as the i64 `@__msir_raise` records: floats widened to f64 and bitcast, integers extended."""
+    if _is_float(v.type):
+        wide = v if isinstance(v.type, Float64Type) else L.v(arith.ExtFOp, v, type=Float64Type())
+        return L.v(arith.BitcastOp, wide, type=i64)
+    if v.type == i64:
+        return v
+    return L.v(arith.ExtUIOp if v.type == i1 else arith.ExtSIOp, v, type=i64)
+
+
 def _stop_gradient(L: _Lowering, op: msir.StopGradientOp) -> None:
     """The identity: a copy (the derivative is what differs, not the value)."""
     dims = L.dims_of(op.input)
@@ -2024,6 +2063,7 @@ EMITTERS: dict[type[Operation], Callable[[_Lowering, Operation], None]] = {
     msir.ScatterSliceOp: _scatter_slice,
     msir.ScatterAddOp: _scatter_add,
     msir.StopGradientOp: _stop_gradient,
+    msir.CheckOp: _check,
     msir.ConcatenateOp: _concatenate,
     msir.StackOp: _stack,
     msir.ReduceSumOp: _reduce,
@@ -2090,6 +2130,8 @@ def lower_module(module: ModuleOp) -> None:
         module.body.block.add_op(decl)
     if mod.uses_interrupt and not any(f.sym_name.data == INTERRUPT_FUNC for f in funcs):
         module.body.block.add_op(func.FuncOp(INTERRUPT_FUNC, ([], [i32]), Region(), "private"))
+    if mod.uses_raise and not any(f.sym_name.data == RAISE_FUNC for f in funcs):
+        module.body.block.add_op(func.FuncOp(RAISE_FUNC, ([i32, i64, *[i64] * RAISE_SLOTS], []), Region(), "private"))
     module.attributes[SITES_ATTR] = ArrayAttr([StringAttr(s) for s in mod.sites])
 
 

@@ -138,3 +138,32 @@ class LaunchError(MsirError, RuntimeError):
     """An MPI job (`msir.parallel.launch`, `msir-launch`) that could not start,
     had a rank fail (the message names the rank and shows its error) or ran
     past its timeout (the whole job is then killed)."""
+
+
+class MsirAssertionError(MsirError, AssertionError):
+    """A failed `assert` of user code, compiled (`msir.check`) or eager."""
+
+
+class MsirTypeError(MsirError, TypeError):
+    """A `raise TypeError(...)` of compiled user code."""
+
+
+class MsirRuntimeError(MsirError, RuntimeError):
+    """A `raise RuntimeError(...)` of compiled user code."""
+
+
+class MsirNotImplementedError(MsirError, NotImplementedError):
+    """A `raise NotImplementedError(...)` of compiled user code."""
+
+
+USER_ERRORS: dict[str, type[MsirError]] = {
+    "AssertionError": MsirAssertionError,
+    "ValueError": MsirValueError,
+    "TypeError": MsirTypeError,
+    "IndexError": MsirIndexError,
+    "RuntimeError": MsirRuntimeError,
+    "ZeroDivisionError": MsirZeroDivisionError,
+    "NotImplementedError": MsirNotImplementedError,
+}
+"""The exceptions user code may raise in compiled code (`assert`, `raise E(message)`), by
+Python name, each as the msir error that also derives from it and carries the user's line."""

@@ -70,6 +70,7 @@ VJP: dict[str, VjpRule] = {}
 JVP: dict[str, JvpRule] = {}
 NON_DIFFERENTIABLE: set[str] = {
     "compare", "argmax", "argmin", "iota", "constant", "tape_alloc", "tape_zeros",
+    "check",  # a runtime check of user code: no results
     *(p.name for p in primitives.ELEMENTWISE if not p.differentiable),
 }
 """Ops whose derivative is zero everywhere it exists (or that have integer results)."""

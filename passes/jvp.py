@@ -110,7 +110,7 @@ def _op(op: Operation, block: Block, value, tangent, B: IRBuilder) -> None:
     for old, new in zip(op.results, clone.results):
         value[old] = new
     ts = [tangent.get(v) for v in op.operands]
-    if all(t is None for t in ts):
+    if all(t is None for t in ts) or not op.results:  # no results (msir.check): no tangent
         return
     if len(op.results) != 1:
         raise NotDifferentiableError(f"cannot differentiate '{op.name}'", source_loc(op))

@@ -164,6 +164,14 @@ class Tracer:
             "use x.item(), x.astype(np.float64) or the NumPy function instead"
         )
 
+    def __format__(self, spec: str) -> str:
+        # f-strings in user code (an error message) show the value, as NumPy's own array would
+        value = np.asarray(base_value(self))
+        return format(value[()] if value.ndim == 0 else value, spec)
+
+    def __str__(self) -> str:
+        return format(self, "")
+
     def __int__(self) -> int:
         return int(base_value(self))
 
@@ -244,6 +252,7 @@ class Tracer:
     def all(self, axis=None, keepdims=False): return truth(self, axis, keepdims, every=True)
     def cumprod(self, axis=None, dtype=None): return scan("mul", self, axis, dtype)
     def squeeze(self, axis=None): return squeeze(self, axis)
+    def argsort(self, axis=-1, kind=None, order=None): return sort(self, axis, kind, order, argsort=True)
     def flatten(self): return reshape(self, (-1,))
     def ravel(self): return reshape(self, (-1,))
 
@@ -1008,6 +1017,17 @@ def linspace(start: Any, stop: Any, num: Any = 50, endpoint: Any = True, dtype: 
     return _out(_cast(y if target in FLOATS else _unary("floor", y), target, False))
 
 
+def sort(a: Any, axis: Any = -1, kind: Any = None, order: Any = None, argsort: bool = False) -> Any:
+    t = _T.of(a)
+    numpy_bodies.check_sort_kind(kind, order, "np.argsort" if argsort else "np.sort")
+    if axis is None:
+        t, ax = _T.of(reshape(t, (-1,))), 0
+    else:
+        ax = _normalize_axis(axis, t.ndim)
+    body = numpy_bodies.argsort_body if argsort else numpy_bodies.sort_body
+    return _body(body(TRACING_BUILDER, t.v, ax))
+
+
 def diag(v: Any, k: Any = 0) -> Any:
     t = _T.of(v)
     diagonal = _static_int(k, "the diagonal of np.diag")
@@ -1185,6 +1205,8 @@ _UFUNCS: dict[str, Any] = {
     "logical_xor": lambda a, b: logical("xor", a, b),
     "logical_not": lambda a: logical("not", a),
     "logaddexp": logaddexp,
+    **{which: (lambda w: lambda x: _body(numpy_bodies.float_class_body(TRACING_BUILDER, _T.of(x).v, w)))(which)
+       for which in ("isnan", "isinf", "isfinite")},
 }
 
 _FUNCTIONS: dict[Any, Any] = {
@@ -1233,6 +1255,9 @@ _FUNCTIONS: dict[Any, Any] = {
                   lambda a, axis, keepdims: truth(a, axis, keepdims, every=False)),
     np.all: _wrap("np.all", ["a", "axis", "keepdims"], {"axis": None, "keepdims": False},
                   lambda a, axis, keepdims: truth(a, axis, keepdims, every=True)),
+    np.sort: _wrap("np.sort", ["a", "axis", "kind", "order"], {"axis": -1, "kind": None, "order": None}, sort),
+    np.argsort: _wrap("np.argsort", ["a", "axis", "kind", "order"], {"axis": -1, "kind": None, "order": None},
+                      lambda a, axis, kind, order: sort(a, axis, kind, order, argsort=True)),
     np.cumsum: _wrap("np.cumsum", ["a", "axis", "dtype"], {"axis": None, "dtype": None},
                      lambda a, axis, dtype: scan("add", a, axis, dtype)),
     np.cumprod: _wrap("np.cumprod", ["a", "axis", "dtype"], {"axis": None, "dtype": None},

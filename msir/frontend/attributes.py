@@ -23,6 +23,16 @@ from msir.frontend.state import ObjectValue
 from msir.frontend.values import KnownInt, Tensor
 
 
+ARRAY_ATTRIBUTES = {
+    "shape": lambda tr, t, node: tuple(t.shape),
+    "ndim": lambda tr, t, node: t.ndim,
+    "size": lambda tr, t, node: math.prod(t.shape),
+    "dtype": lambda tr, t, node: np.dtype(t.dtype),
+    "T": lambda tr, t, node: tr.transpose(t, None, node),
+}
+"""The array attributes compiled code reads, known while tracing (`.T` emits a transpose)."""
+
+
 class AttributesMixin:
     """`value.attr` of arrays, modules, dtypes and objects."""
 
@@ -36,17 +46,8 @@ class AttributesMixin:
         if isinstance(value, KnownInt):
             value = value.tensor
         if isinstance(value, Tensor):
-            match attr:
-                case "shape":
-                    return tuple(value.shape)
-                case "ndim":
-                    return value.ndim
-                case "size":
-                    return math.prod(value.shape)
-                case "dtype":
-                    return np.dtype(value.dtype)
-                case "T":
-                    return self.transpose(value, None, node)
+            if attr in ARRAY_ATTRIBUTES:
+                return ARRAY_ATTRIBUTES[attr](self, value, node)
             if attr in _ARRAY_METHODS:
                 return _BoundMethod(value, attr)
             raise self.error(UnsupportedSyntaxError, f"array attribute '.{attr}' is not supported in compiled functions", node)

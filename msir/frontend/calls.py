@@ -26,6 +26,7 @@ from xdsl.dialects.builtin import UnitAttr
 from msir.dialects import msir as M
 from msir.errors import UnsupportedSyntaxError
 from msir.frontend.base import TypeError_
+from msir.frontend.control_flow import CallableChoice
 from msir.frontend.numpy_handlers import _BoundMethod, _call_method, _handler_for
 from msir.frontend.objects import is_method_of_object
 from msir.frontend.source import get_source
@@ -90,6 +91,8 @@ class CallsMixin:
             return _call_method(self, fn, args, kwargs, node)
         if isinstance(fn, Closure):
             return self.call_closure(fn, args, kwargs, node)
+        if isinstance(fn, CallableChoice):
+            return self.call_choice(fn, args, kwargs, node)
         if is_method_of_object(fn) or is_plain_object(fn):
             fn = self.from_python(fn)
         if isinstance(fn, MethodValue):

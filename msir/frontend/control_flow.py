@@ -32,10 +32,11 @@ from __future__ import annotations
 
 import ast
 import copy
+from dataclasses import dataclass
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from xdsl.ir import Attribute, Block, Region
+from xdsl.ir import Attribute, Block, Operation, Region
 
 from msir.dialects import msir as M
 from msir.errors import DTypeError, ShapeError, UnsupportedSyntaxError
@@ -43,6 +44,7 @@ from msir.frontend.base import TypeError_, ValueError_
 from msir.frontend.rewrites import _appends, _assigned, _endless, _has_jump, _lower_jumps, _lower_returns, _returns, _Sub
 from msir.frontend.state import _MAX_UNROLL, RangeValue, _Undefined
 from msir.frontend.structure import _rebuild
+from msir.frontend.user_errors import RAISED
 from msir.frontend.values import Closure, KnownInt, Tensor, promote
 
 
@@ -140,7 +142,9 @@ class ControlFlowMixin:
         k = self.only_branch(outcomes, [then_block, else_block])
         if k is not None:
             self.scope = outcomes[k][0]
-            return
+            return None
+        if any(result is RAISED for _, result in outcomes):
+            return self.if_raising(c, outcomes, [then_block, else_block])
         (then_scope, _), (else_scope, _) = outcomes
         merged, undefined = [], {}
         for name in names:
@@ -151,6 +155,9 @@ class ControlFlowMixin:
             tv, ev = then_scope[name], else_scope[name]
             if tv is ev or (_is_static(tv) and _is_static(ev) and type(tv) is type(ev) and tv == ev):
                 self.scope[name] = tv
+                continue
+            if _is_callable_value(tv) and _is_callable_value(ev):
+                self.scope[name] = CallableChoice(c, tv, ev)
                 continue
             merged.append(name)
         struct_t, leaves_t, struct_e, leaves_e = {}, [], {}, []
@@ -176,6 +183,28 @@ class ControlFlowMixin:
             self.scope[name] = _rebuild(struct_t[name], it)
         self.scope.update(undefined)
 
+    def if_raising(self, c: Tensor, outcomes: list[Any], blocks: list[Block]) -> Any:
+        """A runtime `if` with a branch that raises: an msir.if without results
+        runs the raising branch (its failing msir.check); the other branch's ops
+        follow it in the current block, and its variables are the if's. Both
+        branches raising: the body raises here."""
+        raised = [result is RAISED for _, result in outcomes]
+        moved: list[Operation] = []
+        if not all(raised):
+            k = raised.index(False)
+            moved = list(blocks[k].ops)
+            for op in moved:
+                op.detach()
+        for block in blocks:
+            block.add_op(M.YieldOp())
+        self.emit(M.IfOp(c.ssa, [], Region(blocks[0]), Region(blocks[1])))
+        if all(raised):
+            return RAISED
+        for op in moved:
+            self.block.add_op(op)
+        self.scope = outcomes[k][0]
+        return None
+
     def emit_if(self, c: Tensor, then_block: Block, else_block: Block, lt, le, dtypes) -> list[Tensor]:
         for block, leaves in ((then_block, lt), (else_block, le)):
             self.block, saved = block, self.block
@@ -197,6 +226,9 @@ class ControlFlowMixin:
         k = self.only_branch(outcomes, blocks)
         if k is not None:
             return outcomes[k][1]
+        values = [value for _, value in outcomes]
+        if all(_is_callable_value(v) for v in values):
+            return self.choose_callable(c, values, blocks, node)
         structs, leaves = [], []
         for block, (_, value) in zip(blocks, outcomes):
             self.block, saved = block, self.block
@@ -208,6 +240,43 @@ class ControlFlowMixin:
             raise self.error(UnsupportedSyntaxError, "the two sides of a conditional expression differ in structure", node)
         dtypes = self.unify(leaves[0], leaves[1], ["the conditional expression"] * len(leaves[0]), node)
         return _rebuild(structs[0], iter(self.emit_if(c, blocks[0], blocks[1], leaves[0], leaves[1], dtypes)))
+
+    def choose_callable(self, c: Tensor, values: list[Any], blocks: list[Block], node: ast.AST) -> CallableChoice:
+        """`g if c else h` of two functions (or an `if` whose branches return
+        them): a choice to call later. The ops the branches emitted on the way
+        run unconditionally, which is right for values, not for checks."""
+        if any(isinstance(op, M.CheckOp) for block in blocks for op in block.walk()):
+            raise self.error(UnsupportedSyntaxError, "an assert or raise in a branch that chooses a function at run "
+                             "time is not supported; check before the if", node)
+        for block in blocks:
+            for op in list(block.ops):
+                op.detach()
+                self.block.add_op(op)
+        return CallableChoice(c, values[0], values[1])
+
+    def call_choice(self, fn: CallableChoice, args: list[Any], kwargs: dict[str, Any], node: ast.AST) -> Any:
+        """Call the function chosen at run time: each option in a branch of an
+        msir.if, whose results must agree in structure (their dtypes join)."""
+        blocks = [self.new_block(), self.new_block()]
+        outcomes = [
+            self.branch(block, self.scope, lambda option=option: self.call_value(option, args, kwargs, node))
+            for block, option in zip(blocks, (fn.then, fn.other))
+        ]
+        k = self.only_branch(outcomes, blocks)
+        if k is not None:
+            return outcomes[k][1]
+        structs, leaves = [], []
+        for block, (_, value) in zip(blocks, outcomes):
+            self.block, saved = block, self.block
+            st, ls = self.to_tensors(value, node, "the result of a function chosen at run time")
+            self.block = saved
+            structs.append(st)
+            leaves.append(ls)
+        if structs[0] != structs[1]:
+            raise self.error(UnsupportedSyntaxError, "the functions a runtime condition chooses between return "
+                             "results of different structures", node)
+        dtypes = self.unify(leaves[0], leaves[1], ["the chosen function's result"] * len(leaves[0]), node)
+        return _rebuild(structs[0], iter(self.emit_if(fn.cond, blocks[0], blocks[1], leaves[0], leaves[1], dtypes)))
 
     def if_returning(self, node: ast.If, cond: Tensor, then_stmts, else_stmts) -> Any:
         """An `if` whose branches end the function: msir.if yields the returned values."""
@@ -222,6 +291,8 @@ class ControlFlowMixin:
             result = outcomes[k][1]
             return None if result is None else result[1]
         values = [None if result is None else result[1] for _, result in outcomes]
+        if all(_is_callable_value(v) for v in values):
+            return self.choose_callable(c, values, [then_block, else_block], node)
         if (values[0] is None) != (values[1] is None):
             raise self.error(
                 UnsupportedSyntaxError,
@@ -360,7 +431,7 @@ class ControlFlowMixin:
 
         def run():
             result = self.run_body(stmts)
-            assert result is None, "returns inside loops are lowered by loop_returning"
+            assert result is None or result is RAISED, "returns inside loops are lowered by loop_returning"
             out = []
             for name in names:
                 _, leaves = self.to_tensors(self.scope[name], node, f"variable '{name}'")
@@ -424,7 +495,7 @@ class ControlFlowMixin:
             for item in items:
                 self.assign(node.target, item)
                 result = self.run_body(node.body)
-                assert result is None, "returns inside loops are lowered by loop_returning"
+                assert result is None or result is RAISED, "returns inside loops are lowered by loop_returning"
             return
         if _appends(node.body):
             raise self.error(
@@ -491,7 +562,7 @@ class ControlFlowMixin:
             return  # no iteration runs: every variable keeps its dtype
         self.assign(node.target, start)
         result = self.run_body(node.body)
-        assert result is None, "returns inside loops are lowered by loop_returning"
+        assert result is None or result is RAISED, "returns inside loops are lowered by loop_returning"
         self.for_over(node, RangeValue(start + step, stop, step), peeled + 1)
 
     def while_stmt(self, node: ast.While) -> None:
@@ -543,6 +614,24 @@ _MAX_PEEL = 4
 
 class _DTypeChanges(Exception):
     """A carried dtype of a loop over a static range changes inexactly (`peel`)."""
+
+
+@dataclass(frozen=True)
+class CallableChoice:
+    """A function chosen at run time, defunctionalised: `then` where the rank-0
+    bool `cond` holds, else `other` (each a known callable, or a choice again,
+    so a chain of ifs tags one closure among several). Calling it calls each
+    option in a branch of one msir.if."""
+
+    cond: Tensor
+    then: Any
+    other: Any
+
+
+def _is_callable_value(v: Any) -> bool:
+    """A function value a runtime choice may pick: a closure, a user or library function, a choice."""
+    return isinstance(v, (Closure, CallableChoice)) or (callable(v) and not isinstance(v, type)
+                                                        and not isinstance(v, (Tensor, KnownInt)))
 
 
 def _dtype_phrase(dtype_weak: tuple[str, bool]) -> str:

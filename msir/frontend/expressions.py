@@ -62,7 +62,6 @@ _UNSUPPORTED_EXPRS = {
     ast.Yield: "yield (generators)",
     ast.YieldFrom: "yield from (generators)",
     ast.Await: "await",
-    ast.JoinedStr: "f-strings",
     ast.Dict: "dict literals",
     ast.Set: "set literals",
     ast.DictComp: "dict comprehensions",
@@ -123,6 +122,8 @@ class ExpressionsMixin:
                 return self.subscript(self.expr(value), idx, node)
             case ast.Call():
                 return self.call(node)
+            case ast.JoinedStr():
+                return self.static_string(node)
             case ast.Lambda():
                 return Closure(node, self.scope, self.source, [self.expr(d) for d in node.args.defaults])
             case ast.Slice():

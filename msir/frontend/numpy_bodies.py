@@ -47,6 +47,17 @@ Decisions:
   1, inf, -inf and any other nonzero number p (`sum(|x|**p)**(1/p)`), for
   matrices None/'fro', 1, -1, inf, -inf. The spectral and nuclear norms
   (ord 2, -2, 'nuc' of a matrix) need singular values and are refused by name.
+* `np.argsort` is stable (NumPy's kind='stable'; any other `kind` gives the
+  same order, since NumPy's default quicksort differs only in how ties are
+  ordered): element i's position is the number of elements that sort before
+  it (smaller, or equal at a smaller index; NaN after every number, as NumPy
+  sorts it), counted with one comparison of the axis against itself, and the
+  permutation is that rank inverted by one `scatter_add` of the indices. That
+  is O(n^2) work and memory per row, in whole-array ops that fuse: right for
+  the short axes sorted inside models (top-k, medians of small windows), not
+  for sorting a million elements, which wants a sort op of its own.
+  `np.sort` is `take_along_axis` of the argsort, so its gradient scatters the
+  cotangent back through the permutation (ties: to the element placed there).
 """
 
 from __future__ import annotations
@@ -313,3 +324,77 @@ def linspace_body(B, start: V, stop: V, num: int, endpoint: bool) -> V:
 def check_diag_rank(ndim: int) -> None:
     if ndim not in (1, 2):
         raise ShapeError(f"np.diag: the input must be 1-d or 2-d, got a {ndim}-d array")
+
+
+def _sorts_before(B, a: V, b: V) -> V:
+    """Elementwise: does `a` sort strictly before `b` (NaN after every number)?"""
+    less = B.compare("lt", a, b)
+    if kind(B.dtype(a)) != 2:
+        return less
+    a_nan, b_nan = B.compare("ne", a, a), B.compare("ne", b, b)
+    return B.binary("or", less, B.binary("and", b_nan, B.unary("not", a_nan)))
+
+
+def _sorts_equal(B, a: V, b: V) -> V:
+    same = B.compare("eq", a, b)
+    if kind(B.dtype(a)) != 2:
+        return same
+    return B.binary("or", same, B.binary("and", B.compare("ne", a, a), B.compare("ne", b, b)))
+
+
+def argsort_body(B, x: V, axis: int) -> V:
+    """np.argsort(x, axis, kind='stable') as int64 (see the module docstring)."""
+    shape = B.shape(x)
+    nd = len(shape)
+    last = [d for d in range(nd) if d != axis] + [axis]
+    rows = tuple(shape[d] for d in last[:-1])
+    n = shape[axis]
+    x = B.transpose(x, last) if last != list(range(nd)) else x
+    if B.dtype(x) == "bool":
+        x = B.cast(x, "int64")
+    pairs = (*rows, n, n)  # [..., i, j]: element i of a row against element j
+    mine = B.broadcast_to(B.reshape(x, (*rows, n, 1)), pairs)
+    other = B.broadcast_to(B.reshape(x, (*rows, 1, n)), pairs)
+    earlier = B.compare("lt", B.iota("int64", pairs, nd), B.iota("int64", pairs, nd - 1))
+    before = B.binary("or", _sorts_before(B, other, mine), B.binary("and", _sorts_equal(B, other, mine), earlier))
+    rank = B.reduce("sum", B.cast(before, "int64"), [nd], False)  # (*rows, n): where each element goes
+    # the flat position rank[r, i] + n * (row r) of each element, where scatter_add puts its index i
+    size, flat = n, rank
+    for d in range(len(rows) - 1, -1, -1):
+        row_stride = _full(B, size, "int64", (*rows, n))
+        flat = B.binary("add", flat, B.binary("mul", B.iota("int64", (*rows, n), d), row_stride))
+        size *= rows[d]
+    index = B.iota("int64", (*rows, n), len(rows))
+    perm = B.scatter_add(B.reshape(index, (size,)), B.reshape(flat, (size,)), 0, (size,))
+    perm = B.reshape(perm, (*rows, n))
+    inverse = [last.index(d) for d in range(nd)]
+    return B.transpose(perm, inverse) if last != list(range(nd)) else perm
+
+
+def sort_body(B, x: V, axis: int) -> V:
+    """np.sort(x, axis, kind='stable'): x gathered by its argsort, so it differentiates."""
+    return take_along_axis_body(B, x, argsort_body(B, x, axis), axis)
+
+
+SORT_KINDS = (None, "quicksort", "mergesort", "heapsort", "stable")
+
+
+def check_sort_kind(kind_: Any, order: Any, fname: str) -> None:
+    """NumPy's `kind` names (each sorts stably here) and no structured `order`."""
+    if order is not None:
+        raise UnsupportedSyntaxError(f"{fname}: `order` (fields of a structured array) is not supported")
+    if kind_ not in SORT_KINDS:
+        raise ShapeError(f"{fname}: sort kind must be one of 'quicksort', 'mergesort', 'heapsort' or 'stable', "
+                         f"got {kind_!r}")
+
+
+def float_class_body(B, x: V, which: str) -> V:
+    """np.isnan / np.isinf / np.isfinite (`which`) as bool: NaN is the value unequal
+    to itself, and |x| < inf is false for NaN and the infinities. Integers and
+    bools are never NaN or infinite."""
+    if kind(B.dtype(x)) != 2:
+        return B.compare("ne" if which in ("isnan", "isinf") else "eq", x, x)
+    if which == "isnan":
+        return B.compare("ne", x, x)
+    magnitude, inf = B.unary("abs", x), _full(B, float("inf"), B.dtype(x), B.shape(x))
+    return B.compare("eq" if which == "isinf" else "lt", magnitude, inf)

@@ -477,6 +477,37 @@ def _np_linspace(tr, args, kwargs, node):
     return tr.cast(y if M.is_float(target) else tr.unary("floor", y, node), target, False)
 
 
+def _np_float_class(which: str):
+    def handler(tr, args, kwargs, node):
+        (x,) = _params(tr, args, kwargs, ["x"], {}, node, f"np.{which}")
+        t = tr.as_tensor(x, node)
+        return _body(tr, node, lambda B: numpy_bodies.float_class_body(B, t.ssa, which))
+
+    return handler
+
+
+def _np_sort(argsort: bool):
+    fname = "np.argsort" if argsort else "np.sort"
+
+    def handler(tr, args, kwargs, node):
+        a, axis, sort_kind, order = _params(tr, args, kwargs, ["a", "axis", "kind", "order"],
+                                            {"axis": -1, "kind": None, "order": None}, node, fname)
+        t = tr.as_tensor(a, node)
+        if axis is None:
+            t, ax = tr.reshape(t, (-1,), node), 0
+        else:
+            ax = M.normalize_axis(tr.static_int(axis, "an axis", node), t.ndim)
+        body = numpy_bodies.argsort_body if argsort else numpy_bodies.sort_body
+
+        def build(B):
+            numpy_bodies.check_sort_kind(sort_kind, order, fname)
+            return body(B, t.ssa, ax)
+
+        return _body(tr, node, build)
+
+    return handler
+
+
 def _py_abs(tr, args, kwargs, node):
     (x,) = _params(tr, args, kwargs, ["x"], {}, node, "abs")
     if isinstance(x, (int, float)) and not isinstance(x, KnownInt):
@@ -620,6 +651,11 @@ _NUMPY_HANDLERS: dict[Any, Callable] = {
     np.any: _np_truth(False),
     np.linspace: _np_linspace,
     np.take_along_axis: _np_take_along_axis,
+    np.sort: _np_sort(argsort=False),
+    np.isnan: _np_float_class("isnan"),
+    np.isinf: _np_float_class("isinf"),
+    np.isfinite: _np_float_class("isfinite"),
+    np.argsort: _np_sort(argsort=True),
     np.all: _np_truth(True),
     np.cumprod: _np_scan("mul", "np.cumprod"),
     np.log2: _log_base(2.0),
@@ -700,7 +736,7 @@ def _handler_for(fn: Any) -> Callable | None:
 
 _ARRAY_METHODS = {
     "sum", "prod", "mean", "max", "min", "argmax", "argmin", "reshape", "astype", "transpose",
-    "flatten", "ravel", "squeeze", "clip", "dot", "var", "std", "item", "cumsum", "cumprod", "any", "all",
+    "flatten", "ravel", "squeeze", "clip", "dot", "var", "std", "item", "cumsum", "cumprod", "any", "all", "argsort",
 }
 
 
@@ -708,12 +744,12 @@ def _call_method(tr, m: _BoundMethod, args, kwargs, node) -> Any:
     x = m.value
     name = m.name
     if name in ("sum", "prod", "mean", "max", "min", "var", "std", "argmax", "argmin", "clip", "dot", "squeeze",
-                "cumsum", "cumprod", "any", "all"):
+                "cumsum", "cumprod", "any", "all", "argsort"):
         fn = {
             "sum": np.sum, "prod": np.prod, "mean": np.mean, "max": np.max, "min": np.min, "var": np.var,
             "std": np.std, "argmax": np.argmax, "argmin": np.argmin, "clip": np.clip, "dot": np.dot,
             "squeeze": np.squeeze, "cumsum": np.cumsum, "cumprod": np.cumprod,
-            "any": np.any, "all": np.all,
+            "any": np.any, "all": np.all, "argsort": np.argsort,
         }[name]
         return _NUMPY_HANDLERS[fn](tr, [x, *args], kwargs, node)
     if name == "reshape":

@@ -1,7 +1,7 @@
 """Statements: bodies, assignments and the statements that are refused.
 
 `run_body` translates a statement list and stops at a `return` (giving
-`(_RETURN, value)`); an `if` whose branches return, and a loop containing
+`(_RETURN, value)`) or a `raise` (`msir.frontend.user_errors.RAISED`); an `if` whose branches return, and a loop containing
 `return`, are handed to the control-flow translation (`msir.frontend.control_flow`).
 Assignments bind names (tuples unpack, one starred target allowed); writes
 into arrays and in-place updates of arrays another name sees are refused,
@@ -34,12 +34,10 @@ _UNSUPPORTED_STMTS = {
     ast.Nonlocal: "nonlocal declarations",
     ast.AsyncFor: "async for",
     ast.Delete: "del",
-    ast.Raise: "raise",
     ast.Import: "import",
     ast.ImportFrom: "import",
     ast.ClassDef: "class definitions",
     ast.AsyncFunctionDef: "async functions",
-    ast.Assert: "assert",
 }
 
 
@@ -106,11 +104,14 @@ class StatementsMixin:
                 )
             case ast.Pass():
                 pass
+            case ast.Assert():
+                self.assert_stmt(node)
+            case ast.Raise():
+                return self.raise_stmt(node)
             case ast.If(test=test, body=body, orelse=orelse):
                 cond = self.expr(test)
                 if isinstance(cond, Tensor):
-                    self.if_stmt(node, cond)
-                    return None
+                    return self.if_stmt(node, cond)
                 return self.run_body(body if self.static_bool(cond, test, "an if condition") else orelse)
             case ast.For():
                 self.for_stmt(node)

@@ -6,11 +6,22 @@ subscript is NumPy's basic and integer-array indexing: ints, slices,
 `None`, `...` and one integer array, lowered to `msir.slice` (a strided
 window), `msir.take` (an integer array) and `msir.reshape` (dropped and new
 axes). Boolean masks are refused (their result shape depends on the data).
+
+A slice with a runtime start and a length known at compile time (`x[i:i + k]`,
+`x[i - 1:i + 2]`, with `i` a runtime scalar such as a loop counter) is a
+window, as JAX's `dynamic_slice`: the frontend proves the length static when
+the bounds are the same expression plus compile-time offsets, and reads the
+window with `msir.take` of `start + iota(k)` (so it differentiates: the
+adjoint scatters back). A window must lie inside the axis: a start below 0
+or past `size - k` is an IndexError at the subscript's line at run time
+(`msir.check`; JAX would clamp the start, Python would return a shorter
+slice, neither of which a static shape allows). Steps other than 1 are refused.
 """
 
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -22,8 +33,73 @@ from msir.frontend.state import ObjectValue
 from msir.frontend.values import Tensor, kind
 
 
+@dataclass(frozen=True)
+class Window:
+    """A slice `start:start + length` of an array axis with a runtime start."""
+
+    start: Tensor
+    length: int
+
+
+def _base_and_offset(node: ast.expr) -> tuple[str, ast.expr | None, int]:
+    """`e + c` / `e - c` / `c + e` as (the AST of e, dumped; c's AST; its sign), else (e, None, 0)."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+        sign = 1 if isinstance(node.op, ast.Add) else -1
+        if not isinstance(node.left, ast.Constant) or isinstance(node.op, ast.Sub):
+            return ast.dump(node.left), node.right, sign
+        return ast.dump(node.right), node.left, 1
+    return ast.dump(node), None, 0
+
+
 class SubscriptsMixin:
     """Subscripts of tuples, lists, dicts and arrays."""
+
+    def window_length(self, lower: ast.expr, upper: ast.expr, node: ast.AST) -> int | None:
+        """`upper - lower` when both are one expression plus compile-time offsets (`i`, `i + k`), else None."""
+        base_lo, off_lo, sign_lo = _base_and_offset(lower)
+        base_hi, off_hi, sign_hi = _base_and_offset(upper)
+        if base_lo != base_hi:
+            return None
+        lo = 0 if off_lo is None else sign_lo * self.static_int(self.expr(off_lo), "a slice offset", node)
+        hi = 0 if off_hi is None else sign_hi * self.static_int(self.expr(off_hi), "a slice offset", node)
+        return hi - lo
+
+    def windows(self, idx_node: ast.expr, idx: Any, node: ast.AST) -> Any:
+        """`idx` with each slice whose start is runtime and whose length is static as a `Window`."""
+        nodes = idx_node.elts if isinstance(idx_node, ast.Tuple) else [idx_node]
+        items = list(idx) if isinstance(idx_node, ast.Tuple) else [idx]
+        for k, (n, it) in enumerate(zip(nodes, items)):
+            if not (isinstance(n, ast.Slice) and isinstance(it, slice) and isinstance(it.start, Tensor)):
+                continue
+            if n.upper is None:
+                continue
+            if n.step is not None and not (isinstance(it.step, int) and it.step == 1):
+                raise self.error(UnsupportedSyntaxError, "a slice with a runtime start takes step 1", n)
+            length = self.window_length(n.lower, n.upper, n)
+            if length is None:
+                raise self.error(UnsupportedSyntaxError, "a slice with a runtime start needs a length known at "
+                                 "compile time: write its stop as the start plus a constant (x[i:i + k])", n)
+            if length < 0:
+                raise self.error(MsirIndexError, f"the slice {ast.unparse(n)} has a negative length ({length})", n)
+            if it.start.ndim != 0 or kind(it.start.dtype) != 1:
+                raise self.error(MsirIndexError, f"a slice start must be an integer scalar, got "
+                                 f"{self.describe(it.start)}", n)
+            items[k] = Window(it.start, length)
+        return tuple(items) if isinstance(idx_node, ast.Tuple) else items[0]
+
+    def read_window(self, t: Tensor, axis: int, w: Window, node: ast.AST) -> Tensor:
+        """Axis `axis` of `t` narrowed to the window, its bounds checked at run time."""
+        dim = t.shape[axis]
+        if w.length > dim:
+            raise self.error(MsirIndexError, f"a window of {w.length} does not fit axis {axis} with size {dim}", node)
+        start = self.cast(w.start, "int64", False)
+        inside = self.binary("and", self.compare("ge", start, 0, node),
+                             self.compare("le", start, dim - w.length, node), node)
+        message = f"slice start {{0}} is out of bounds for a window of {w.length} on axis {axis} with size {dim}"
+        self.emit(M.CheckOp(inside.ssa, "IndexError", message, [start.ssa], [0]))
+        offsets = self.tensor(M.IotaOp(0, M.tensor_type((w.length,), "int64")))
+        idx = self.elementwise("add", self.broadcast(start, (w.length,)), offsets, node)
+        return self.tensor(M.TakeOp(t.ssa, idx.ssa, axis), t.weak)
 
     def index(self, t: Tensor, i: int, node: ast.AST) -> Tensor:
         return self.subscript_value(t, i, node)
@@ -39,7 +115,7 @@ class SubscriptsMixin:
                 raise self.error(MsirIndexError, f"tuple index {i} out of range (length {len(value)})", node)
             return value[i]
         if isinstance(value, Tensor):
-            return self.subscript_value(value, idx, node)
+            return self.subscript_value(value, self.windows(idx_node, idx, node), node)
         if isinstance(value, ObjectValue):
             return self.object_item(value, idx, node)
         raise self.error(UnsupportedSyntaxError, f"cannot index {self.describe(value)}", node)
@@ -62,13 +138,20 @@ class SubscriptsMixin:
         else:
             items += [slice(None)] * (t.ndim - consumed)
         starts, sizes, steps, takes, out_shape = [], [], [], [], []
+        windows: list[tuple[int, Window]] = []
         axis = 0
         for it in items:
             if it is None:
                 out_shape.append(("new", 1))
                 continue
             dim = t.shape[axis]
-            if isinstance(it, slice):
+            if isinstance(it, Window):
+                starts.append(0)
+                sizes.append(dim)
+                steps.append(1)
+                windows.append((axis, it))
+                out_shape.append(("keep", it.length))
+            elif isinstance(it, slice):
                 bounds = [
                     None if p is None else self.static_int(p, "a slice bound", node)
                     for p in (it.start, it.stop, it.step)
@@ -123,6 +206,8 @@ class SubscriptsMixin:
         r = t
         if (starts, steps, sizes) != ([0] * t.ndim, [1] * t.ndim, list(t.shape)):
             r = self.tensor(M.SliceOp(t.ssa, starts, sizes, steps), t.weak)
+        for ax, w in windows:  # before the takes, which may drop axes
+            r = self.read_window(r, ax, w, node)
         for ax, ix in sorted(takes, key=lambda p: -p[0]):
             r = self.tensor(M.TakeOp(r.ssa, ix.ssa, ax), t.weak)
             # The take replaced axis `ax` by the index's axes (none for a scalar).

@@ -22,6 +22,7 @@ over the shared core (`msir.frontend.base.TranslatorBase`):
 | `recursion` | native recursive calls and their result types |
 | `control_flow` | `if`, `for`, `while`, early returns |
 | `differentiation` | `msir.grad` and the other transforms in compiled code |
+| `user_errors` | `assert`, `raise` and f-string messages as runtime checks (`msir.check`) |
 
 with `numpy_handlers` (the table of NumPy functions, builtins and array
 methods), `state` (the trace's shared state and compile-time values),
@@ -45,6 +46,7 @@ from msir.frontend.recursion import RecursionMixin
 from msir.frontend.state import Capture, TraceContext
 from msir.frontend.statements import StatementsMixin
 from msir.frontend.subscripts import SubscriptsMixin
+from msir.frontend.user_errors import UserErrorsMixin
 
 __all__ = ["Capture", "TraceContext", "Translator", "_closure_env", "build_function", "flatten_result"]
 
@@ -61,6 +63,7 @@ class Translator(
     RecursionMixin,
     ControlFlowMixin,
     DifferentiationMixin,
+    UserErrorsMixin,
     TranslatorBase,
 ):
     """Translates one Python function body into ops appended to `block`."""

@@ -107,9 +107,10 @@ def test_logaddexp_gradients(argnums):
 
 def test_logaddexp_gradient_at_a_tie_is_one_half_each():
     x = np.array([0.25, -3.0])
-    ga, gb = msir.grad(_logaddexp_sum, argnums=(0, 1))(x, x.copy())
-    np.testing.assert_allclose(ga, [0.5, 0.5])
-    np.testing.assert_allclose(gb, [0.5, 0.5])
+    for ga, gb in (msir.grad(_logaddexp_sum, argnums=(0, 1))(x, x.copy()),
+                   pynative(lambda: msir.grad(_logaddexp_sum, argnums=(0, 1))(x, x.copy()))):
+        np.testing.assert_allclose(ga, [0.5, 0.5])
+        np.testing.assert_allclose(gb, [0.5, 0.5])
 
 
 def _logaddexp_sum(a, b):
@@ -501,9 +502,10 @@ def test_the_gradient_of_a_constant_is_zeros_of_the_inputs_shapes(mode):
                                   _norm_loss, _eye_loss], ids=lambda f: f.__name__)
 def test_float32_gradients_stay_float32(loss):
     args = (A.astype(np.float32), B.astype(np.float32))[: loss.__code__.co_argcount]
-    g = msir.grad(loss)(*args)
-    assert g.dtype == np.float32
-    np.testing.assert_allclose(g, msir.grad(loss)(*(a.astype(np.float64) for a in args)), rtol=2e-4, atol=2e-5)
+    reference = msir.grad(loss)(*(a.astype(np.float64) for a in args))
+    for g in (msir.grad(loss)(*args), pynative(lambda: msir.grad(loss)(*args))):
+        assert g.dtype == np.float32
+        np.testing.assert_allclose(g, reference, rtol=2e-4, atol=2e-5)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -513,3 +515,103 @@ def test_long_arrays_follow_numpy(dtype):
     rtol = 1e-6 if dtype == np.float32 else 1e-14
     np.testing.assert_allclose(msir.jit(_arctan2)(y, x), np.arctan2(y, x), rtol=rtol, atol=rtol)
     np.testing.assert_allclose(msir.jit(_logaddexp)(y, x), np.logaddexp(y, x), rtol=rtol, atol=rtol)
+
+
+# -- np.sort, np.argsort -------------------------------------------------------------
+
+SORTED_INPUT = np.array([[0.3, -1.2, 0.3, np.nan, 2.0, -0.0, 0.0],
+                         [5.0, 4.0, 3.0, 2.0, 1.0, 0.0, -1.0],
+                         [1.0, np.nan, 1.0, -np.inf, np.inf, 1.0, np.nan]])
+
+
+def _sorts(x, i3):
+    return (np.sort(x), np.sort(x, axis=0), np.sort(x, axis=None), np.argsort(x), np.argsort(x, axis=0),
+            np.argsort(x, axis=None, kind="stable"), np.argsort(i3, axis=1), np.sort(i3, axis=-1),
+            np.argsort(x[0] > 0))
+
+
+def test_sort_and_argsort_follow_numpy_stable_with_ties_and_nans():
+    """Stable (kind='stable') order: ties keep their positions, NaN sorts last, -0.0 == 0.0."""
+    i3 = np.random.default_rng(5).integers(0, 3, (2, 4, 5))
+    expected = (np.sort(SORTED_INPUT), np.sort(SORTED_INPUT, axis=0), np.sort(SORTED_INPUT, axis=None),
+                *(np.argsort(SORTED_INPUT, axis=a, kind="stable") for a in (-1, 0, None)),
+                np.argsort(i3, axis=1, kind="stable"), np.sort(i3), np.argsort(SORTED_INPUT[0] > 0, kind="stable"))
+    for got in (msir.jit(_sorts)(SORTED_INPUT, i3), pynative(lambda: msir.jit(_sorts)(SORTED_INPUT, i3))):
+        for g, e in zip(got, expected):
+            assert g.dtype == e.dtype and g.shape == e.shape
+            np.testing.assert_array_equal(g, e)
+
+
+def _sort_loss(x):
+    top = np.sort(x, axis=1)[:, -2:]  # the two largest of each row
+    return np.sum(top * np.array([1.0, 3.0])) + np.sum(np.sort(x, axis=0)[0] ** 2)
+
+
+def _median_of_rows(x):
+    return np.sum(np.take_along_axis(x, np.argsort(x, axis=-1), axis=-1)[:, 1] * np.arange(1.0, 4.0))
+
+
+def test_sort_gradients_scatter_back_through_the_permutation():
+    x = np.random.default_rng(6).standard_normal((3, 4))
+    _check(_sort_loss, x)
+    _check(_median_of_rows, x)
+
+
+def test_sort_refuses_structured_order_and_unknown_kinds_at_the_call():
+    def by_order(x):
+        return np.sort(x, order="f")
+
+    def bad_kind(x):
+        return np.argsort(x, kind="bogo")
+
+    with pytest.raises(msir.errors.UnsupportedSyntaxError, match="`order`") as info:
+        msir.jit(by_order)(A)
+    assert info.value.loc.line == by_order.__code__.co_firstlineno + 1
+    with pytest.raises(ValueError, match="sort kind must be one of") as info:
+        msir.jit(bad_kind)(A)
+    assert info.value.loc.line == bad_kind.__code__.co_firstlineno + 1
+    with pytest.raises(ValueError, match="sort kind must be one of"):
+        pynative(lambda: msir.grad(lambda x: np.sum(np.sort(x, kind="bogo")))(A))
+
+
+# -- np.isnan, np.isinf, np.isfinite -------------------------------------------------
+
+
+def _float_classes(x, i):
+    return np.isnan(x), np.isinf(x), np.isfinite(x), np.isnan(i), np.isinf(i), np.isfinite(i), np.isnan(2.5)
+
+
+def _masked_mean(x):
+    ok = np.isfinite(x)
+    return np.sum(np.where(ok, x, 0.0) ** 2) / np.sum(ok)
+
+
+def test_float_classes_follow_numpy():
+    x = np.array([0.0, -np.inf, np.nan, 1.5, np.inf, -0.0]).astype(np.float32)
+    i = np.array([1, -3, 0])
+    expected = _float_classes(x, i)
+    for got in (msir.jit(_float_classes)(x, i), pynative(lambda: msir.jit(_float_classes)(x, i))):
+        for g, e in zip(got, expected):
+            assert g.dtype == e.dtype and g.shape == e.shape
+            np.testing.assert_array_equal(g, e)
+
+
+def test_a_mean_over_the_finite_elements_differentiates():
+    x = np.array([0.5, np.inf, -1.25, np.nan, 2.0])
+    expected = _masked_mean(x)
+    np.testing.assert_allclose(msir.jit(_masked_mean)(x), expected, rtol=1e-12)
+    grad = np.where(np.isfinite(x), 2 * np.where(np.isfinite(x), x, 0.0) / 3, 0.0)
+    np.testing.assert_allclose(msir.grad(_masked_mean)(x), grad, rtol=1e-12)
+    np.testing.assert_allclose(pynative(lambda: msir.grad(_masked_mean)(x)), grad, rtol=1e-12)
+
+
+def _argsort_method(x):
+    return x.argsort(), x.argsort(axis=0), np.take_along_axis(x, x.argsort(), axis=-1).sum()
+
+
+def test_the_argsort_method_follows_numpy():
+    expected = _argsort_method(A)
+    for got in (msir.jit(_argsort_method)(A), pynative(lambda: msir.jit(_argsort_method)(A))):
+        for g, e in zip(got, expected):
+            np.testing.assert_array_equal(g, e)
+    np.testing.assert_array_equal(pynative(lambda: msir.grad(lambda x: _argsort_method(x)[2])(A)), np.ones_like(A))
