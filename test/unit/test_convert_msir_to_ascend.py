@@ -274,6 +274,15 @@ def test_profile_of_the_last_call(monkeypatch):
     assert msir.jit(_mlp_layer).profile is None  # the CPU target has none
 
 
+def test_switching_the_chip_compiles_again(monkeypatch):
+    f = msir.jit(_mlp_layer, target="ascend")
+    x = np.ones((64, 64), np.float32)
+    for chip in ("910A", "910B", "910A"):
+        monkeypatch.setenv("MSIR_ASCEND_CHIP", chip)
+        np.testing.assert_allclose(f(x, x), x @ x)
+        assert f.profile.target == chip
+
+
 def test_a_fused_chain_lowers_as_the_unfused_one():
     from xdsl.parser import Parser
     from xdsl.printer import Printer
