@@ -283,6 +283,30 @@ def test_switching_the_chip_compiles_again(monkeypatch):
         assert f.profile.target == chip
 
 
+def test_the_timeline_shows_each_pipe_busy_intervals(monkeypatch):
+    monkeypatch.setenv("MSIR_ASCEND_CHIP", "910B")
+    f = msir.jit(_mlp_layer, target="ascend")
+    f(np.ones((64, 256), np.float32), np.ones((256, 64), np.float32))
+    profile = f.profile
+    for pipe, busy in profile.busy.items():
+        assert sum(end - start for p, start, end, _ in profile.intervals if p == pipe) == busy
+    text = profile.timeline(width=40)
+    lines = text.splitlines()
+    assert lines[0] == f"timeline of the slowest core: {profile.cycles} cycles, {profile.cycles / 40:.0f} per column"
+    rows = {line.split("|")[0].strip(): line.split("|")[1] for line in lines[1:] if "|" in line}
+    assert set(rows) == set(profile.busy) and all(len(row) == 40 for row in rows.values())
+    # one 64 x 64 tile per core, K in one step: load, L1 -> L0, cube, FixPipe
+    first = {pipe: min(start for p, start, _, _ in profile.intervals if p == pipe) for pipe in profile.busy}
+    assert first["mte2"] < first["mte1"] < first["m"] < first["fix"]
+    column = profile.cycles / 40
+    for pipe, row in rows.items():
+        assert set(row[: int(first[pipe] / column)]) <= {"."}
+        start, end = next((a, b) for p, a, b, _ in profile.intervals if p == pipe)
+        if end - start >= 2 * column:
+            assert row[int((start + end) / 2 / column)] == "#"
+    assert any(line.strip().startswith(f"fix   busy {first['fix']}-") for line in lines)
+
+
 def test_a_fused_chain_lowers_as_the_unfused_one():
     from xdsl.parser import Parser
     from xdsl.printer import Printer
