@@ -92,7 +92,7 @@ class Profile:
         then each pipe's intervals merged where they touch."""
         span = max(self.cycles, 1)
         per_column = span / width
-        pipes = sorted({pipe for pipe, *_ in self.intervals}, key=lambda p: -self.busy.get(p, 0))
+        pipes = sorted({pipe for pipe, *_ in self.intervals}, key=lambda p: (-self.busy.get(p, 0), p))
         lines = [f"timeline of the slowest core: {self.cycles} cycles, {per_column:.0f} per column"]
         merged: dict[str, list[list[int]]] = {}
         for pipe, start, end, _ in sorted(self.intervals, key=lambda i: i[1]):

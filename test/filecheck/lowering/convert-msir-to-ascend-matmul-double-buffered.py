@@ -4,6 +4,8 @@
 # RUN: msir-opt %s --entry dense --args 'tensor<64x400xf16>,tensor<400x64xf16>' -p 'convert-msir-to-ascend{chip="910B" max_block_dim=1 matmul_buffers=1}' | filecheck %s --check-prefix=SINGLE
 # RUN: %python -c "import numpy as np; r = np.random.default_rng(0); np.save('%t.x.npy', r.uniform(-1, 1, (64, 400)).astype(np.float16)); np.save('%t.w.npy', r.uniform(-1, 1, (400, 64)).astype(np.float16))"
 # RUN: msir-run %t.b.mlir --target ascend --entry dense --input @%t.x.npy --input @%t.w.npy | filecheck %s --check-prefix=OUT
+# RUN: msir-run %t.b.mlir --target ascend --entry dense --input @%t.x.npy --input @%t.w.npy --timeline | filecheck %s --check-prefix=TIMELINE
+# RUN: not msir-run %t.b.mlir --entry dense --input @%t.x.npy --input @%t.w.npy --timeline 2>&1 | filecheck %s --check-prefix=NO-TIMELINE
 
 # A matmul whose K = 400 runs in 13 steps of 32 (the last 16 deep) on
 # ping-pong buffers in L1 and L0: step s uses buffer s % 2, and the loads of
@@ -103,3 +105,14 @@ def dense(x, w):
 
 # OUT: result 0: tensor<64x64xf16> = {{\[\[}}
 # OUT: cycles: {{[0-9]+}} (910B, block_dim 1,
+
+# --timeline: MTE2 busy in one interval from its first load to its last
+# (double buffering); the cube and MTE1 once per step; FixPipe at the end
+# TIMELINE: critical pipe: mte2
+# TIMELINE-NEXT: timeline of the slowest core: [[CYCLES:[0-9]+]] cycles, {{[0-9]+}} per column
+# TIMELINE-NEXT: mte2 |{{[+#]}}{{#+}}{{[+#]}}{{\.*}}|
+# TIMELINE: mte2  busy {{[0-9]+-[0-9]+$}}
+# TIMELINE-NEXT: m     busy {{.*}} (13 intervals)
+# TIMELINE-NEXT: mte1  busy {{.*}} (13 intervals)
+# TIMELINE-NEXT: fix   busy {{[0-9]+-[0-9]+$}}
+# NO-TIMELINE: msir-run: error: --timeline shows the emulator's pipes: it needs --target ascend
