@@ -11,8 +11,7 @@ the chip `chip` (910A or 910B); the module then holds only kernels.
 
 A function lowers when its body is one of:
 
-* **a matmul** `msir.matmul` of two rank-2 f16 or f32 operands with K a
-  multiple of 16. f32 operands are cast to f16 before the kernel (MindSpore's
+* **a matmul** `msir.matmul` of two rank-2 f16 or f32 operands. f32 operands are cast to f16 before the kernel (MindSpore's
   `allow_fp32_to_fp16`): the kernel's GM inputs are f16 and the attribute
   `msir.host_casts` lists the dtypes the caller's arrays have; the result
   keeps the function's dtype (f32 straight from the f32 accumulator, f16
@@ -23,7 +22,9 @@ A function lowers when its body is one of:
   GM (FixPipe, 910B) or L0C -> UB (V) -> GM (MTE3, 910A). Edge tiles (M or N
   not a multiple of the tile) and the last K step have their own static
   sizes; the cube computes whole 16 x 16 fractals, of which only the valid
-  part is copied out. When the tiler chooses it (`matmul_buffers` 2, the
+  part is copied out. A last K step that is not a multiple of 16 first zeroes
+  the last fractal of K of its L1 tiles (`ascend.init_const`, MTE2), which
+  its load then partly overwrites: the padding multiplies as zeros. When the tiler chooses it (`matmul_buffers` 2, the
   default), L1 and L0 hold ping-pong buffers: the loads of step s + 1 are
   issued before the compute of step s, and the sync inserter's early sets
   let each wait only for the compute that last read its buffer, so MTE2
@@ -36,8 +37,7 @@ A function lowers when its body is one of:
   round-robin over the vector cores; each tile: GM -> UB (MTE2), the vector
   instructions (<= 255 repeats each, the tail repeat masked), UB -> GM (MTE3).
 
-Anything else (another op, a broadcast of a tensor, an integer dtype, a K
-that needs zero padding, which the dialect cannot write yet) is a
+Anything else (another op, a broadcast of a tensor, an integer dtype) is a
 `CompileError` naming the op and its source location.
 
 Synchronisation is inserted by `msir.ascend.sync` from the data dependencies
@@ -313,9 +313,6 @@ def _lower_matmul(name: str, spec: A.TargetSpec, fn: func.FuncOp, op, max_buffer
         raise refuse(op, f"the Ascend target multiplies rank-2 matrices, not {a_t} and {b_t}")
     dtype = _dtype(op, a_t)
     (M, K), (_, N) = a_t.get_shape(), b_t.get_shape()
-    if K % 16:
-        raise refuse(op, f"K = {K} is not a multiple of the cube's fractal depth 16; padding K with zeros in L1 "
-                     "needs a fill the ascend dialect does not have yet")
     out = A.BufferType("gm", (M, N), c_t.element_type)
     operands = [A.BufferType("gm", (M, K), Float16Type()), A.BufferType("gm", (K, N), Float16Type())]
     names = [arg.name_hint or f"arg{i}" for i, arg in enumerate(fn.body.block.args)]
@@ -377,11 +374,23 @@ def _matmul_tile(k: _Kernel, into: list, gm, bufs, row, col, mt: int, nt: int, K
 
     def load(body: list, kk, step: int) -> None:
         buf = step % buffers
+        if size(step) % 16:
+            zero_tail(body, step)
         _copy(k, body, "mte2", a_gm, [row, kk], a_l1[buf], [c0, c0], (mt, size(step)))
         _copy(k, body, "mte2", b_gm, [kk, col], b_l1[buf], [c0, c0], (size(step), nt))
 
+    def zero_tail(body: list, step: int) -> None:
+        """Zero the last fractal of K of the step's L1 tiles before its loads
+        fill the valid part: the cube multiplies whole fractals."""
+        buf, ks = step % buffers, _up16(size(step))
+        zero = k.scalar(0.0, "f16")
+        for tile, at, sizes in ((a_l1[buf], (0, ks - 16), (_up16(mt), 16)), (b_l1[buf], (ks - 16, 0), (16, _up16(nt)))):
+            fill = A.InitConstOp.build(operands=[tile, [k.index(x) for x in at], zero],
+                                       properties={"sizes": DenseArrayBase.from_list(i64, sizes)})
+            body.append(Instr(fill, "mte2", [], [_tile_access(tile, at, sizes)]))
+
     def compute(body: list, step: int) -> None:
-        buf, ks = step % buffers, size(step)
+        buf, ks = step % buffers, _up16(size(step))
         _copy(k, body, "mte1", a_l1[buf], [c0, c0], a_l0[buf], [c0, c0], (_up16(mt), ks))
         _copy(k, body, "mte1", b_l1[buf], [c0, c0], b_l0[buf], [c0, c0], (ks, _up16(nt)))
         props = {"m": IntegerAttr(mt, i64), "n": IntegerAttr(nt, i64), "k": IntegerAttr(ks, i64)}
