@@ -2,7 +2,8 @@
 `ascend.kernel` on the emulator (inputs passed as `msir.ascend.target.host_inputs`
 does for a kernel convert-msir-to-ascend lowered), print its outputs (one line each, as
 `msir-run` prints results) and its profile (cycles, per-pipe busy time, the
-critical pipe). Every emulator error is one line, `msir-run: error:
+critical pipe), and with `--timeline` each pipe's busy intervals
+(`msir.ascend.timing.Profile.timeline`). Every emulator error is one line, `msir-run: error:
 <file:line:col>: <message>`, and exit status 1, never a traceback.
 """
 
@@ -36,8 +37,9 @@ def format_output(i: int, a: np.ndarray) -> str:
     return f"result {i}: tensor<{shape}x{name}> = {values}"
 
 
-def run(path: str, text: str, entry: str, inputs: list[np.ndarray]) -> None:
-    """Parse `text` (the contents of `path`), run `entry`, print; exit 1 on error."""
+def run(path: str, text: str, entry: str, inputs: list[np.ndarray], timeline: bool = False) -> None:
+    """Parse `text` (the contents of `path`), run `entry`, print (`timeline`:
+    the profile's timeline too); exit 1 on error."""
     from xdsl.parser import Parser
     from xdsl.utils.exceptions import ParseError
 
@@ -62,3 +64,5 @@ def run(path: str, text: str, entry: str, inputs: list[np.ndarray]) -> None:
     for i, out in enumerate(host_outputs(kernel, result.outputs)):
         print(format_output(i, out))
     print(result.profile)
+    if timeline:
+        print(result.profile.timeline())

@@ -309,6 +309,18 @@ class _Core:
         self._issue(op, "copy", pipe, occupancy=occupancy, latency=latency, reads=[self._access(src, src_idx)],
                     writes=[self._access(dst, dst_idx)], execute=execute)
 
+    def _ascend_init_const(self, op) -> None:
+        dst = self.buffers[op.dst]
+        idx = self._tile(op, dst, tuple(self.values[v] for v in op.dst_offsets), op.tile)
+        occupancy, latency = copy_cost(self.spec, "mte2", idx.size * dst.type.element_bytes, None, self.block_dim)
+        view, value = self._view(dst, op), self.values[op.value]
+
+        def execute() -> None:
+            view[idx] = value
+
+        self._issue(op, "copy", "mte2", occupancy=occupancy, latency=latency, writes=[self._access(dst, idx)],
+                    execute=execute)
+
     def _tile(self, op, buf: _Buffer, offsets: tuple[int, ...], sizes: tuple[int, ...]) -> np.ndarray:
         t = buf.type
         if any(o < 0 or o + n > d for o, n, d in zip(offsets, sizes, t.dims)):

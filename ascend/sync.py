@@ -35,6 +35,17 @@ GM is not tracked: the lowering reads kernel inputs only on MTE2 and writes
 each output byte once, on one pipe (the emulator's `CoreOwnership` checks the
 cores never share written bytes).
 
+With `early_sets` (convert-msir-to-ascend asks for it for a
+double-buffered matmul, whose loads of one step are issued before the
+compute of the last), a set_flag goes directly after the producer its
+consumer waits for rather than directly before the wait, so the consumer
+does not also wait for the producer pipe's later work (AscendNPU-IR's
+MoveSyncState); the forward pairs of the same pipes in a block then take
+the free event ids in turn, as a pipe may set a flag again before the other
+has waited for the last. A loop body's dependency on work before the loop
+becomes a back-edge flag, one per pair of pipes, whose set goes directly
+after the last body instruction its consumers depend on.
+
 Event ids: a forward pair uses the lowest id its (src, dst) pipes do not hold
 in an enclosing loop's back-edge flag; each back-edge flag gets its own id.
 More live flags of one pipe pair than the target has ids is a `CompileError`.
@@ -110,11 +121,16 @@ class Sync:
 @dataclass(eq=False)
 class _BackEdge:
     """A flag from `src` to `dst` over a loop's back edge, waited for
-    before `consumer` (a node of the loop's body)."""
+    before `consumer` (a node of the loop's body). With early sets it covers
+    every back-edge dependency of those pipes: `consumers` are the
+    instructions that need it, its wait goes before the first and its set
+    directly after the last node of the body holding an instruction of `src`
+    they depend on."""
 
     src: str
     dst: str
     consumer: object
+    consumers: list = field(default_factory=list)
 
 
 PIPES = ("v", "m", "mte1", "mte2", "mte3", "fix")
@@ -130,11 +146,14 @@ class _State:
     readers: dict = field(default_factory=dict)
     info: list = field(default_factory=list)
     """(pipe, sequence number, is mmad) of each recorded instruction."""
+    after: list = field(default_factory=list)
+    """The token of each recorded instruction's pipe right after it: what a
+    set_flag placed directly after it carries."""
 
     def copy(self) -> _State:
         return _State({p: dict(k) for p, k in self.known.items()}, dict(self.count),
                       {b: a.copy() for b, a in self.writer.items()},
-                      {b: a.copy() for b, a in self.readers.items()}, self.info)
+                      {b: a.copy() for b, a in self.readers.items()}, self.info, self.after)
 
     def token(self, pipe: str) -> dict[str, int]:
         token = dict(self.known[pipe])
@@ -152,30 +171,42 @@ class _State:
     def _ordered(self, pipe: str, ids: np.ndarray) -> list[int]:
         return [int(i) for i in np.unique(ids) if i and self.known[pipe][self.info[i - 1][0]] < self.info[i - 1][1]]
 
-    def needs(self, ins: Instr) -> list[str]:
-        """The pipes `ins` depends on without a happens-before edge yet."""
+    def producers(self, ins: Instr) -> dict[str, int]:
+        """For each pipe `ins` depends on without a happens-before edge yet,
+        the latest of its instructions `ins` depends on (an index into `info`,
+        from 1)."""
         p = ins.pipe
-        needed = set()
+        latest: dict[str, int] = {}
+
+        def add(i: int) -> None:
+            q = self.info[i - 1][0]
+            latest[q] = max(latest.get(q, 0), i)
+
         for acc in ins.reads:
             if acc.buffer in self.writer:
                 for i in self._ordered(p, self.writer[acc.buffer][acc.indices]):
-                    q, _, mmad = self.info[i - 1]
-                    if not (ins.mmad and mmad and acc.l0c):
-                        needed.add(q)
+                    if not (ins.mmad and self.info[i - 1][2] and acc.l0c):
+                        add(i)
         for acc in ins.writes:
             if acc.buffer in self.writer:
-                needed.update(q for q in (self.info[i - 1][0] for i in
-                                          self._ordered(p, self.writer[acc.buffer][acc.indices])) if q != p)
+                for i in self._ordered(p, self.writer[acc.buffer][acc.indices]):
+                    if self.info[i - 1][0] != p:
+                        add(i)
             for q in PIPES:
-                if q != p and (acc.buffer, q) in self.readers and self._ordered(
-                        p, self.readers[(acc.buffer, q)][acc.indices]):
-                    needed.add(q)
-        return sorted(needed, key=PIPES.index)
+                if q != p and (acc.buffer, q) in self.readers:
+                    for i in self._ordered(p, self.readers[(acc.buffer, q)][acc.indices]):
+                        add(i)
+        return latest
+
+    def needs(self, ins: Instr) -> list[str]:
+        """The pipes `ins` depends on without a happens-before edge yet."""
+        return sorted(self.producers(ins), key=PIPES.index)
 
     def record(self, ins: Instr) -> None:
         p = ins.pipe
         self.count[p] += 1
         self.info.append((p, self.count[p], ins.mmad))
+        self.after.append(self.token(p))
         ident = len(self.info)
         for acc in ins.reads:
             self._shadow(self.readers, (acc.buffer, p), acc.size)[acc.indices] = ident
@@ -193,12 +224,60 @@ class _State:
 
 
 class _Planner:
-    """Plans (`plan`) or replays (`replay`) the syncs of a sequence on a state."""
+    """Plans (`plan`) or replays (`replay`) the syncs of a sequence on a state.
+    `early_sets`: a forward pair's set_flag goes directly after the producer
+    the consumer waits for, when that is in the same sequence with no loop
+    and no flag of the same pipes in between (AscendNPU-IR's MoveSyncState),
+    so that the consumer does not also wait for the producer pipe's later
+    work; else directly before its wait."""
 
-    def plan(self, nodes: list, state: _State, backedge_waits: dict, tokens: dict) -> list:
+    def __init__(self, early_sets: bool = False):
+        self.early_sets = early_sets
+        self.nodes: dict[int, Instr] = {}
+        """The planned instruction of each index into `_State.info`."""
+        self.entry_dependencies: list = []
+
+    def _early_set(self, out: list, producer: int, src: str, dst: str) -> tuple[str, int] | None:
+        """How a set_flag `src` to `dst` comes directly after instruction
+        `producer` of `out`: ("insert", at) for a new pair, ("move", at)
+        when the last pair of those pipes, set before the producer and
+        waited after it, is to be set after it instead (its wait then
+        covers the producer, and the consumer needs no pair of its own). None
+        when neither can be done: the producer is not in `out`, or a loop or
+        other forward flags of those pipes lie in between."""
+        node = self.nodes.get(producer)
+        waits = []
+        for at in range(len(out) - 1, -1, -1):
+            n = out[at]
+            if n is node:
+                if not waits:
+                    return "insert", at + 1
+                if len(waits) == 1:
+                    return "move", at + 1
+                return None
+            if isinstance(n, Loop):
+                return None
+            if isinstance(n, Sync) and (n.src, n.dst) == (src, dst) and n.flag is None:
+                if n.kind == "set":
+                    return None
+                waits.append(n)  # (a back-edge flag's sync holds an event id of its own)
+        return None
+
+    def _move_set(self, out: list, at: int, src: str, dst: str) -> None:
+        """Move the last forward set_flag `src` to `dst` before `at` to `at`."""
+        old = max(i for i in range(at) if isinstance(out[i], Sync) and out[i].kind == "set"
+                  and (out[i].src, out[i].dst) == (src, dst) and out[i].flag is None)
+        out.insert(at - 1, out.pop(old))  # (`at` counted the popped set)
+
+    def plan(self, nodes: list, state: _State, backedge_waits: dict, tokens: dict,
+             loop_entry: int | None = None) -> list:
         """`nodes` with the syncs their dependencies need, updating `state`.
         `backedge_waits`: consumer -> back-edge flags to wait for before it;
-        `tokens`: the pending set of each back-edge flag."""
+        `tokens`: the pending set of each back-edge flag; `loop_entry`: when
+        `nodes` is a loop's body, the instructions recorded before the loop
+        (with early sets, a body instruction's dependency on one of them is
+        left to a back-edge flag, whose set before the loop covers it:
+        `self.entry_dependencies`)."""
         out = []
         for node in nodes:
             for flag in backedge_waits.get(node, ()):
@@ -206,15 +285,29 @@ class _Planner:
                 state.wait(flag.dst, tokens.pop(flag))
             if isinstance(node, Instr):
                 for q in state.needs(node):
-                    if q not in state.needs(node):
+                    producer = state.producers(node).get(q)
+                    if producer is None:
                         continue  # covered by a flag inserted for another pipe
                     if q == node.pipe:
                         out.append(Sync("barrier", q, q))
                         state.barrier(q)
-                    else:
+                        continue
+                    if self.early_sets and loop_entry is not None and producer <= loop_entry:
+                        self.entry_dependencies.append((q, node.pipe, node))
+                    early = self._early_set(out, producer, q, node.pipe) if self.early_sets else None
+                    if early is None:
                         out += [Sync("set", q, node.pipe), Sync("wait", q, node.pipe)]
                         state.wait(node.pipe, state.token(q))
+                        continue
+                    how, at = early
+                    if how == "insert":
+                        out.insert(at, Sync("set", q, node.pipe))
+                        out.append(Sync("wait", q, node.pipe))
+                    else:
+                        self._move_set(out, at, q, node.pipe)
+                    state.wait(node.pipe, state.after[producer - 1])
                 state.record(node)
+                self.nodes[len(state.info)] = node
                 out.append(node)
             elif isinstance(node, Loop):
                 out.append(self._plan_loop(node, state, tokens))
@@ -241,10 +334,15 @@ class _Planner:
             # consumer in an inner loop is waited for before that loop
             src, dst, consumer = found[0]
             top = next(n for n in loop.body if _contains(n, consumer))
+            same = next((e for e in edges if (e.src, e.dst) == (src, dst)), None) if self.early_sets else None
             if src == dst:
                 barriers.add((top, src))
+            elif same is not None:  # one flag per pair of pipes: the target has few event ids
+                same.consumers.append(consumer)
+                if loop.body.index(top) < loop.body.index(same.consumer):
+                    same.consumer = top
             else:
-                edges.append(_BackEdge(src, dst, top))
+                edges.append(_BackEdge(src, dst, top, [consumer]))
         else:
             raise AssertionError("sync insertion did not converge on a loop's back edges")
         pre = [Sync("set", e.src, e.dst, e) for e in edges]
@@ -263,11 +361,30 @@ class _Planner:
             waits.setdefault(e.consumer, []).append(e)
         with_barriers = [x for n in body for x in
                          [*(Sync("barrier", p, p, "backedge") for p in PIPES if (n, p) in barriers), n]]
-        planned = self.plan(with_barriers, state, waits, tokens)
-        planned += [Sync("set", e.src, e.dst, e) for e in edges]
+        if not self.early_sets:
+            planned = self.plan(with_barriers, state, waits, tokens)
+            planned += [Sync("set", e.src, e.dst, e) for e in edges]
+            for e in edges:
+                tokens[e] = state.token(e.src)
+            found: list = []
+            self.replay(planned, state, tokens, found)
+            for e in edges:
+                state.wait(e.dst, tokens.pop(e))
+            return planned, found
+        entry = state.copy()
+        pre_tokens = {e: tokens[e] for e in edges}
+        self.entry_dependencies = []
+        planned = self.plan(with_barriers, state, waits, tokens, loop_entry=len(state.info))
+        if self.entry_dependencies:
+            return planned, self.entry_dependencies
         for e in edges:
-            tokens[e] = state.token(e.src)
-        found: list = []
+            planned.insert(_after_last_producer(planned, e), Sync("set", e.src, e.dst, e))
+        # both iterations replayed: a set inside the body carries what its
+        # pipe had done there, not at the body's end
+        state.__dict__.update(entry.__dict__)
+        tokens.update(pre_tokens)
+        self.replay(planned, state, tokens, None)
+        found = []
         self.replay(planned, state, tokens, found)
         for e in edges:
             state.wait(e.dst, tokens.pop(e))
@@ -303,18 +420,46 @@ class _Planner:
                     state.wait(s.dst, tokens.pop(s.flag))
 
 
+def _instructions(node) -> list:
+    return [node] if isinstance(node, Instr) else [i for n in node.body for i in _instructions(n)] \
+        if isinstance(node, Loop) else []
+
+
+def _conflict(producer: Instr, consumer: Instr) -> bool:
+    """Does `consumer` read bytes `producer` writes, or write bytes it touches?"""
+    def overlap(a: list, b: list) -> bool:
+        return any(x.buffer == y.buffer and np.intersect1d(x.indices, y.indices).size for x in a for y in b)
+
+    return overlap(consumer.reads, producer.writes) or overlap(consumer.writes, [*producer.reads, *producer.writes])
+
+
+def _after_last_producer(planned: list, edge: _BackEdge) -> int:
+    """Where in a planned body the set of back-edge flag `edge` goes:
+    directly after the last node holding an instruction of `edge.src` that
+    one of its consumers depends on (the body's end if none does)."""
+    for at in range(len(planned) - 1, -1, -1):
+        if any(i.pipe == edge.src and _conflict(i, c) for i in _instructions(planned[at]) for c in edge.consumers):
+            return at + 1
+    return len(planned)
+
+
 def _contains(node, target) -> bool:
     """`node` is `target` or a loop holding it."""
     return node is target or (isinstance(node, Loop) and any(_contains(n, target) for n in node.body))
 
 
-def insert_sync(nodes: list) -> list:
-    """`nodes` (a kernel body) with the syncs its dependencies need."""
-    return _Planner().plan(nodes, _State(), {}, {})
+def insert_sync(nodes: list, early_sets: bool = False) -> list:
+    """`nodes` (a kernel body) with the syncs its dependencies need
+    (`early_sets`: see `_Planner`)."""
+    return _Planner(early_sets).plan(nodes, _State(), {}, {})
 
 
-def emit(nodes: list, block, events: int, live: dict | None = None) -> None:
-    """Append the ops of planned `nodes` to `block`, with event ids."""
+def emit(nodes: list, block, events: int, live: dict | None = None, rotate: bool = False) -> None:
+    """Append the ops of planned `nodes` to `block`, with event ids. A
+    forward pair takes the lowest id an enclosing loop's back-edge flag of
+    its pipes does not hold; with `rotate` (for early sets, whose pipe may
+    set a flag again before the other pipe has waited for the last one), the
+    pairs of the same pipes in one block take those ids in turn."""
     from xdsl.dialects import scf
     from xdsl.dialects.builtin import IntegerAttr, i64
 
@@ -322,13 +467,23 @@ def emit(nodes: list, block, events: int, live: dict | None = None) -> None:
 
     live = {} if live is None else live
     ids: dict = {}
+    turns: dict = {}
+    """(src, dst) -> the forward pairs of those pipes emitted in this block."""
 
     def event_of(sync: Sync) -> int:
         if isinstance(sync.flag, _Fixed):
             return sync.flag.event
         if sync.flag in ids:
             return ids[sync.flag]
-        return min(set(range(events + 1)) - live.get((sync.src, sync.dst), set()))
+        free = sorted(set(range(events + 1)) - live.get((sync.src, sync.dst), set()))
+        if not rotate:
+            return free[0]
+        pair = (sync.src, sync.dst)
+        turn = turns.get(pair, 0)
+        if sync.kind == "wait":
+            turns[pair] = turn + 1
+        usable = [e for e in free if e < events] or free
+        return usable[turn % len(usable)]
 
     def sync_op(sync: Sync):
         if sync.kind == "barrier":
@@ -356,7 +511,7 @@ def emit(nodes: list, block, events: int, live: dict | None = None) -> None:
                 block.add_op(sync_op(s))
             block.add_op(node.op)
             body_ids = _with_ids(node.body, ids)
-            emit(body_ids, node.block, events, inner)
+            emit(body_ids, node.block, events, inner, rotate)
             node.block.add_op(scf.YieldOp())
             for s in node.post:
                 block.add_op(sync_op(s))

@@ -65,6 +65,9 @@ class Profile:
     block_dim: int
     target: str
     instructions: int
+    intervals: list = field(default_factory=list, repr=False, compare=False)
+    """(pipe, start, end, op name) of each instruction that occupied a pipe
+    on that core, in start order: `timeline()`."""
 
     @property
     def critical_pipe(self) -> str:
@@ -79,6 +82,38 @@ class Profile:
         for pipe, busy in sorted(self.busy.items(), key=lambda kv: -kv[1]):
             lines.append(f"  pipe {pipe:<5} busy {busy:>9} cycles  {100 * self.utilisation(pipe):5.1f} %")
         lines.append(f"critical pipe: {self.critical_pipe}")
+        return "\n".join(lines)
+
+
+    def timeline(self, width: int = 72) -> str:
+        """Per-pipe busy intervals of the slowest core as text: one row per
+        pipe, `width` columns of cycles / width each, a column `#` when the
+        pipe was busy for at least half of it, `+` when for less, `.` idle;
+        then each pipe's intervals merged where they touch."""
+        span = max(self.cycles, 1)
+        per_column = span / width
+        pipes = sorted({pipe for pipe, *_ in self.intervals}, key=lambda p: (-self.busy.get(p, 0), p))
+        lines = [f"timeline of the slowest core: {self.cycles} cycles, {per_column:.0f} per column"]
+        merged: dict[str, list[list[int]]] = {}
+        for pipe, start, end, _ in sorted(self.intervals, key=lambda i: i[1]):
+            runs = merged.setdefault(pipe, [])
+            if runs and start <= runs[-1][1]:
+                runs[-1][1] = max(runs[-1][1], end)
+            else:
+                runs.append([start, end])
+        for pipe in pipes:
+            cover = [0.0] * width
+            for start, end in merged[pipe]:
+                for column in range(int(start / per_column), min(width, int(math.ceil(end / per_column)))):
+                    lo, hi = column * per_column, (column + 1) * per_column
+                    cover[column] += max(0.0, min(hi, end) - max(lo, start))
+            row = "".join("#" if c >= per_column / 2 else "+" if c > 0 else "." for c in cover)
+            lines.append(f"  {pipe:<5}|{row}|")
+        for pipe in pipes:
+            runs = merged[pipe]
+            shown = ", ".join(f"{a}-{b}" for a, b in runs[:8]) + (f", ... ({len(runs)} intervals)" if len(runs) > 8
+                                                                     else "")
+            lines.append(f"  {pipe:<5} busy {shown}")
         return "\n".join(lines)
 
 
@@ -130,6 +165,7 @@ def schedule(instructions: list[Instruction], spec, block_dim: int) -> Schedule:
     flags: dict[tuple, tuple[int, Instruction]] = {}
     order: list[Instruction] = []
     consumed: dict[int, Instruction] = {}
+    intervals: list[tuple[str, int, int, str]] = []
     end = max((ins.issue for ins in instructions), default=0)
     while any(queues.values()):
         best = None
@@ -160,6 +196,7 @@ def schedule(instructions: list[Instruction], spec, block_dim: int) -> Schedule:
             ready[ins.pipe] = start + ins.occupancy
             done[ins.pipe] = max(done[ins.pipe], start + ins.occupancy + ins.latency)
             busy[ins.pipe] = busy.get(ins.pipe, 0) + ins.occupancy
+            intervals.append((ins.pipe, start, start + ins.occupancy, ins.op.name))
             end = max(end, done[ins.pipe])
         order.append(ins)
         for pipe in queues_of(ins):
@@ -169,7 +206,7 @@ def schedule(instructions: list[Instruction], spec, block_dim: int) -> Schedule:
         key = ins.op.key
         raise SyncError(f"{ins.op.name} {key[0]} to {key[1]} event {key[2]} is never waited: every set_flag needs "
                         "its wait_flag", source_loc(ins.op))
-    return Schedule(Profile(end, busy, block_dim, spec.name, len(instructions)), order, consumed)
+    return Schedule(Profile(end, busy, block_dim, spec.name, len(instructions), intervals), order, consumed)
 
 
 def _start(ins: Instruction, pipe: str, queues, ready, done, flags, queues_of) -> int | None:

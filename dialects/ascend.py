@@ -6,7 +6,8 @@ control is ordinary `scf`/`arith` on `index` values. Everything the hardware
 makes explicit is explicit here, so that the emulator (`msir.ascend`) can check
 it: on-chip buffers (`ascend.alloc`) live at static byte offsets of their
 memory (l1, l0a, l0b, l0c, ub), data moves on a named pipe (`ascend.copy`:
-MTE1/MTE2/MTE3/FIX, and V for L0C->UB on coupled chips), the cube multiplies
+MTE1/MTE2/MTE3/FIX, and V for L0C->UB on coupled chips; `ascend.init_const`
+sets a tile of L1/L0A/L0B to a constant on MTE2), the cube multiplies
 fractal tiles (`ascend.mmad`), vector instructions carry their mask, repeat
 count and block/repeat strides (`ascend.vadd`, ...), and the pipes are ordered
 only by the sync ops named as Ascend C names them (`ascend.set_flag`,
@@ -655,6 +656,46 @@ class CopyOp(IRDLOperation):
                 raise AscendVerifyException(self, "type", f"tile {list(t)} does not fit {buf}")
 
 
+INIT_CONST_SPACES = ("l1", "l0a", "l0b")
+"""Where `init_const` writes: Ascend C's InitConstValue fills A1/B1 (L1) and A2/B2 (L0A, L0B)."""
+
+
+@op_definition
+class InitConstOp(IRDLOperation):
+    """Set a tile of `sizes` (logical elements) of `dst` at logical
+    coordinates `dst_offsets` to the scalar `value`, on MTE2 (Ascend C's
+    `InitConstValue`), in L1, L0A or L0B: the zero padding of a K that is not
+    a multiple of the cube's fractal depth. `value` has `dst`'s element type.
+
+        ascend.init_const %a_l1[%c0, %c48] sizes [64, 16], %zero : !ascend.buf<l1, 64x64xf16, zN>, f16
+    """
+
+    name = "ascend.init_const"
+    dst = operand_def(BufferType)
+    dst_offsets = var_operand_def(IndexType)
+    value = operand_def(AnyAttr())
+    sizes = prop_def(DenseArrayBase.constr(i64))
+    assembly_format = "$dst `[` $dst_offsets `]` `sizes` $sizes `,` $value attr-dict `:` type($dst) `,` type($value)"
+
+    @property
+    def tile(self) -> tuple[int, ...]:
+        return tuple(self.sizes.get_values())
+
+    def verify_(self) -> None:
+        target_of(self)
+        d = self.dst.type
+        if d.space.data not in INIT_CONST_SPACES:
+            raise AscendVerifyException(self, "path", f"init_const fills {', '.join(INIT_CONST_SPACES)} (Ascend C's "
+                                        f"InitConstValue), not {d.space.data}")
+        if self.value.type != d.element_type:
+            raise AscendVerifyException(self, "type", f"value has type {self.value.type}, expected {d.element_type}")
+        tile = self.tile
+        if len(tile) != len(d.dims) or len(self.dst_offsets) != len(d.dims):
+            raise AscendVerifyException(self, "type", f"needs {len(d.dims)} sizes and offsets for {d}")
+        if any(n <= 0 or n > dim for n, dim in zip(tile, d.dims)):
+            raise AscendVerifyException(self, "type", f"tile {list(tile)} does not fit {d}")
+
+
 # ---------------------------------------------------------------------------
 # The cube
 # ---------------------------------------------------------------------------
@@ -1001,7 +1042,7 @@ class PipeBarrierOp(IRDLOperation):
 
 Ascend = Dialect(
     "ascend",
-    [KernelOp, BlockIdxOp, AllocOp, CopyOp, MmadOp, *VECTOR_OPS, VdupOp, VconvOp, SetFlagOp, WaitFlagOp,
+    [KernelOp, BlockIdxOp, AllocOp, CopyOp, InitConstOp, MmadOp, *VECTOR_OPS, VdupOp, VconvOp, SetFlagOp, WaitFlagOp,
      PipeBarrierOp],
     [TargetAttr, PipeAttr, BufferType],
 )

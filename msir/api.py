@@ -91,7 +91,8 @@ class JitFunction(Jitted):
         self._static: dict[Any, frozenset[int]] = {}
         self._target = None if target is None else targets.device_target(target)
         """jit's `target` in MindSpore's spelling; None: the context's `device_target`."""
-        self._entries_by_target: dict[str, dict[Any, Entry]] = {}
+        self._entries_by_target: dict[str, dict[tuple, dict[Any, Entry]]] = {}
+        """Per target, per its options (`targets.options_key`) and signature, the entry called."""
         self._versions: dict[tuple[str, Any], list[Entry]] = {}
         """Per target and signature, the versions compiled for what the code read
         through objects (guards), newest last: `_call_other_version`."""
@@ -103,14 +104,23 @@ class JitFunction(Jitted):
     def _current_target(self) -> str:
         return self._target or device_target()
 
+    def _current_variant(self) -> tuple[str, tuple]:
+        """The target a call now compiles for and its options (`targets.options_key`)."""
+        target = self._current_target()
+        return target, targets.options_key(target)
+
     @property
     def _entries(self) -> dict[Any, Entry]:
-        """The versions compiled for the target a call now compiles for, so
-        that switching `device_target` never reuses another target's code."""
-        target = self._current_target()
-        entries = self._entries_by_target.get(target)
+        """The versions compiled for the target, and its options, a call now
+        compiles for, so that switching `device_target` or the target's
+        options (`MSIR_ASCEND_CHIP`) never reuses code compiled for others."""
+        target, options = self._current_variant()
+        by_options = self._entries_by_target.get(target)
+        if by_options is None:
+            by_options = self._entries_by_target.setdefault(target, {})
+        entries = by_options.get(options)
         if entries is None:
-            entries = self._entries_by_target.setdefault(target, {})
+            entries = by_options.setdefault(options, {})
         return entries
 
     def __call__(self, *args, **kwargs):
@@ -147,7 +157,7 @@ class JitFunction(Jitted):
         """Call a version of signature `key` compiled earlier whose guards hold
         again (a Cell switched back by `set_train(False)`, an attribute set
         back): it becomes the one tried first. STALE if there is none."""
-        for entry in self._versions.get((self._current_target(), key), ()):
+        for entry in self._versions.get((self._current_variant(), key), ()):
             if entry is not stale:
                 result = entry.call(args)
                 if result is not STALE:
@@ -229,7 +239,7 @@ class JitFunction(Jitted):
         leaves(args, flat)
         entry = Entry(native, traced, len(flat))
         self._entries[key] = entry
-        versions = self._versions.setdefault((self._current_target(), key), [])
+        versions = self._versions.setdefault((self._current_variant(), key), [])
         versions.append(entry)
         del versions[:-_VERSIONS_KEPT]
         return entry
@@ -239,7 +249,8 @@ class JitFunction(Jitted):
         """The timing profile of this function's last call on a target that
         emulates its hardware (`ascend`: cycles, per-pipe busy time, the
         critical pipe; printing it gives the table), else None."""
-        runs = [e.native.last_run for entries in self._entries_by_target.values() for e in entries.values()
+        runs = [e.native.last_run for by_options in self._entries_by_target.values()
+                for entries in by_options.values() for e in entries.values()
                 if getattr(e.native, "last_run", None) is not None]
         return max(runs, key=lambda run: run[0])[1] if runs else None
 

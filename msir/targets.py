@@ -41,6 +41,7 @@ it.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -100,9 +101,22 @@ def device_target(name: str) -> str:
 
 def get(name: str) -> Target:
     """The target `name` matches, its package imported."""
-    from msir.pipeline import load  # (msir.api imports this module, and needs no pipeline)
-
     key = canonical(name)
-    target = load(TARGETS[key].location)
+    module, _, attribute = TARGETS[key].location.partition(":")
+    package = sys.modules.get(module)  # every call looks its target up: skip the import machinery
+    if package is not None:
+        target = getattr(package, attribute)
+    else:
+        from msir.pipeline import load  # (msir.api imports this module, and needs no pipeline)
+
+        target = load(TARGETS[key].location)
     assert target.name == key, f"{TARGETS[key].location} defines target '{target.name}', registered as '{key}'"
     return target
+
+
+def options_key(name: str) -> tuple:
+    """The `key_options` of the target `name` matches, now, as a hashable
+    key: the in-memory caches of compiled functions key on it, so that code
+    compiled for other options (another Ascend chip, BLAS switched off) is
+    never reused."""
+    return tuple(sorted(get(name).key_options().items()))

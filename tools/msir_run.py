@@ -105,7 +105,11 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--target", default=targets.DEFAULT,
                    help=f"the compile target ({', '.join(targets.TARGETS)}), or {ASCEND}: run an ascend.kernel on "
                    "the emulator (msir.ascend) and print its cycles")
+    p.add_argument("--timeline", action="store_true",
+                   help=f"with --target {ASCEND}: also print each pipe's busy intervals on the slowest core")
     args = p.parse_args(argv)
+    if args.timeline and args.target != ASCEND:
+        raise fail("msir-run", f"--timeline shows the emulator's pipes: it needs --target {ASCEND}")
     if args.input_file.endswith(".py"):
         raise fail("msir-run", f"{args.input_file} is a Python file; msir-run runs an msir module: "
                    f"write one with msir-opt {args.input_file} --entry {args.entry} --args <argument types>")
@@ -121,7 +125,7 @@ def main(argv: list[str] | None = None) -> None:
             inputs = [parse_input(t) for t in args.input]
         except (OSError, ValueError) as e:
             raise fail("msir-run", f"cannot read an input: {e}") from None
-        return cli.run(args.input_file, text, args.entry, inputs)
+        return cli.run(args.input_file, text, args.entry, inputs, timeline=args.timeline)
     try:
         check_string_literals(text, args.input_file)
         module, sources = parse_module(make_context(), text, args.input_file)

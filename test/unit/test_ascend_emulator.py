@@ -465,6 +465,44 @@ def test_tile_outside_its_buffer():
     expect(E.BoundsError, text, X, r"tile \[256\] at \[128\] is outside %x", "ascend.copy")
 
 
+L1_TILE = "!ascend.buf<l1, 32x32xf16, zN>"
+
+
+def test_init_const_zero_fills_the_k_tail_and_a_race_on_it_is_caught():
+    # zero the last 16 columns of an L1 tile, load 20 of its 32 columns over
+    # the first fractals (MTE2 keeps its order: no flag between them), copy
+    # the tile to L0A after a flag; without it, MTE1 reads bytes the fill
+    # and the load write (the lowering's values: test_convert_msir_to_ascend)
+    body = f"""  %zero = arith.constant 0.0 : f16
+  %c16 = arith.constant 16 : index
+  %a = ascend.alloc at 0 : {L1_TILE}
+  %a0 = ascend.alloc at 0 : !ascend.buf<l0a, 32x32xf16, zZ>
+  %u = ascend.alloc at 0 : !ascend.buf<ub, 32x32xf32, zN>
+  ascend.init_const %a[%c0, %c16] sizes [32, 16], %zero : {L1_TILE}, f16
+  ascend.copy mte2 %x[%c0, %c0] to %a[%c0, %c0] sizes [32, 20] : !ascend.buf<gm, 32x20xf16> to {L1_TILE}
+  ascend.set_flag mte2 to mte1 event 0
+  ascend.wait_flag mte2 to mte1 event 0
+  ascend.copy mte1 %a[%c0, %c0] to %a0[%c0, %c0] sizes [32, 32] : {L1_TILE} to !ascend.buf<l0a, 32x32xf16, zZ>
+"""
+    ins, outs = "%x : !ascend.buf<gm, 32x20xf16>", "%y : !ascend.buf<gm, 256xf16>"
+    x = [np.ones((32, 20), np.float16)]
+    emulator.run(parse(kernel(body, "910A", ins, outs)), "k", x)
+    racy = body.replace("  ascend.set_flag mte2 to mte1 event 0\n  ascend.wait_flag mte2 to mte1 event 0\n", "")
+    expect(E.RaceError, kernel(racy, "910A", ins, outs), x, r"RAW race: ascend.copy \(pipe mte1\) reads", "copy mte1")
+
+
+def test_init_const_outside_its_buffer_or_off_the_fractal_grid():
+    body = f"""  %zero = arith.constant 0.0 : f16
+  %c{{at}} = arith.constant {{at}} : index
+  %a = ascend.alloc at 0 : {L1_TILE}
+  ascend.init_const %a[%c0, %c{{at}}] sizes [32, 16], %zero : {L1_TILE}, f16
+"""
+    expect(E.BoundsError, kernel(body.format(at=32)), X, r"ascend.init_const: tile \[32, 16\] at \[0, 32\] is "
+           "outside %a", "ascend.init_const")
+    expect(E.AlignmentError, kernel(body.format(at=8)), X, r"ascend.init_const: tile at \[0, 8\] of %a .* does "
+           "not start on a 16x16 fractal", "ascend.init_const")
+
+
 def test_bad_vector_mask():
     text = kernel(f"  %u = ascend.alloc at 0 : {UB}\n  ascend.vabs %u[%c0], %u[%c0] mask 129 : {UB}, {UB}\n")
     expect(E.VectorError, text, X, r"mask 129 is outside \[1, 128\]", "ascend.vabs")

@@ -100,6 +100,44 @@ def test_matmul_k_loop_and_tile_loop_with_f16_result(chip):
 
 
 @pytest.mark.parametrize("chip", CHIPS)
+@pytest.mark.parametrize("shape", [(64, 400, 48), (48, 1040, 80)])
+def test_double_buffered_matmul_matches_numpy(chip, shape):
+    # one core, K in 32-deep steps on ping-pong buffers: 13 steps (the peeled
+    # first two, five loop trips of two, a 16-deep last one) and 33
+    M, K, N = shape
+    r = np.random.default_rng(K)
+    a, b = r.uniform(-1, 1, (M, K)).astype(np.float16), r.uniform(-1, 1, (K, N)).astype(np.float16)
+    text = lower(matmul_ir(M, K, N, "f16"), chip, max_block_dim=1)
+    assert "%a_l1_pong" in text and "%b_l0_pong" in text and f"k {K % 32}" in text
+    (c,) = run(text, "mm", [a, b]).outputs
+    ref = (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16)
+    np.testing.assert_allclose(c.astype(np.float32), ref.astype(np.float32), rtol=2e-3, atol=2e-3)
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+def test_double_buffering_lets_mte2_stream(chip):
+    # 128 x 1024 x 128 on one core: the tiler's best single-buffered kernel
+    # (K in four 256-deep steps) waits for each step's hand-overs; the
+    # ping-pong one keeps MTE2 busy from its first load to its last, though
+    # its shorter A bursts are not 512 B aligned (more MTE2 cycles)
+    M = K = N = 128
+    K = 1024
+    a, b = np.ones((M, K), np.float16), np.ones((K, N), np.float16)
+    single, double = (run(lower(matmul_ir(M, K, N, "f16"), chip, max_block_dim=1, matmul_buffers=buffers), "mm",
+                          [a, b]).profile for buffers in (1, 2))
+    assert double.cycles < 0.9 * single.cycles
+    assert double.busy["mte2"] > single.busy["mte2"]
+    loads = [(start, end) for pipe, start, end, _ in double.intervals if pipe == "mte2"]
+    idle = sum(max(0, start - end) for (_, end), (start, _) in zip(loads, loads[1:]))
+    assert idle < 0.02 * double.busy["mte2"]
+
+
+def test_matmul_buffers_is_one_or_two():
+    with pytest.raises(CompileError, match="matmul_buffers is 1 or 2, not 3"):
+        lower(matmul_ir(32, 64, 32), "910A", matmul_buffers=3)
+
+
+@pytest.mark.parametrize("chip", CHIPS)
 @pytest.mark.parametrize("dtype", ["f16", "f32"])
 @pytest.mark.parametrize("n,tile", [(1000, 0), (100_003, 0), (64 * 7 + 5, 64)])
 def test_elementwise_chain_matches_numpy(chip, dtype, n, tile):
@@ -129,33 +167,39 @@ def _depth(lines: list[str]) -> list[int]:
     return out
 
 
+def _block_end(depth: list[int], i: int) -> int:
+    """The line closing the block line `i` is in."""
+    return next(j for j in range(i + 1, len(depth)) if depth[j + 1] < depth[i])
+
+
 def sync_removals(text: str):
     """(description, kernel text without one sync) for each pipe_barrier
-    and each flag: a forward pair (set directly before its wait) or a
-    back-edge flag (its set before the loop, wait in the body, set at the
-    body's end, wait after the loop) loses all its ops."""
+    and each flag: a forward pair (a wait and the last set of its pipes and
+    event before it in the same block, not necessarily the line before)
+    or a back-edge flag (its set before the loop, wait in the body, set
+    later in the body, wait after the loop) loses all its ops."""
     lines = text.splitlines()
     depth = _depth(lines)
+    flags = {i: _FLAG.search(line).groups() for i, line in enumerate(lines) if _FLAG.search(line)}
+    posts = set()
     for i, line in enumerate(lines):
         if "ascend.pipe_barrier" in line:
             yield f"line {i}: {line.strip()}", _without(lines, {i})
-        match = _FLAG.search(line)
-        if not match or match[1] != "wait_flag":
+        if i not in flags or flags[i][0] != "wait_flag" or i in posts:
             continue
-        key = match.groups()[1:]
-        previous = _FLAG.search(lines[i - 1])
-        if previous and previous[1] == "set_flag" and previous.groups()[1:] == key:
-            yield f"line {i}: {line.strip()} (pair)", _without(lines, {i - 1, i})
+        key = flags[i][1:]
+        before = [j for j in range(i - 1, -1, -1) if depth[j] < depth[i] or (j in flags and depth[j] == depth[i]
+                                                                               and flags[j][1:] == key)]
+        j = before[0] if before else None
+        if j is not None and depth[j] == depth[i] and flags[j][0] == "set_flag":
+            yield f"line {i}: {line.strip()} (pair)", _without(lines, {j, i})
             continue
-        sets = [j for j in range(i) if _FLAG.search(lines[j]) and _FLAG.search(lines[j]).groups() ==
-                ("set_flag", *key)]
-        if depth[sets[-1]] > depth[i]:
-            continue  # the wait after a loop, removed with the back edge's wait in the body
-        pre = sets[-1]  # the set before the loop
-        end = min(j for j in range(i + 1, len(lines)) if _FLAG.search(lines[j]) and
-                  _FLAG.search(lines[j]).groups() == ("set_flag", *key))
-        post = min(j for j in range(end + 1, len(lines)) if _FLAG.search(lines[j]) and
-                   _FLAG.search(lines[j]).groups() == ("wait_flag", *key) and depth[j] == depth[pre])
+        # a back edge: the wait opens the body's use of the flag
+        close = _block_end(depth, i)
+        pre = max(j for j in flags if j < i and depth[j] == depth[i] - 1 and flags[j] == ("set_flag", *key))
+        end = min(j for j in flags if i < j < close and depth[j] == depth[i] and flags[j] == ("set_flag", *key))
+        post = min(j for j in flags if j > close and depth[j] == depth[i] - 1 and flags[j] == ("wait_flag", *key))
+        posts.add(post)
         yield f"line {i}: {line.strip()} (back edge)", _without(lines, {pre, i, end, post})
 
 
@@ -177,17 +221,20 @@ def check_every_sync_needed(text: str, entry: str, inputs: list[np.ndarray]) -> 
 @pytest.mark.parametrize("chip", CHIPS)
 @pytest.mark.parametrize("shape", [(320, 512, 48), (128, 1024, 64)])
 def test_every_sync_of_a_matmul_is_needed(chip, shape):
-    # on one core: 320 x 512 x 48 runs the tile loop twice (back edges: the
-    # next tile's loads wait for the last one's reads), K in steps of 192,
-    # 192 and 128; 128 x 1024 x 64 one tile, the K loop 3 times, where the
-    # pairs in the body that order each step after the one before (the
-    # peeled first step, then the previous iteration) leave no back edge
+    # on one core: 320 x 512 x 48 runs the tile loop more than once (back
+    # edges: the next tile's loads wait for the last one's reads);
+    # 128 x 1024 x 64 is one tile whose K loop is double-buffered: each
+    # iteration's loads into the ping buffers wait, over the back edge, for
+    # the last iteration's L1 -> L0 copies out of them, and those copies for
+    # the cube's reads of L0 (early sets: right after the producer)
     M, K, N = shape
     r = np.random.default_rng(2)
     a, b = r.uniform(-1, 1, (M, K)).astype(np.float16), r.uniform(-1, 1, (K, N)).astype(np.float16)
     text = lower(matmul_ir(M, K, N, "f16"), chip, max_block_dim=1)
-    back_edges = "(back edge)" in " ".join(w for w, _ in sync_removals(text))
-    assert back_edges == (shape == (320, 512, 48))
+    removals = " ".join(w for w, _ in sync_removals(text))
+    assert "(back edge)" in removals
+    if shape == (128, 1024, 64):
+        assert "%a_l1_pong" in text and "wait_flag mte1 to mte2" in removals and "wait_flag m to mte1" in removals
     assert check_every_sync_needed(text, "mm", [a, b]) >= 6
 
 
@@ -253,9 +300,31 @@ def test_an_op_without_ascend_lowering_is_refused_at_its_line():
     assert e.value.loc.line == _tanh_chain.__code__.co_firstlineno + 1
 
 
-def test_a_k_that_needs_zero_padding_is_refused():
-    with pytest.raises(CompileError, match="K = 70 is not a multiple of the cube's fractal depth 16"):
-        lower(matmul_ir(32, 70, 32), "910A")
+@pytest.mark.parametrize("chip", CHIPS)
+@pytest.mark.parametrize("shape,cores", [((32, 70, 32), 0), ((100, 70, 50), 0), ((40, 8, 24), 0),
+                                         ((17, 333, 40), 1), ((64, 1000, 48), 1)])
+def test_a_k_no_fractal_divides_is_zero_padded(chip, shape, cores):
+    # the last K step's L1 tiles get their last fractal of K zeroed
+    # (init_const) before the load; the cube then multiplies whole fractals.
+    # M and N are not multiples of 16 either; one core double-buffers K
+    M, K, N = shape
+    r = np.random.default_rng(K)
+    a, b = r.uniform(-1, 1, (M, K)), r.uniform(-1, 1, (K, N))
+    a16, b16 = a.astype(np.float16), b.astype(np.float16)
+    text = lower(matmul_ir(M, K, N), chip, max_block_dim=cores)
+    assert text.count("ascend.init_const") >= 2  # A's and B's tails, per class of tiles
+    (c,) = run(text, "mm", [a16, b16]).outputs
+    np.testing.assert_allclose(c, a16.astype(np.float32) @ b16.astype(np.float32), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+def test_every_sync_of_a_zero_padded_matmul_is_needed(chip):
+    M, K, N = 40, 200, 24
+    r = np.random.default_rng(5)
+    a, b = r.uniform(-1, 1, (M, K)).astype(np.float16), r.uniform(-1, 1, (K, N)).astype(np.float16)
+    text = lower(matmul_ir(M, K, N, "f16"), chip, max_block_dim=1)
+    assert "ascend.init_const" in text
+    assert check_every_sync_needed(text, "mm", [a, b]) >= 4
 
 
 def test_profile_of_the_last_call(monkeypatch):
@@ -272,6 +341,39 @@ def test_profile_of_the_last_call(monkeypatch):
     assert text.startswith(f"cycles: {large.cycles} (910B, block_dim ")
     assert "pipe m " in text and "critical pipe: mte2" in text
     assert msir.jit(_mlp_layer).profile is None  # the CPU target has none
+
+
+def test_switching_the_chip_compiles_again(monkeypatch):
+    f = msir.jit(_mlp_layer, target="ascend")
+    x = np.ones((64, 64), np.float32)
+    for chip in ("910A", "910B", "910A"):
+        monkeypatch.setenv("MSIR_ASCEND_CHIP", chip)
+        np.testing.assert_allclose(f(x, x), x @ x)
+        assert f.profile.target == chip
+
+
+def test_the_timeline_shows_each_pipe_busy_intervals(monkeypatch):
+    monkeypatch.setenv("MSIR_ASCEND_CHIP", "910B")
+    f = msir.jit(_mlp_layer, target="ascend")
+    f(np.ones((64, 256), np.float32), np.ones((256, 64), np.float32))
+    profile = f.profile
+    for pipe, busy in profile.busy.items():
+        assert sum(end - start for p, start, end, _ in profile.intervals if p == pipe) == busy
+    text = profile.timeline(width=40)
+    lines = text.splitlines()
+    assert lines[0] == f"timeline of the slowest core: {profile.cycles} cycles, {profile.cycles / 40:.0f} per column"
+    rows = {line.split("|")[0].strip(): line.split("|")[1] for line in lines[1:] if "|" in line}
+    assert set(rows) == set(profile.busy) and all(len(row) == 40 for row in rows.values())
+    # one 64 x 64 tile per core, K in one step: load, L1 -> L0, cube, FixPipe
+    first = {pipe: min(start for p, start, _, _ in profile.intervals if p == pipe) for pipe in profile.busy}
+    assert first["mte2"] < first["mte1"] < first["m"] < first["fix"]
+    column = profile.cycles / 40
+    for pipe, row in rows.items():
+        assert set(row[: int(first[pipe] / column)]) <= {"."}
+        start, end = next((a, b) for p, a, b, _ in profile.intervals if p == pipe)
+        if end - start >= 2 * column:
+            assert row[int((start + end) / 2 / column)] == "#"
+    assert any(line.strip().startswith(f"fix   busy {first['fix']}-") for line in lines)
 
 
 def test_a_fused_chain_lowers_as_the_unfused_one():

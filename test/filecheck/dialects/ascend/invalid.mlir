@@ -496,3 +496,47 @@ ascend.kernel @k #ascend.target<"910B"> block_dim 1 ins() outs(%y : !ascend.buf<
   ascend.pipe_barrier s
 }
 // CHECK: {{^}}'ascend.pipe_barrier' pipe_barrier s is a hardware error: the scalar unit keeps its own order{{$}}
+
+// -----
+
+// init_const: outside L1 / L0A / L0B
+ascend.kernel @k #ascend.target<"910B"> block_dim 1 ins() outs() {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : f16
+  %u = ascend.alloc at 0 : !ascend.buf<ub, 256xf16>
+  ascend.init_const %u[%c0] sizes [16], %zero : !ascend.buf<ub, 256xf16>, f16
+}
+// CHECK: {{^}}'ascend.init_const' init_const fills l1, l0a, l0b (Ascend C's InitConstValue), not ub{{$}}
+
+// -----
+
+// init_const: a value of another type
+ascend.kernel @k #ascend.target<"910B"> block_dim 1 ins() outs() {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : f32
+  %a = ascend.alloc at 0 : !ascend.buf<l1, 32x32xf16, zN>
+  ascend.init_const %a[%c0, %c0] sizes [16, 16], %zero : !ascend.buf<l1, 32x32xf16, zN>, f32
+}
+// CHECK: {{^}}'ascend.init_const' value has type f32, expected f16{{$}}
+
+// -----
+
+// init_const: sizes and offsets of another rank
+ascend.kernel @k #ascend.target<"910B"> block_dim 1 ins() outs() {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : f16
+  %a = ascend.alloc at 0 : !ascend.buf<l1, 32x32xf16, zN>
+  ascend.init_const %a[%c0] sizes [16], %zero : !ascend.buf<l1, 32x32xf16, zN>, f16
+}
+// CHECK: {{^}}'ascend.init_const' needs 2 sizes and offsets for !ascend.buf<l1, 32x32xf16, zN>{{$}}
+
+// -----
+
+// init_const: a tile larger than its buffer
+ascend.kernel @k #ascend.target<"910B"> block_dim 1 ins() outs() {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : f16
+  %a = ascend.alloc at 0 : !ascend.buf<l1, 32x32xf16, zN>
+  ascend.init_const %a[%c0, %c0] sizes [16, 48], %zero : !ascend.buf<l1, 32x32xf16, zN>, f16
+}
+// CHECK: {{^}}'ascend.init_const' tile [16, 48] does not fit !ascend.buf<l1, 32x32xf16, zN>{{$}}

@@ -121,3 +121,22 @@ ascend.kernel @vector #ascend.target<"910A"> block_dim 1 ins(%x: !ascend.buf<gm,
 // CHECK-NEXT: }
 ascend.kernel @empty #ascend.target<"910A"> block_dim 32 ins() outs() attributes {note = "no buffers"} {
 }
+
+// CHECK:      ascend.kernel @zero_fill #ascend.target<"910A"> block_dim 1 ins() outs() {
+// CHECK-NEXT:   %c0 = arith.constant 0 : index
+// CHECK-NEXT:   %c48 = arith.constant 48 : index
+// CHECK-NEXT:   %zero = arith.constant 0.000000e+00 : f16
+// CHECK-NEXT:   %a_l1 = ascend.alloc at 0 : !ascend.buf<l1, 64x64xf16, zN>
+// CHECK-NEXT:   %b_l0 = ascend.alloc at 0 : !ascend.buf<l0b, 64x32xf16, nZ>
+// CHECK-NEXT:   ascend.init_const %a_l1[%c0, %c48] sizes [64, 16], %zero : !ascend.buf<l1, 64x64xf16, zN>, f16
+// CHECK-NEXT:   ascend.init_const %b_l0[%c48, %c0] sizes [16, 32], %zero : !ascend.buf<l0b, 64x32xf16, nZ>, f16
+// CHECK-NEXT: }
+ascend.kernel @zero_fill #ascend.target<"910A"> block_dim 1 ins() outs() {
+  %c0 = arith.constant 0 : index
+  %c48 = arith.constant 48 : index
+  %zero = arith.constant 0.0 : f16
+  %a_l1 = ascend.alloc at 0 : !ascend.buf<l1, 64x64xf16, zN>
+  %b_l0 = ascend.alloc at 0 : !ascend.buf<l0b, 64x32xf16, nZ>
+  ascend.init_const %a_l1[%c0, %c48] sizes [64, 16], %zero : !ascend.buf<l1, 64x64xf16, zN>, f16
+  ascend.init_const %b_l0[%c48, %c0] sizes [16, 32], %zero : !ascend.buf<l0b, 64x32xf16, nZ>, f16
+}

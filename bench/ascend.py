@@ -1,0 +1,170 @@
+"""Emulated cycles of the kernels convert-msir-to-ascend lowers, against their
+roofline, on the 910A and the 910B.
+
+The roofline of a kernel is the largest per-pipe lower bound for the
+`block_dim` it runs on (issue 13): the cube's fractal steps on the busiest
+core; the bytes MTE2 reads from GM (as the kernel's tiling moves them)
+over the GM bandwidth the cores share, or over their own MTE2 bandwidth if
+that is less; the same for the bytes written back (FixPipe or MTE3); for
+an elementwise chain, the vector unit's repeats on the busiest core. Only
+the timing model's constants enter (`msir.dialects.ascend.TargetSpec`):
+the ratios say how close the lowering comes to what the model allows, not
+what a chip would do.
+
+    python bench/ascend.py [--timeline] [--json out.json]
+
+Each kernel's result is checked against NumPy's at f16 first.
+
+Targets (issue 13): matmul 512^3 f16 within 1.25x of its bound; an
+elementwise chain within 1.5x; double buffering <= 0.75x the
+single-buffered cycles of a matmul. Emulation takes seconds per kernel on
+a loaded 2-core machine; the times printed are rough.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import math
+import time
+
+import numpy as np
+
+CHIPS = ("910A", "910B")
+
+
+def lower(text: str, chip: str, **options):
+    """The msir module `text` through convert-msir-to-ascend (a module of kernels)."""
+    from xdsl.parser import Parser
+
+    from msir.ascend.convert_msir_to_ascend import ConvertMsirToAscend
+    from msir.compiler import make_context
+
+    ctx = make_context()
+    module = Parser(ctx, text, "bench.mlir").parse_module()
+    ConvertMsirToAscend(chip=chip, **options).apply(ctx, module)
+    out = io.StringIO()
+    from xdsl.printer import Printer
+
+    Printer(stream=out).print_op(module)
+    from msir.ascend.cli import make_context as kernel_context
+
+    return Parser(kernel_context(), out.getvalue(), "kernel.mlir").parse_module()
+
+
+def matmul_ir(M: int, K: int, N: int) -> str:
+    t = f"tensor<{M}x{K}xf16>, tensor<{K}x{N}xf16>"
+    return f"""
+func.func @mm(%a: tensor<{M}x{K}xf16>, %b: tensor<{K}x{N}xf16>) -> tensor<{M}x{N}xf16> {{
+  %0 = msir.matmul %a, %b : {t} to tensor<{M}x{N}xf16>
+  func.return %0 : tensor<{M}x{N}xf16>
+}}"""
+
+
+def chain_ir(n: int) -> str:
+    t = f"tensor<{n}xf16>"
+    return f"""
+func.func @chain(%x: {t}, %y: {t}) -> {t} {{
+  %0 = msir.mul %x, %y : {t}
+  %1 = msir.add %0, %x : {t}
+  %2 = msir.maximum %1, %y : {t}
+  func.return %2 : {t}
+}}"""
+
+
+def _shared(spec, cores: int, per_core: int) -> float:
+    """Bytes per cycle `cores` reach together on a GM path."""
+    return min(spec.gm_bytes_per_cycle, cores * per_core)
+
+
+def matmul_bound(spec, kernel, M: int, K: int, N: int) -> dict[str, float]:
+    from msir.ascend.convert_msir_to_ascend import _tile_classes, tile_matmul
+
+    tiling = tile_matmul(spec, M, N, K, 2, 2)
+    cores = kernel.block_dim.value.data
+    classes = _tile_classes(M, tiling.m, N, tiling.n)
+    cube = sum(math.ceil(count / cores) * math.ceil(mt / 16) * math.ceil(nt / 16) * (K // 16)
+               for count, mt, nt in classes)
+    read = sum(count * (mt + nt) * K * 2 for count, mt, nt in classes)
+    out_pipe = "mte3" if spec.coupled else "fix"
+    return {"m": cube, "mte2": read / _shared(spec, cores, spec.pipes["mte2"].bytes_per_cycle),
+            out_pipe: M * N * 2 / _shared(spec, cores, spec.pipes[out_pipe].bytes_per_cycle)}
+
+
+def chain_bound(spec, kernel, n: int, ops: int) -> dict[str, float]:
+    from msir.dialects.ascend import REPEAT_BYTES
+
+    cores = kernel.block_dim.value.data
+    repeats = math.ceil(n * 2 / REPEAT_BYTES)
+    return {"v": ops * math.ceil(repeats / cores),
+            "mte2": 2 * n * 2 / _shared(spec, cores, spec.pipes["mte2"].bytes_per_cycle),
+            "mte3": n * 2 / _shared(spec, cores, spec.pipes["mte3"].bytes_per_cycle)}
+
+
+def measure(name: str, chip: str, module, entry: str, inputs: list, expected: np.ndarray, bound: dict,
+            timeline: bool) -> dict:
+    """Run the kernel, check its result against NumPy's at f16, print and
+    return its cycles against `bound` (per pipe)."""
+    from msir.ascend import emulator
+
+    t0 = time.perf_counter()
+    result = emulator.run(module, entry, inputs)
+    seconds = time.perf_counter() - t0
+    (out,) = result.outputs
+    np.testing.assert_allclose(out.reshape(expected.shape).astype(np.float32), expected.astype(np.float32),
+                               rtol=2e-3, atol=2e-3 * float(np.abs(expected).max()))
+    profile = result.profile
+    limit = max(bound, key=bound.get)
+    ratio = profile.cycles / bound[limit]
+    print(f"{name:<24} {chip}  block_dim {profile.block_dim:>2}  cycles {profile.cycles:>7}  bound "
+          f"{bound[limit]:>7.0f} ({limit})  ratio {ratio:4.2f}x  critical {profile.critical_pipe:<4}  "
+          f"emulated in {seconds:4.1f} s")
+    if timeline:
+        print(profile.timeline())
+    return {"kernel": name, "chip": chip, "cycles": profile.cycles, "bound": bound, "ratio": ratio,
+            "busy": profile.busy, "block_dim": profile.block_dim, "emulation_seconds": seconds}
+
+
+def main() -> None:
+    from msir.dialects.ascend import TARGETS
+
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--timeline", action="store_true", help="print each kernel's timeline")
+    p.add_argument("--json", help="write the results here")
+    args = p.parse_args()
+    results = []
+    rng = np.random.default_rng(0)
+    for chip in CHIPS:
+        spec = TARGETS[chip]
+        M = K = N = 512
+        a, b = rng.uniform(-1, 1, (M, K)).astype(np.float16), rng.uniform(-1, 1, (K, N)).astype(np.float16)
+        module = lower(matmul_ir(M, K, N), chip)
+        kernel = next(iter(module.ops))
+        expected = (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16)
+        results.append(measure("matmul 512^3 f16", chip, module, "mm", [a, b], expected,
+                               matmul_bound(spec, kernel, M, K, N), args.timeline))
+        n = 1 << 18
+        x, y = rng.uniform(-1, 1, n).astype(np.float16), rng.uniform(-1, 1, n).astype(np.float16)
+        module = lower(chain_ir(n), chip)
+        expected = np.maximum(x * y + x, y)
+        results.append(measure("elementwise 2^18 f16", chip, module, "chain", [x, y], expected,
+                               chain_bound(spec, next(iter(module.ops)), n, 3), args.timeline))
+        # double against single buffering, one core, K in many steps
+        M, K, N = 128, 1024, 128
+        a, b = rng.uniform(-1, 1, (M, K)).astype(np.float16), rng.uniform(-1, 1, (K, N)).astype(np.float16)
+        from msir.ascend import emulator
+
+        cycles = [emulator.run(lower(matmul_ir(M, K, N), chip, max_block_dim=1, matmul_buffers=buffers), "mm",
+                               [a, b]).profile.cycles for buffers in (1, 2)]
+        print(f"{'matmul 128x1024x128':<24} {chip}  one core: single-buffered {cycles[0]}, double-buffered "
+              f"{cycles[1]} cycles: {cycles[1] / cycles[0]:.2f}x")
+        results.append({"kernel": "double buffering 128x1024x128", "chip": chip, "single": cycles[0],
+                        "double": cycles[1], "ratio": cycles[1] / cycles[0]})
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
