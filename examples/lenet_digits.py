@@ -9,8 +9,8 @@ Training is MindSpore's high-level loop, written as MindSpore's tutorials
 write it (only the imports differ): `Model(net, loss_fn, optimizer,
 metrics={"accuracy": Accuracy()})`, `model.train(epochs, dataset,
 callbacks=[LossMonitor(...)])`, `model.eval(test)`. In GRAPH_MODE (msir's
-default) each step is one native call: forward, backward (convolutions'
-gradients are convolutions, through the BLAS) and the Momentum update.
+default) each step is one native call: forward, backward (convolutions and
+their gradients through the BLAS) and the Momentum update.
 
 Prints the test accuracy and the training time; with the full default epochs
 it exits with status 1 if the accuracy is below 97%.

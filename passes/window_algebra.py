@@ -20,13 +20,15 @@ unclamped row or column outside the input), a mask zeroes it.
   cannot carry through a round trip).
 * `decompose_avg_pool2d`: `reduce_sum` of the masked columns over the window
   size or, without `count_include_pad`, over the mask's sum.
-* `conv2d_input_grad` / `conv2d_weight_grad`: the two cotangents of a
-  convolution as convolutions again (so reverse mode of a convolution lowers
-  through the same GEMM, and differentiates again): the input's is the
-  cotangent dilated by the stride and padded, convolved with the spatially
-  flipped weight with in/out channels swapped per group; the weight's is the
-  (cropped) input, channels as batch and batch as channels, convolved with the
-  cotangent as kernel, stride and dilation exchanged.
+* `conv2d_input_grad`: the transposed convolution, as GEMM + col2im: the
+  weight's transpose times the cotangent, `scatter_add`ed back through the
+  forward's index table (cheaper than the equivalent convolution of the
+  dilated, padded cotangent with the flipped weight, which gathers
+  KH*KW times the input);
+* `conv2d_weight_grad`: a convolution again (through the same GEMM): the
+  (cropped, padded) input, channels as batch and batch as channels,
+  convolved with the cotangent as kernel, stride and dilation exchanged.
+  Both are primitives with rules, so reverse mode differentiates again.
 * `max_pool2d_vjp` / `max_pool2d_jvp`: the cotangent goes to the first
   maximum of each window in row-major order, as MindSpore's MaxPoolGrad does
   (checked: a window of equal values sends everything to its top-left
@@ -130,26 +132,25 @@ def conv2d(B, x: V, w: V, p: dict) -> V:
 
 
 def conv2d_input_grad(B, ct: V, w: V, x_shape: Sequence[int], p: dict) -> V:
-    """d<ct, conv2d(x, w)>/dx: a stride-1 convolution of the dilated, padded cotangent with the flipped weight."""
+    """d<ct, conv2d(x, w)>/dx: the transposed convolution as GEMM + col2im: the
+    weight's transpose times the cotangent gives each column's cotangent, which
+    `scatter_add` puts back through the forward's index table (the taps in the
+    padding masked out)."""
     stride, padding, dilation, groups = p["stride"], p["padding"], p["dilation"], p["groups"]
     n, c, h, wd = x_shape
     o, cg, kh, kw = B.shape(w)
     _, _, oh, ow = B.shape(ct)
-    lo, hi, crop = [], [], []
-    for size, before, after, k, s, d, out in zip((h, wd), padding[0::2], padding[1::2], (kh, kw), stride, dilation,
-                                                 (oh, ow)):
-        unused = size + before + after - d * (k - 1) - 1 - (out - 1) * s  # input rows no window reaches
-        lo.append(d * (k - 1) - before)
-        hi.append(d * (k - 1) - after + unused)
-        crop.append(max(-lo[-1], 0))
-    lo_p, hi_p = [max(v, 0) for v in lo], [max(v, 0) for v in hi]
-    spread_shape = (n, o, lo_p[0] + (oh - 1) * stride[0] + 1 + hi_p[0], lo_p[1] + (ow - 1) * stride[1] + 1 + hi_p[1])
-    spread = B.scatter_slice(ct, (0, 0, lo_p[0], lo_p[1]), (1, 1, *stride), spread_shape)
-    wt = B.reshape(w, (groups, o // groups, cg, kh, kw))
-    wt = B.reshape(B.transpose(wt, (0, 2, 1, 3, 4)), (c, o // groups, kh, kw))
-    flipped = B.slice(wt, (0, 0, kh - 1, kw - 1), (c, o // groups, kh, kw), (1, 1, -1, -1))
-    g = _conv(B, spread, flipped, (1, 1), dilation, groups)
-    return B.slice(g, (0, 0, crop[0], crop[1]), (n, c, h, wd), (1, 1, 1, 1))
+    k, q = cg * kh * kw, oh * ow
+    table, mask = _gather_table(B, (h, wd), (kh, kw), stride, padding, dilation, (oh, ow), B.dtype(ct))
+    if groups == 1:
+        cols = B.matmul(B.transpose(B.reshape(w, (o, k)), (1, 0)), B.reshape(ct, (n, o, q)))  # (N, K, P)
+    else:
+        wt = B.transpose(B.reshape(w, (groups, o // groups, k)), (0, 2, 1))  # (groups, K, O/groups)
+        cols = B.matmul(wt, B.reshape(ct, (n, groups, o // groups, q)))  # (N, groups, K, P)
+    cols = B.reshape(cols, (n, c, kh * kw, q))
+    if mask is not None:
+        cols = B.binary("mul", cols, B.broadcast_to(mask, B.shape(cols)))
+    return _spread(B, cols, table, x_shape)
 
 
 def conv2d_weight_grad(B, x: V, ct: V, w_shape: Sequence[int], p: dict) -> V:

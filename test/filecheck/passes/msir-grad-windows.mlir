@@ -4,13 +4,13 @@
 // GONE-NOT: msir.conv2d
 // GONE-NOT: msir.max_pool2d
 
-// Reverse mode of the window ops (passes/grad_rules.py, passes/window_algebra.py):
-// a convolution's cotangents are convolutions again. The input's: the
-// cotangent spread by the stride (scatter_slice with steps 2) and padded,
-// convolved with the flipped weight (slice steps -1), in/out channels
-// swapped per group. The weight's: the padded input, channels as batch and
-// batch as channels, convolved with the cotangent as kernel, the stride as
-// dilation. A max pooling's cotangent goes to the first maximum of each
+// Reverse mode of the window ops (passes/grad_rules.py, passes/window_algebra.py).
+// A convolution's input cotangent is the transposed convolution as GEMM +
+// col2im: the weight's transpose (per group) times the cotangent, the
+// columns' cotangents scatter_added back through the forward's index table.
+// The weight's is a convolution again: the padded input, channels as batch
+// and batch as channels, convolved with the cotangent as kernel, the stride
+// as dilation. A max pooling's cotangent goes to the first maximum of each
 // window (the smallest tap holding the maximum), scatter_added back through
 // the gather's index table.
 
@@ -32,9 +32,11 @@ func.func @grad_loss(%x: tensor<2x4x7x6xf32>, %w: tensor<6x2x3x3xf32>) -> (tenso
 // CHECK:         %[[ROUTED:.*]] = msir.select %{{.*}}, %{{.*}}, %{{.*}} {msir.name = "pool/grad"} : tensor<2x6x4x4xi1>, tensor<2x6x4x4xf32>
 // CHECK-NEXT:    %[[BACK:.*]] = msir.scatter_add %[[ROUTED]][%{{.*}}] axis 2 {msir.name = "pool/grad"} : tensor<2x6x4x4xf32>, tensor<4x4xi64> to tensor<2x6x12xf32>
 // CHECK-NEXT:    %[[CT:.*]] = msir.reshape %[[BACK]] {msir.name = "pool/grad"} : tensor<2x6x12xf32> to tensor<2x6x4x3xf32>
-// CHECK-NEXT:    %[[SPREAD:.*]] = msir.scatter_slice %[[CT]] starts array<i64: 0, 0, 1, 2> steps array<i64: 1, 1, 2, 2> {msir.name = "conv/grad"} : tensor<2x6x4x3xf32> to tensor<2x6x9x8xf32>
-// CHECK:         %[[FLIP:.*]] = msir.slice %{{.*}} starts array<i64: 0, 0, 2, 2> steps array<i64: 1, 1, -1, -1> {msir.name = "conv/grad"} : tensor<4x3x3x3xf32> to tensor<4x3x3x3xf32>
-// CHECK-NEXT:    %[[DX:.*]] = msir.conv2d %[[SPREAD]], %[[FLIP]] stride array<i64: 1, 1> padding array<i64: 0, 0, 0, 0> dilation array<i64: 1, 1> groups 2 {msir.name = "conv/grad"} : tensor<2x6x9x8xf32>, tensor<4x3x3x3xf32> to tensor<2x4x7x6xf32>
+// CHECK:         %[[WT:.*]] = msir.transpose %{{.*}}, array<i64: 0, 2, 1> {msir.name = "conv/grad"} : tensor<2x3x18xf32> to tensor<2x18x3xf32>
+// CHECK-NEXT:    %[[CTG:.*]] = msir.reshape %[[CT]] {msir.name = "conv/grad"} : tensor<2x6x4x3xf32> to tensor<2x2x3x12xf32>
+// CHECK-NEXT:    %[[DCOLS:.*]] = msir.matmul %[[WT]], %[[CTG]] {msir.name = "conv/grad"} : tensor<2x18x3xf32>, tensor<2x2x3x12xf32> to tensor<2x2x18x12xf32>
+// CHECK:         %[[SPREAD:.*]] = msir.scatter_add %{{.*}}[%{{.*}}] axis 2 {msir.name = "conv/grad"} : tensor<2x4x9x12xf32>, tensor<9x12xi64> to tensor<2x4x42xf32>
+// CHECK-NEXT:    %[[DX:.*]] = msir.reshape %[[SPREAD]] {msir.name = "conv/grad"} : tensor<2x4x42xf32> to tensor<2x4x7x6xf32>
 // CHECK:         %[[DW:.*]] = msir.conv2d %{{.*}}, %{{.*}} stride array<i64: 1, 1> padding array<i64: 0, 0, 0, 0> dilation array<i64: 2, 2> groups 2 {msir.name = "conv/grad"} : tensor<2x4x9x7xf32>, tensor<6x2x4x3xf32> to tensor<2x6x3x3xf32>
 // CHECK-NEXT:    %[[DWT:.*]] = msir.transpose %[[DW]], array<i64: 1, 0, 2, 3> {msir.name = "conv/grad"} : tensor<2x6x3x3xf32> to tensor<6x2x3x3xf32>
 // CHECK-NEXT:    func.return %[[DX]], %[[DWT]] : tensor<2x4x7x6xf32>, tensor<6x2x3x3xf32>
