@@ -1,6 +1,6 @@
 """A LeNet-style CNN trained on scikit-learn's bundled digits with `Model.train`.
 
-    pip install -e '.[examples]' && python examples/lenet_digits.py [--epochs N]
+    pip install -e '.[demo]' && python examples/lenet_digits.py [--epochs N]
 
 The 1797 8x8 digit images (no download: scikit-learn ships them) are split
 80/20, scaled to [0, 1] and kept at 8x8: two 3x3 convolutions ('same'
