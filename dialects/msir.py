@@ -71,6 +71,8 @@ from xdsl.traits import (
 )
 
 from msir.dialects import primitives as P
+from msir.dialects.windows import infer_conv2d, infer_pool2d
+from msir.errors import ShapeError
 from xdsl.utils.exceptions import VerifyException
 
 # ---------------------------------------------------------------------------
@@ -2315,6 +2317,152 @@ def _verify_row_type(op: Operation, tape: Attribute, row: Attribute, static_rows
 
 
 
+# ---------------------------------------------------------------------------
+# Window ops: convolution and pooling (shapes in msir.dialects.windows;
+# msir-lower-windows decomposes them for the CPU)
+# ---------------------------------------------------------------------------
+
+
+def _verify_window(op: IRDLOperation, infer) -> None:
+    """Check a window op's float operands, its i64 array properties and its
+    result type against `infer()` (a `msir.dialects.windows` shape function)."""
+    for name, _ in op.get_irdl_definition().operands:
+        _expect_dtype(op, name, getattr(op, name).type, FLOATS)
+    first = op.operands[0].type
+    for v in op.operands[1:]:
+        if v.type.element_type != first.element_type:  # type: ignore[attr-defined]
+            raise VerifyException(f"'{op.name}' operands differ in element type ({_operand_types(op, results=False)})")
+    for name in ("kernel", "stride", "padding", "dilation"):
+        if name in op.properties:
+            _expect_i64_array(op, name, op.properties[name])
+            values = _ints(op.properties[name])
+            if len(values) != (4 if name == "padding" else 2) or min(values) < (0 if name == "padding" else 1):
+                what = "four non-negative" if name == "padding" else "two positive"
+                raise VerifyException(f"'{op.name}' {name} must hold {what} values, got {list(values)}")
+    try:
+        shape = infer()
+    except ShapeError as e:
+        raise VerifyException(f"'{op.name}' {e.message.removeprefix(op.name + ': ')} ({_operand_types(op)})") from None
+    _expect_type(op, "result", op.results[0].type, TensorType(first.element_type, list(shape)))  # type: ignore[attr-defined]
+
+
+@irdl_op_definition
+class Conv2dOp(IRDLOperation):
+    """2-D cross-correlation (MindSpore's `Conv2D`), NCHW input, OIHW weight
+    (out channels, in channels / groups, KH, KW); explicit `padding` (top,
+    bottom, left, right) of zeros, `stride` and `dilation` (rows, columns).
+
+    ```mlir
+    %y = msir.conv2d %x, %w stride array<i64: 1, 1> padding array<i64: 1, 1, 1, 1> dilation array<i64: 1, 1> groups 1 : tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32> to tensor<1x4x8x8xf32>
+    ```
+    """
+
+    name = "msir.conv2d"
+    input = operand_def(_TensorT)
+    weight = operand_def(_TensorT)
+    stride = prop_def(AnyAttr())
+    padding = prop_def(AnyAttr())
+    dilation = prop_def(AnyAttr())
+    groups = prop_def(IntegerAttr[I64])
+    result = result_def(_TensorT)
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$input `,` $weight `stride` $stride `padding` $padding `dilation` $dilation `groups` $groups attr-dict "
+        "`:` type($input) `,` type($weight) `to` type($result)"
+    )
+
+    def __init__(self, input, weight, stride: Sequence[int], padding: Sequence[int], dilation: Sequence[int],
+                 groups: int):
+        t = SSAValue.get(input).type
+        shape = infer_conv2d(shape_of(t), shape_of(SSAValue.get(weight).type), stride, padding, dilation, groups)
+        super().__init__(
+            operands=[input, weight],
+            properties={"stride": _i64_array(stride), "padding": _i64_array(padding),
+                        "dilation": _i64_array(dilation), "groups": IntegerAttr(groups, i64)},
+            result_types=[TensorType(t.element_type, list(shape))],
+        )
+
+    def verify_(self) -> None:
+        _verify_window(self, lambda: infer_conv2d(
+            shape_of(self.input.type), shape_of(self.weight.type), _ints(self.stride), _ints(self.padding),
+            _ints(self.dilation), self.groups.value.data, "msir.conv2d"))
+
+
+class _Pool2dOp(IRDLOperation):
+    """Base of the 2-D poolings: windows `kernel` every `stride` over an NCHW input padded by `padding`."""
+
+    input = operand_def(_TensorT)
+    kernel = prop_def(AnyAttr())
+    stride = prop_def(AnyAttr())
+    padding = prop_def(AnyAttr())
+    result = result_def(_TensorT)
+    traits = traits_def(Pure())
+
+    def __init__(self, input, kernel: Sequence[int], stride: Sequence[int], padding: Sequence[int],
+                 properties: dict | None = None):
+        t = SSAValue.get(input).type
+        shape = infer_pool2d(shape_of(t), kernel, stride, padding, self.name)
+        super().__init__(
+            operands=[input],
+            properties={"kernel": _i64_array(kernel), "stride": _i64_array(stride), "padding": _i64_array(padding),
+                        **(properties or {})},
+            result_types=[TensorType(t.element_type, list(shape))],
+        )
+
+    def verify_(self) -> None:
+        _verify_window(self, lambda: infer_pool2d(
+            shape_of(self.input.type), _ints(self.kernel), _ints(self.stride), _ints(self.padding), self.name))
+
+
+@irdl_op_definition
+class MaxPool2dOp(_Pool2dOp):
+    """The maximum of each window (MindSpore's `MaxPool`); padding counts as -inf.
+
+    ```mlir
+    %y = msir.max_pool2d %x kernel array<i64: 2, 2> stride array<i64: 2, 2> padding array<i64: 0, 0, 0, 0> : tensor<1x3x8x8xf32> to tensor<1x3x4x4xf32>
+    ```
+    """
+
+    name = "msir.max_pool2d"
+    assembly_format = (
+        "$input `kernel` $kernel `stride` $stride `padding` $padding attr-dict `:` type($input) `to` type($result)"
+    )
+
+
+@irdl_op_definition
+class AvgPool2dOp(_Pool2dOp):
+    """The mean of each window (MindSpore's `AvgPool`): the sum over the window
+    size with `count_include_pad` 1, over the input elements it covers with 0
+    (what MindSpore's `pad_mode='same'` computes).
+
+    ```mlir
+    %y = msir.avg_pool2d %x kernel array<i64: 3, 3> stride array<i64: 2, 2> padding array<i64: 1, 1, 1, 1> count_include_pad 0 : tensor<1x3x8x8xf32> to tensor<1x3x4x4xf32>
+    ```
+    """
+
+    name = "msir.avg_pool2d"
+    count_include_pad = prop_def(IntegerAttr[I64])
+    assembly_format = (
+        "$input `kernel` $kernel `stride` $stride `padding` $padding `count_include_pad` $count_include_pad "
+        "attr-dict `:` type($input) `to` type($result)"
+    )
+
+    def __init__(self, input, kernel: Sequence[int], stride: Sequence[int], padding: Sequence[int],
+                 count_include_pad: bool):
+        super().__init__(input, kernel, stride, padding,
+                         {"count_include_pad": IntegerAttr(int(count_include_pad), i64)})
+
+    @property
+    def includes_padding(self) -> bool:
+        return bool(self.count_include_pad.value.data)
+
+    def verify_(self) -> None:
+        if self.count_include_pad.value.data not in (0, 1):
+            raise VerifyException(f"'{self.name}' count_include_pad must be 0 or 1, got {self.count_include_pad.value.data}")
+        super().verify_()
+
+
+
 FUSIBLE_ELEMENTWISE = (ElementwiseBinaryOp, ElementwiseUnaryOp, CompareOp, SelectOp, CastOp)
 
 
@@ -2343,6 +2491,9 @@ Msir = Dialect(
         ArgminOp,
         MatmulOp,
         EinsumOp,
+        Conv2dOp,
+        MaxPool2dOp,
+        AvgPool2dOp,
         MakeTupleOp,
         GetTupleOp,
         FusionOp,

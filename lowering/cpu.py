@@ -105,6 +105,7 @@ CPU = Target(
         Pass("msir-forward-arguments", verify=False),
         Pass("msir-inline"),
         Pass("msir-lower-einsum", verify=False),
+        Pass("msir-lower-windows", verify=False),
         Pass("dce", verify=False),
         Pass("msir-fuse"),
         Pass("convert-msir-to-loops"),

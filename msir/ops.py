@@ -17,6 +17,14 @@ promotion throughout):
 * activations: `relu`, `sigmoid`, `gelu(input, approximate='none')`,
   `softmax(input, axis=-1)`, `log_softmax(logits, axis=-1)`;
 * `layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5)`;
+* windows (NCHW): `conv2d(input, weight, bias=None, stride=1, pad_mode='valid',
+  padding=0, dilation=1, groups=1)` (OIHW weight; `padding` one int, (h, w)
+  or (top, bottom, left, right) with `pad_mode='pad'`), `max_pool2d(x,
+  kernel_size, stride=None, padding=0)`, `avg_pool2d(input_x, kernel_size=1,
+  stride=1, padding=0, count_include_pad=True)`; the poolings also take
+  msir's keyword `pad_mode=` ('same', 'valid' or 'pad', the default), what
+  `nn.MaxPool2d` / `nn.AvgPool2d` compute with (an average with `'same'`
+  divides by the input elements each window covers, as MindSpore does);
 * reductions with MindSpore's `axis` and `keep_dims`: `reduce_sum`,
   `reduce_mean`, `reduce_max`, `reduce_min` (`axis=None` or `()`: every axis);
 * shapes: `reshape(input, shape)`, `transpose(input, input_perm)`,
@@ -60,6 +68,11 @@ Decisions:
 * Integer or boolean inputs of the float-valued functions (activations,
   normalisation, losses) compute in float64, as NumPy's `np.exp` does.
 * `cross_entropy` supports `weight=None` and `label_smoothing=0.0` only.
+* `conv2d`, `max_pool2d` and `avg_pool2d` are msir ops (`msir.conv2d`, ...,
+  with their own differentiation rules, decomposed for the CPU by
+  `msir-lower-windows`: im2col and the BLAS). The poolings refuse what msir
+  does not compute yet (`dilation` other than 1, `ceil_mode=True`,
+  `return_indices=True`, a `divisor_override`) with a clear error.
 
 The frontend's side (argument binding, the ops' names) is
 `msir.frontend.ops_calls`.
@@ -76,6 +89,7 @@ import numpy as np
 
 import msir
 from msir.common.tensor import contains_tensor, unwrap, wrap
+from msir.dialects import windows
 from msir.errors import MsirError, MsirIndexError, ShapeError, UnsupportedSyntaxError
 from msir.frontend.values import kind, promote
 from msir.grad_operation import GradOperation
@@ -84,7 +98,7 @@ __all__ = [
     "abs", "add", "concat", "cross_entropy", "dense", "div", "einsum", "exp", "gelu", "layer_norm",
     "log", "log_softmax", "matmul", "maximum", "minimum", "mse_loss", "mul", "neg", "pow", "reduce_max",
     "reduce_mean", "reduce_min", "reduce_sum", "relu", "reshape", "sigmoid", "softmax", "sqrt", "square",
-    "sub", "tanh", "transpose",
+    "sub", "tanh", "transpose", "conv2d", "max_pool2d", "avg_pool2d",
     # MindSpore's spelling of what its tutorials and layers call (issue 14)
     "argmax", "binary_cross_entropy_with_logits", "cast", "cat", "expand_dims", "flatten", "full", "mean",
     "ones", "ones_like", "squeeze", "stack", "stop_gradient", "sum", "unsqueeze", "zeros", "zeros_like",
@@ -504,6 +518,101 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, *, nam
     check_eps_shape(eps_value.shape)
     axes = normalized_axes(dims, B.shape(x))
     return _eager_result(layer_norm_body(B, x, axes, w, b, eps_value.v))
+
+
+# -- windows: conv2d and the poolings (msir ops, msir.dialects.windows) -------
+
+
+def explicit_padding(padding: Any, fname: str) -> tuple[int, int, int, int]:
+    """(top, bottom, left, right) from one int, (height, width) or four ints."""
+    if isinstance(padding, (tuple, list)) and len(padding) == 2:
+        padding = (padding[0], padding[0], padding[1], padding[1])
+    return windows.quad(padding, f"msir.ops.{fname}")
+
+
+def conv2d_params(x_shape, w_shape, stride, pad_mode, padding, dilation, groups) -> dict:
+    """The `msir.conv2d` parameters of an `ops.conv2d` call, its shapes checked."""
+    fname = "msir.ops.conv2d"
+    stride, dilation = windows.pair(stride, "stride", fname), windows.pair(dilation, "dilation", fname)
+    groups = static_int(groups, "groups", "conv2d")
+    if len(w_shape) != 4 or len(x_shape) != 4:
+        windows.infer_conv2d(x_shape, w_shape, stride, (0, 0, 0, 0), dilation, groups, fname)
+    if pad_mode == "pad":
+        padding = explicit_padding(padding, "conv2d")
+    pads = windows.resolve_padding(pad_mode, padding, x_shape[2:], w_shape[2:], stride, dilation, fname)
+    windows.infer_conv2d(x_shape, w_shape, stride, pads, dilation, groups, fname)
+    return {"stride": stride, "padding": pads, "dilation": dilation, "groups": groups}
+
+
+def pool2d_params(fname: str, x_shape, kernel_size, stride, pad_mode, padding, dilation=1, ceil_mode=False,
+                  return_indices=False) -> dict:
+    """The parameters of a pooling op (`kernel`, `stride`, `padding`), its shape checked."""
+    qualname = f"msir.ops.{fname}"
+    if dilation not in (1, (1, 1), [1, 1]) or ceil_mode or return_indices:
+        raise UnsupportedSyntaxError(
+            f"{qualname}: dilation other than 1, ceil_mode=True and return_indices=True are not supported yet "
+            f"(got dilation={dilation!r}, ceil_mode={ceil_mode!r}, return_indices={return_indices!r})")
+    kernel = windows.pair(kernel_size, "kernel_size", qualname)
+    stride = kernel if stride is None else windows.pair(stride, "stride", qualname)
+    if len(x_shape) != 4:
+        windows.infer_pool2d(x_shape, kernel, stride, (0, 0, 0, 0), qualname)
+    if pad_mode == "pad":
+        padding = explicit_padding(padding, fname)
+    pads = windows.resolve_padding(pad_mode, padding, x_shape[2:], kernel, stride, (1, 1), qualname)
+    windows.infer_pool2d(x_shape, kernel, stride, pads, qualname)
+    return {"kernel": kernel, "stride": stride, "padding": pads}
+
+
+def avg_pool2d_params(x_shape, kernel_size, stride, pad_mode, padding, ceil_mode, count_include_pad,
+                      divisor_override) -> dict:
+    if divisor_override not in (None, 0):
+        raise UnsupportedSyntaxError(f"msir.ops.avg_pool2d: divisor_override is not supported yet, got "
+                                     f"{divisor_override!r}")
+    p = pool2d_params("avg_pool2d", x_shape, kernel_size, stride, pad_mode, padding, ceil_mode=ceil_mode)
+    # MindSpore's 'same' averages over the input elements a window covers
+    p["count_include_pad"] = bool(count_include_pad) and pad_mode != "same"
+    return p
+
+
+def conv2d_bias_body(B, y, bias) -> Any:
+    """`y` (N, O, H, W) plus a per-channel `bias` (O,)."""
+    n, o, h, w = B.shape(y)
+    if tuple(B.shape(bias)) != (o,):
+        raise ShapeError(f"msir.ops.conv2d: bias must have shape ({o},), one per output channel, got "
+                         f"{tuple(B.shape(bias))}")
+    return B.binary("add", y, B.broadcast_to(B.reshape(bias, (1, o, 1, 1)), (n, o, h, w)))
+
+
+def conv2d(input, weight, bias=None, stride=1, pad_mode="valid", padding=0, dilation=1, groups=1, *, name=None):
+    """2-D convolution (cross-correlation) of an NCHW input with an OIHW weight (mindspore.ops.conv2d)."""
+    check_name(name, "conv2d")
+    x, w, *b = _eager_floats(input, weight, *(() if bias is None else (bias,)))
+    B = _builder()
+    p = conv2d_params(B.shape(x), B.shape(w), stride, pad_mode, padding, dilation, groups)
+    y = B.apply("conv2d", p, [x, w])
+    return _eager_result(conv2d_bias_body(B, y, b[0]) if b else y)
+
+
+def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, return_indices=False, ceil_mode=False, *,
+               pad_mode="pad", name=None):
+    """The maximum over each window of an NCHW input (mindspore.ops.max_pool2d; padding is -inf)."""
+    check_name(name, "max_pool2d")
+    (v,) = _eager_floats(x)
+    B = _builder()
+    p = pool2d_params("max_pool2d", B.shape(v), kernel_size, stride, pad_mode, padding, dilation, ceil_mode,
+                      return_indices)
+    return _eager_result(B.apply("max_pool2d", p, [v]))
+
+
+def avg_pool2d(input_x, kernel_size=1, stride=1, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None, *, pad_mode="pad", name=None):
+    """The mean over each window of an NCHW input (mindspore.ops.avg_pool2d)."""
+    check_name(name, "avg_pool2d")
+    (v,) = _eager_floats(input_x)
+    B = _builder()
+    p = avg_pool2d_params(B.shape(v), kernel_size, stride, pad_mode, padding, ceil_mode, count_include_pad,
+                          divisor_override)
+    return _eager_result(B.apply("avg_pool2d", p, [v]))
 
 
 def reduce_sum(input, axis=None, keep_dims=False, *, name=None):

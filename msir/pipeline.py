@@ -63,6 +63,7 @@ PASSES: dict[str, str] = {
     "msir-forward-arguments": "msir.passes.forward_arguments:MsirForwardArguments",
     "msir-inline": "msir.passes.inline:MsirInline",
     "msir-lower-einsum": "msir.passes.lower_einsum:MsirLowerEinsum",
+    "msir-lower-windows": "msir.passes.lower_windows:MsirLowerWindows",
     "msir-fuse": "msir.passes.fuse:MsirFuse",
     "msir-shard": "msir.passes.shard:MsirShard",
     "convert-msir-to-loops": "msir.lowering.to_loops:ConvertMsirToLoops",

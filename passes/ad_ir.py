@@ -57,6 +57,14 @@ def op_params(op: Operation) -> tuple[str, dict[str, Any]]:
             p = {"axis": op.axis_value}
         case M.EinsumOp():
             p = {"spec": op.spec_string}
+        case M.Conv2dOp():
+            p = {"stride": M._ints(op.stride), "padding": M._ints(op.padding), "dilation": M._ints(op.dilation),
+                 "groups": op.groups.value.data}
+        case M.MaxPool2dOp():
+            p = {"kernel": M._ints(op.kernel), "stride": M._ints(op.stride), "padding": M._ints(op.padding)}
+        case M.AvgPool2dOp():
+            p = {"kernel": M._ints(op.kernel), "stride": M._ints(op.stride), "padding": M._ints(op.padding),
+                 "count_include_pad": op.includes_padding}
     if op.results and isinstance(op.results[0].type, M.TensorType):
         p["shape"] = M.shape_of(op.results[0].type)
         p["dtype"] = M.dtype_of(op.results[0].type)
@@ -232,6 +240,14 @@ class IRBuilder:
                 return self.concatenate(xs, p["axis"])
             case "stack":
                 return self.stack(xs, p["axis"])
+            case "conv2d":
+                return self.emit(M.Conv2dOp(self.val(xs[0]), self.val(xs[1]), p["stride"], p["padding"],
+                                            p["dilation"], p["groups"]))
+            case "max_pool2d":
+                return self.emit(M.MaxPool2dOp(self.val(xs[0]), p["kernel"], p["stride"], p["padding"]))
+            case "avg_pool2d":
+                return self.emit(M.AvgPool2dOp(self.val(xs[0]), p["kernel"], p["stride"], p["padding"],
+                                               p["count_include_pad"]))
         raise KeyError(f"IRBuilder.apply: no builder for '{name}'")
 
 

@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from msir.dialects import primitives
+from msir.passes import window_algebra
 from msir.passes.einsum_algebra import distinct, einsum_spec, einsum_terms, scatter_diagonals
 
 V = Any  # a builder value: an SSA value (IRBuilder) or an ndarray (NumpyBuilder)
@@ -478,6 +479,26 @@ def _(B, p, xs, y, ct):
     return [_einsum_cotangent(B, terms, out, xs, ct, i) for i in range(len(xs))]
 
 
+
+# -- window ops: derivatives as convolutions and strided slices (msir.passes.window_algebra)
+
+
+@vjp("conv2d")
+def _(B, p, xs, y, ct):
+    x, w = xs
+    return [window_algebra.conv2d_input_grad(B, ct, w, B.shape(x), p),
+            window_algebra.conv2d_weight_grad(B, x, ct, B.shape(w), p)]
+
+
+@vjp("max_pool2d")
+def _(B, p, xs, y, ct):
+    return [window_algebra.max_pool2d_vjp(B, xs[0], y, ct, p)]
+
+
+@vjp("avg_pool2d")
+def _(B, p, xs, y, ct):
+    return [window_algebra.avg_pool2d_vjp(B, xs[0], ct, p)]
+
 # -- forward rules -------------------------------------------------------------
 
 
@@ -493,7 +514,7 @@ def _lin(B: Builder, p: dict, xs: list, y: V, ts: list, name: str) -> V:
 
 for _name in (
     *(p.name for p in primitives.ELEMENTWISE if p.linear), "broadcast_to", "reshape", "transpose", "slice",
-    "scatter_slice", "concatenate", "stack", "reduce_sum", "reduce_mean",
+    "scatter_slice", "concatenate", "stack", "reduce_sum", "reduce_mean", "avg_pool2d",
 ):
     JVP[_name] = (lambda n: lambda B, p, xs, y, ts: _lin(B, p, xs, y, ts, n))(_name)
 
@@ -542,6 +563,22 @@ def _(B, p, xs, y, ts):
         out = term if out is None else B.binary("add", out, term)
     return out if out is not None else _scalar(B, 0.0, y)
 
+
+
+@jvp("conv2d")
+def _(B, p, xs, y, ts):
+    # bilinear: one convolution per operand with a tangent
+    (x, w), (tx, tw) = xs, ts
+    out = None if tx is None else window_algebra.conv2d(B, tx, w, p)
+    if tw is not None:
+        term = window_algebra.conv2d(B, x, tw, p)
+        out = term if out is None else B.binary("add", out, term)
+    return out if out is not None else _scalar(B, 0.0, y)
+
+
+@jvp("max_pool2d")
+def _(B, p, xs, y, ts):
+    return window_algebra.max_pool2d_jvp(B, xs[0], y, ts[0], p) if ts[0] is not None else _scalar(B, 0.0, y)
 
 def _jvp_from_vjp_elementwise(name: str) -> JvpRule:
     """Elementwise ops are diagonal: the tangent is the sum over operands of the

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from msir.dialects import primitives
+from msir.passes import window_algebra
 
 
 def _arr(x) -> np.ndarray:
@@ -209,6 +210,12 @@ class NumpyBuilder:
                 return self.matmul(xs[0], xs[1])
             case "einsum":
                 return self.einsum(p["spec"], xs)
+            case "conv2d":
+                return window_algebra.decompose_conv2d(self, xs[0], xs[1], p)
+            case "max_pool2d":
+                return window_algebra.decompose_max_pool2d(self, xs[0], p)
+            case "avg_pool2d":
+                return window_algebra.decompose_avg_pool2d(self, xs[0], p)
             case "select":
                 return self.select(xs[0], xs[1], xs[2])
             case "cast":

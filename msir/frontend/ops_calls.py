@@ -258,6 +258,46 @@ def _sum(tr, node, input, dim, keepdim, dtype):
     return total if dtype is None else _cast(tr, node, total, dtype)
 
 
+# -- windows: msir ops through an IRBuilder (msir.ops' parameter checks) ------
+
+
+def _static_window_arg(tr, node, value: Any, what: str) -> Any:
+    """An int or a tuple of ints known at compile time (None and strings pass through)."""
+    if value is None or isinstance(value, (str, bool)):
+        return value
+    if isinstance(value, (tuple, list)):
+        return tuple(tr.static_int(v, what, node) for v in value)
+    return tr.static_int(value, what, node)
+
+
+def _conv2d(tr, node, input, weight, bias, stride, pad_mode, padding, dilation, groups):
+    x, w, *b = _floats(tr, node, input, weight, *(() if bias is None else (bias,)))
+    args = [_static_window_arg(tr, node, v, what) for v, what in
+            ((stride, "stride"), (padding, "padding"), (dilation, "dilation"), (groups, "groups"))]
+    p = ops.conv2d_params(x.shape, w.shape, args[0], pad_mode, args[1], args[2], args[3])
+    B = _builder(tr)
+    y = B.apply("conv2d", p, [x.ssa, w.ssa])
+    return _tensor(ops.conv2d_bias_body(B, y, b[0].ssa) if b else y)
+
+
+def _max_pool2d(tr, node, x, kernel_size, stride, padding, dilation, return_indices, ceil_mode, pad_mode):
+    (v,) = _floats(tr, node, x)
+    kernel, stride, padding, dilation = (_static_window_arg(tr, node, a, what) for a, what in (
+        (kernel_size, "kernel_size"), (stride, "stride"), (padding, "padding"), (dilation, "dilation")))
+    p = ops.pool2d_params("max_pool2d", v.shape, kernel, stride, pad_mode, padding, dilation, ceil_mode,
+                          return_indices)
+    return _tensor(_builder(tr).apply("max_pool2d", p, [v.ssa]))
+
+
+def _avg_pool2d(tr, node, input_x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override,
+                pad_mode):
+    (v,) = _floats(tr, node, input_x)
+    kernel, stride, padding = (_static_window_arg(tr, node, a, what) for a, what in (
+        (kernel_size, "kernel_size"), (stride, "stride"), (padding, "padding")))
+    p = ops.avg_pool2d_params(v.shape, kernel, stride, pad_mode, padding, ceil_mode, count_include_pad,
+                              divisor_override)
+    return _tensor(_builder(tr).apply("avg_pool2d", p, [v.ssa]))
+
 def _stop_gradient(tr, node, value):
     t = tr.as_tensor(value, node)
     return tr.tensor(M.StopGradientOp(t.ssa), t.weak)
@@ -287,6 +327,9 @@ _BUILDERS: dict[Callable, Callable] = {
     ops.softmax: _softmax,
     ops.log_softmax: _log_softmax,
     ops.layer_norm: _layer_norm,
+    ops.conv2d: _conv2d,
+    ops.max_pool2d: _max_pool2d,
+    ops.avg_pool2d: _avg_pool2d,
     ops.reduce_sum: _reduction("sum"),
     ops.reduce_mean: _reduction("mean"),
     ops.reduce_max: _reduction("max"),

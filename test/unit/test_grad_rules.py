@@ -278,6 +278,68 @@ def _einsum_cases() -> list[Case]:
     ]
 
 
+def _windows(xp: np.ndarray, kernel, stride, dilation=(1, 1)) -> np.ndarray:
+    """The windows of a padded NCHW array: (N, C, OH, OW, KH, KW)."""
+    span = [d * (k - 1) + 1 for k, d in zip(kernel, dilation)]
+    v = np.lib.stride_tricks.sliding_window_view(xp, span, axis=(2, 3))
+    return v[:, :, ::stride[0], ::stride[1], ::dilation[0], ::dilation[1]]
+
+
+def conv2d_reference(x, w, stride, padding, dilation, groups):
+    """conv2d by NumPy's sliding windows and one matmul per group (the BLAS, as
+    NumpyBuilder's im2col calls it, so that float64 agrees to the last bit)."""
+    t, b, l, r = padding
+    win = _windows(np.pad(x, ((0, 0), (0, 0), (t, b), (l, r))), w.shape[2:], stride, dilation)
+    n, c, oh, ow, kh, kw = win.shape
+    o, cg = w.shape[:2]
+    cols = win.reshape(n, groups, cg, oh * ow, kh * kw).transpose(0, 1, 2, 4, 3).reshape(n, groups, cg * kh * kw, -1)
+    y = np.matmul(w.reshape(groups, o // groups, cg * kh * kw), cols) if groups > 1 else \
+        np.matmul(w.reshape(o, -1), cols[:, 0])
+    return y.reshape(n, o, oh, ow)
+
+
+def pool2d_reference(x, kind, kernel, stride, padding, count_include_pad=True):
+    """Max or mean of each window; the taps added in row-major order (as the decomposition does)."""
+    t, b, l, r = padding
+    fill = -np.inf if kind == "max" else 0.0
+    win = _windows(np.pad(x, ((0, 0), (0, 0), (t, b), (l, r)), constant_values=fill), kernel, stride)
+    if kind == "max":
+        return win.max(axis=(4, 5))
+    total = sum(win[..., i, j] for i in range(kernel[0]) for j in range(kernel[1]))
+    if count_include_pad:
+        return total / (kernel[0] * kernel[1])
+    ones = _windows(np.pad(np.ones((1, 1) + x.shape[2:], x.dtype), ((0, 0), (0, 0), (t, b), (l, r))), kernel, stride)
+    return total / sum(ones[..., i, j] for i in range(kernel[0]) for j in range(kernel[1]))
+
+
+def _window_cases() -> list[Case]:
+    conv = [  # (id, x shape, w shape, stride, padding, dilation, groups)
+        ("grouped-strided", (2, 4, 7, 6), (6, 2, 3, 3), (2, 2), (1, 1, 0, 1), (1, 1), 2),
+        ("dilated", (1, 2, 7, 7), (3, 2, 3, 3), (1, 1), (0, 0, 0, 0), (2, 2), 1),
+        ("asymmetric", (2, 3, 6, 5), (2, 3, 2, 3), (2, 1), (2, 0, 1, 2), (1, 2), 1),
+        ("kernel-larger-than-output", (1, 1, 6, 6), (2, 1, 5, 5), (1, 1), (0, 0, 0, 0), (1, 1), 1),
+    ]
+    cases = [
+        Case(f"conv2d-{tag}", lambda x, w, st=st, pd=pd, dl=dl, g=g: M.Conv2dOp(x, w, st, pd, dl, g),
+             inputs(normal(*xs), normal(*ws)),
+             lambda x, w, st=st, pd=pd, dl=dl, g=g: conv2d_reference(x, w, st, pd, dl, g))
+        for tag, xs, ws, st, pd, dl, g in conv
+    ]
+    pools = [  # (id, x shape, kernel, stride, padding)
+        ("2x2", (2, 3, 4, 6), (2, 2), (2, 2), (0, 0, 0, 0)),
+        ("3x3-padded", (1, 2, 5, 5), (3, 3), (2, 2), (1, 1, 1, 1)),
+        ("overlapping-same", (1, 2, 5, 4), (2, 3), (1, 2), (0, 1, 1, 1)),
+    ]
+    for tag, xs, k, st, pd in pools:
+        cases.append(Case(f"max_pool2d-{tag}", lambda x, k=k, st=st, pd=pd: M.MaxPool2dOp(x, k, st, pd),
+                          inputs(distinct(*xs)), lambda x, k=k, st=st, pd=pd: pool2d_reference(x, "max", k, st, pd)))
+        for include in (True, False):
+            cases.append(Case(
+                f"avg_pool2d-{tag}-{'include' if include else 'exclude'}-pad",
+                lambda x, k=k, st=st, pd=pd, inc=include: M.AvgPool2dOp(x, k, st, pd, inc),
+                inputs(normal(*xs)), lambda x, k=k, st=st, pd=pd, inc=include: pool2d_reference(x, "avg", k, st, pd, inc)))
+    return cases
+
 def _stop_gradient_case() -> Case:
     # For differentiation stop_gradient is a constant function: its value is x0 at
     # every x, so finite differences give zero.
@@ -286,7 +348,7 @@ def _stop_gradient_case() -> Case:
 
 
 CASES = (_elementwise_cases() + _shape_cases() + _reduce_cases() + _matmul_cases() + _einsum_cases()
-         + [_stop_gradient_case()])
+         + _window_cases() + [_stop_gradient_case()])
 
 
 def _params(case: Case, rules: bool = False):

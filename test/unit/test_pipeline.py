@@ -104,7 +104,8 @@ def test_pipeline_text_round_trips_through_xdsl():
 
 def test_cpu_pipeline_is_the_driver_stages():
     assert CPU.pipeline.text() == (
-        "msir-grad-jvp,msir-symbol-dce,msir-forward-arguments,msir-inline,msir-lower-einsum,dce,msir-fuse,"
+        "msir-grad-jvp,msir-symbol-dce,msir-forward-arguments,msir-inline,msir-lower-einsum,msir-lower-windows,dce,"
+        "msir-fuse,"
         "convert-msir-to-loops,msir-lower-to-llvm"
     )
     assert CPU.pipeline.labels()[-3:] == ["convert-msir-to-loops", "mangle-symbols", "msir-lower-to-llvm"]

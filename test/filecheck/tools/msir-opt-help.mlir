@@ -14,6 +14,7 @@
 // CHECK-NEXT: {{^}}  msir-forward-arguments  Callers use
 // CHECK-NEXT: {{^}}  msir-inline             Inline private
 // CHECK-NEXT: {{^}}  msir-lower-einsum       Decompose `msir.einsum`
+// CHECK-NEXT: {{^}}  msir-lower-windows      Decompose convolutions and poolings
 // CHECK-NEXT: {{^}}  msir-fuse               Group elementwise chains
 // CHECK-NEXT: {{^}}  msir-shard              Partition the functions whose ops carry strategies into per-device functions.{{$}}
 // CHECK-NEXT: {{^}}  convert-msir-to-loops   Bufferise msir tensor code
