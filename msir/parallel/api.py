@@ -54,7 +54,14 @@ def shard(fn, mesh, strategies: Mapping[str, Any] | None = None,
     model = cost_model if cost_model is not None else CostModel()
     if not isinstance(model, CostModel):
         raise PlanningError(f"cost_model must be a msir.parallel.CostModel, got {type(model).__name__}")
-    graph = build_graph(fn, tuple(example_args))
+    return plan_graph(build_graph(fn, tuple(example_args)), mesh, strategies, input_layouts, example_args, model,
+                      argnums, params)
+
+
+def plan_graph(graph: Graph, mesh: Mesh, strategies: Mapping[str, Any] | None,
+               input_layouts: Mapping[int, Layout | str] | None, example_args: Sequence[Any], model: CostModel,
+               argnums: int | Sequence[int] | None, params: int | Sequence[int] | None) -> Plan:
+    """`shard`'s plan of a graph already built (`msir.parallel.context_plan` reads the graph first)."""
     model.for_mesh(mesh, graph.loc)
     if graph.step is not None:
         # a training step: its transformation says what needs a gradient; positions are the step's parameters
