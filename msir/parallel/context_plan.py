@@ -9,8 +9,10 @@
   registered by their op name in `msir.context.primitive_strategies`), the
   other ops' chosen by the search;
 * `data_parallel`: `shard` with every *data* argument split along its first
-  dimension over all mesh axes (major to minor) and every parameter
-  replicated, the ops' strategies chosen by the search under those layouts.
+  dimension over all mesh axes (major to minor), every parameter replicated,
+  and every op's strategy the one its inputs' layouts imply (propagated in
+  program order, as msir-shard propagates): the batch loop split, the
+  gradients of the parameters partial and all-reduced.
   For a training step the parameters are the arguments it differentiates
   and the data the other array arguments it passes to its loss; for another
   function the data are the array arguments whose first dimension is the
@@ -44,7 +46,37 @@ def plan_for_context(fn, args: tuple):
         strategies = {name: s for name, s in primitive_strategies.items() if name in names}
     elif mode == "data_parallel":
         layouts = _data_layouts(graph, args, mesh)
+        strategies = _propagated(graph, layouts, mesh)
     return plan_graph(graph, mesh, strategies, layouts, args, model, None, None)
+
+
+def _propagated(graph, layouts: dict[int, str], mesh) -> dict[str, str]:
+    """Every op's strategy as the layouts of its inputs imply it, in program order from the arguments'
+    (msir-shard's propagation on the planner's graph): the data parallelism of the batch split."""
+    from msir.parallel.mesh_layout import Layout, format_strategy, split_of
+
+    known: dict[int, Layout] = {}
+    for position, text in layouts.items():
+        leaves = graph.step_arg_leaves[position] if graph.step is not None else graph.arg_leaves[position]
+        leaf = graph.step.loss_arg_of[leaves[0]] if graph.step is not None else leaves[0]
+        known[graph.leaves[leaf]] = Layout.of(text)
+    strategies = {}
+    for node in graph.nodes:
+        s: list[str | None] = [None] * mesh.rank
+        for use in node.uses:
+            layout = known.get(use.value)
+            for d, axes in enumerate(layout.dims if layout is not None else ()):
+                for a in axes:
+                    c = use.letters[d]
+                    if c is None or s[a] is not None:
+                        continue
+                    s[a] = c
+                    if node.sizes[c] % split_of(s, c, mesh):
+                        s[a] = None
+        strategies[node.name] = format_strategy(tuple(s))
+        known[node.out] = Layout(tuple(tuple(a for a, c in enumerate(s) if c is not None and c == letter)
+                                       for letter in node.out_letters))
+    return strategies
 
 
 def _data_layouts(graph, args: tuple, mesh) -> dict[int, str]:
