@@ -1,6 +1,7 @@
 """msir side by side with NumPy, JAX, PyTorch (eager and torch.compile) and MindSpore.
 
     python bench/run.py [--quick] [--json out.json] [--only W1,W4-1024] [--frameworks msir,numpy]
+    python bench/run.py --contention [--quick] [--only ...] [--frameworks msir,jax]
 
 Every (framework, thread count) pair runs in its own process (bench/peers.py) with the
 thread environment set before anything is imported: OMP/MKL/OPENBLAS/MSIR_NUM_THREADS,
@@ -17,6 +18,15 @@ measured NumPy sgemm, and each framework's time divided by msir's from the same 
 ("x msir": above 1 means msir is faster). MindSpore runs with the python of its own
 virtualenv (bench/setup_peers.sh); a framework that is not installed is "skipped".
 W8 (compile time of a 200-op function, first and second process) runs apart.
+
+--contention runs the steady-state rows (msir alone unless --frameworks names
+others) under four loads, started by the harness from bench/neighbour.py and
+killed after: quiet; one process spinning on the last CPU (the 1-thread worker
+is pinned to the first, so only the 2-thread run shares a core); one spinning
+process per CPU; a multi-threaded neighbour (a NumPy matmul thread per CPU).
+It prints each row's 1- and 2-thread times per load, their ratio (target
+<= 1.1) and the 2-thread time over the quiet 1-thread time (target <= 1.5
+beside the neighbour).
 """
 
 from __future__ import annotations
@@ -220,25 +230,144 @@ def targets(report: dict) -> list[str]:
 
 
 # --------------------------------------------------------------------------------------
+# contention
+
+
+def contention_loads() -> list[tuple[str, list[list[str]]]]:
+    """(label, commands of the load processes) for each load, quiet first."""
+    cpus = sorted(os.sched_getaffinity(0))
+    neighbour = [sys.executable, str(HERE / "neighbour.py")]
+    return [
+        ("quiet", []),
+        (f"CPU {cpus[-1]} busy", [neighbour + ["--busy", str(cpus[-1])]]),
+        ("every CPU busy", [neighbour + ["--busy", str(c)] for c in cpus]),
+        (f"neighbour, {len(cpus)} threads", [neighbour + ["--threads", str(len(cpus))]]),
+    ]
+
+
+LOAD_RAMP_S = 1.0
+"""Seconds a load runs before the measurement starts (NumPy's import, the
+scheduler settling)."""
+
+
+def run_contention(frameworks, avail, names, threads, scratch: Path, timeout, quick, log) -> dict:
+    """{load: {framework: {threads: worker result}}}; every load process is
+    this harness's own and is killed, by its pid, after its load."""
+    out: dict[str, dict] = {}
+    for label, commands in contention_loads():
+        procs = [subprocess.Popen(c, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for c in commands]
+        try:
+            if procs:
+                time.sleep(LOAD_RAMP_S)
+            for fw in frameworks:
+                if avail[fw]["status"] != "ok":
+                    continue
+                python = str(ms_python()) if fw == "mindspore" else sys.executable
+                for t in threads:
+                    log(f"{label}: {fw}, {t} thread(s) ...")
+                    res = run_worker(["steady", "--framework", fw, "--threads", str(t), "--workloads", ",".join(names)]
+                                     + (["--quick"] if quick else []),
+                                     thread_env(t, scratch / f"{label}-{fw}-{t}".replace(" ", "_").replace(",", "")),
+                                     python, timeout, log)
+                    out.setdefault(label, {}).setdefault(fw, {})[str(t)] = res
+        finally:
+            for proc in procs:
+                proc.kill()
+                proc.wait()
+    return out
+
+
+def build_contention_table(report: dict) -> str:
+    threads = report["config"]["threads"]
+    lo, hi = str(threads[0]), str(threads[-1])
+    hdr = ["workload", "framework", "load"] + [f"{t}T ms" for t in threads] + [f"{hi}T/{lo}T", f"{hi}T/quiet {lo}T"]
+    rows = [hdr]
+    loads = list(report["contention"])
+    frameworks = sorted({fw for per in report["contention"].values() for fw in per})
+    for name in report["config"]["workloads"]:
+        for fw in frameworks:
+            quiet = report["contention"].get("quiet", {}).get(fw, {}).get(lo, {})
+            quiet_lo = _cell(quiet.get("results", {}).get(name), "median_s") if quiet.get("status") == "ok" else None
+            for load in loads:
+                res = report["contention"][load].get(fw, {})
+                med = {}
+                for t in threads:
+                    r = res.get(str(t), {})
+                    med[str(t)] = _cell(r.get("results", {}).get(name), "median_s") if r.get("status") == "ok" else None
+                row = [name, fw, load] + [_fmt_t(med[str(t)]) for t in threads]
+                row.append(f"{med[hi] / med[lo]:.2f}" if med[hi] and med[lo] else "-")
+                row.append(f"{med[hi] / quiet_lo:.2f}" if med[hi] and quiet_lo else "-")
+                rows.append(row)
+    widths = [max(len(r[i]) for r in rows) for i in range(len(hdr))]
+    lines = ["  ".join(c.rjust(w) if i > 2 else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in rows]
+    lines.insert(1, "-" * len(lines[0]))
+    return "\n".join(lines)
+
+
+def main_contention(a, frameworks, names, threads, timeout, log) -> int:
+    steady = [n for n in names if n != "W8"]
+    t_start = time.perf_counter()
+    scratch = Path(tempfile.mkdtemp(prefix="msir-bench-contention-"))
+    try:
+        avail = availability(frameworks)
+        report = {
+            "config": {"quick": a.quick, "threads": threads, "frameworks": frameworks, "workloads": steady,
+                       "loads": [label for label, _ in contention_loads()]},
+            "machine": {"cpu": _cpu_name(), "cores": os.cpu_count(), "python": platform.python_version(),
+                        "loadavg_at_start": os.getloadavg()},
+            "frameworks": avail,
+            "contention": run_contention(frameworks, avail, steady, threads, scratch, timeout, a.quick, log),
+        }
+        report["wall_s"] = time.perf_counter() - t_start
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    m = report["machine"]
+    text = "\n".join([
+        f"msir contention benchmark ({'quick' if a.quick else 'full'}) on {m['cpu']}, {m['cores']} cores, "
+        f"load average at start {m['loadavg_at_start'][0]:.2f}",
+        "  ms = median steady-state time; targets: 2T/1T <= 1.1 under every load, "
+        "2T/quiet 1T <= 1.5 beside the neighbour",
+        "",
+        build_contention_table(report),
+    ])
+    for load, per_fw in report["contention"].items():
+        for fw, per_t in per_fw.items():
+            for t, r in per_t.items():
+                if r.get("status") != "ok":
+                    text += f"\n  ERROR {load} {fw} {t}T: {r.get('error', r.get('reason', ''))[:300]}"
+    print(text)
+    report["table"] = text
+    out = Path(a.json)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=1))
+    log(f"JSON written to {out} ({report['wall_s']:.0f} s)")
+    return 0
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="small sizes, few repeats (smoke test)")
-    p.add_argument("--json", default=str(HERE / "results" / "latest.json"), help="JSON output path")
+    p.add_argument("--json", default=None,
+                   help="JSON output path (default bench/results/latest.json, with --contention contention.json)")
     p.add_argument("--only", default="", help="comma-separated workloads (W1,W2,W3,W4-512,...,W8); a prefix such as W4 selects all its sizes")
     p.add_argument("--frameworks", help="comma-separated subset of " + ",".join(FRAMEWORKS)
                    + " (default: all; with --quick all but torch.compile, whose cold compiles take minutes)")
     p.add_argument("--no-peers", action="store_true", help="msir and NumPy only")
     p.add_argument("--threads", default="1,2", help="thread counts to measure (default 1,2)")
     p.add_argument("--timeout", type=float, default=None, help="seconds per worker process")
+    p.add_argument("--contention", action="store_true",
+                   help="run the rows quiet, with a busy process on one CPU, on every CPU and beside a "
+                        "multi-threaded neighbour (msir alone unless --frameworks is given)")
     a = p.parse_args(argv)
 
     log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
+    a.json = a.json or str(HERE / "results" / ("contention.json" if a.contention else "latest.json"))
     if a.no_peers:
         frameworks = ["msir", "numpy"]
     elif a.frameworks:
         frameworks = [f for f in a.frameworks.split(",") if f]
+    elif a.contention:
+        frameworks = ["msir"]
     else:
         frameworks = list(FRAMEWORKS)
     unknown = set(frameworks) - set(FRAMEWORKS)
@@ -257,6 +386,8 @@ def main(argv=None) -> int:
         names = all_names
     steady = [n for n in names if n != "W8"]
     timeout = a.timeout or (300 if a.quick else 1800)
+    if a.contention:
+        return main_contention(a, frameworks, names, threads, timeout, log)
 
     t_start = time.perf_counter()
     scratch = Path(tempfile.mkdtemp(prefix="msir-bench-"))

@@ -485,6 +485,11 @@ class ConstantOp(IRDLOperation):
         _expect_type(self, "result", self.result.type, self.value.type)
         _expect_dtype(self, "result", self.result.type, ALL)
 
+    def is_splat(self) -> bool:
+        """All elements equal, and at least one. Ask this, not `value.is_splat()`:
+        xDSL's reads the first element, so an empty constant raises IndexError."""
+        return bool(self.value.get_values()) and self.value.is_splat()
+
     def values(self) -> tuple[bool | int | float, ...]:
         """The elements as Python values, booleans as `False`/`True`. Read
         constants through this, not `value.get_values()`: xDSL keeps i1 as signed,
@@ -1742,7 +1747,7 @@ class FusionOp(IRDLOperation):
                 raise VerifyException(f"'{self.name}' body cannot hold '{op.name}' (not elementwise)")
             full = shape_of(op.results[0].type) == shape
             if isinstance(op, ConstantOp):
-                if not (op.value.is_splat() and (full or shape_of(op.result.type) == ())):
+                if not (op.is_splat() and (full or shape_of(op.result.type) == ())):
                     raise VerifyException(
                         f"'{self.name}' body constants must be splats of the iteration shape or rank 0, got {op.result.type}"
                     )

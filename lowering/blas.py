@@ -22,7 +22,8 @@ an option.
 How it is called
 ================
 `load()` loads `libscipy_openblas.so` with `llvmlite.binding.load_library_permanently`
-and compiles, once per process in a tiny engine of its own, two trampolines::
+and compiles, once per process in a tiny engine of its own (its object code kept
+in the cache directory, `msir.lowering.runtime_object`), two trampolines::
 
     void __msir_gemm_f32(i64 trans_a, i64 trans_b, i64 m, i64 n, i64 k,
                          ptr a, i64 a_offset, i64 lda,
@@ -59,10 +60,32 @@ persistent compile cache that loads object code must call it too).
 
 Threads
 =======
-OpenBLAS starts its own thread pool. Its size is msir's thread count
+msir's pool owns the cores (`msir.lowering.threads`): OpenBLAS never runs its
+own thread pool beside it. Each product is cut, along the longer of m and n,
+into chunks of at least `GEMM_MIN_CHUNK_ROWS` rows (columns) and
+`GEMM_CHUNK_FLOPS` flops, run through `__msir_parallel_for`; each chunk is one
+single-threaded OpenBLAS call on views of A, B and C. So:
+
+* a thread the OS deschedules delays one chunk, which the awake threads do
+  not wait for (OpenBLAS's own threads split a product statically and wait
+  for one another inside it: on a loaded 2-core machine its 2-thread sgemm
+  was measured 2.5-3x slower than its 1-thread one);
+* products too small to pay for a dispatch (W6's 128x128x32 steps) are one
+  call in the calling thread, whatever the thread count;
+* the chunks depend on the shapes only, so products are bitwise equal across
+  thread counts.
+
+The trampolines set OpenBLAS to one thread for the duration of each call and
+restore it after. Outside msir's calls OpenBLAS's thread count is msir's
 (`msir.lowering.threads.get_num_threads()`: `msir.set_num_threads(n)`, else
 `MSIR_NUM_THREADS`, else `OMP_NUM_THREADS`, else the usable CPUs), applied at
-`load()` and by every `msir.set_num_threads`.
+`load()` and by every `msir.set_num_threads`; its pool, which then sits
+unused, sleeps at once (`OPENBLAS_THREAD_TIMEOUT`, set in the environment
+before the library loads unless the user set it). Two Python threads in
+msir's products at once may see OpenBLAS's count restored while the other's
+chunks still run: those chunks then use OpenBLAS's threads (correct results,
+not necessarily the same bits).
+`split_gemms()` counts the products that ran as more than one chunk.
 
 Disabling
 =========
@@ -78,6 +101,7 @@ import ctypes
 import os
 import threading
 
+from msir.lowering import runtime_object
 from msir.lowering.load_once import load_once
 
 LIBRARY_NAME = "libscipy_openblas.so"
@@ -91,10 +115,33 @@ loop kernel)."""
 _lock = threading.Lock()
 _state: dict[str, object] = {}  # "ok": bool, "engine", "cdll", "path", "error"
 
+OPENBLAS_THREAD_TIMEOUT = 4
+"""log2 of the cycles an idle OpenBLAS thread spins before it sleeps (its
+minimum; OpenBLAS's default, 28, is ~0.1 s), set in the environment unless
+the user set it."""
+
+GEMM_CHUNK_FLOPS = 1 << 24
+"""Floating-point operations a chunk of a split product must do at least:
+~70-500 us of one core (30-240 GFLOP/s single-threaded sgemm on these
+machines), well above the ~1 us of a dispatch to awake workers and the
+~20-200 us of one to sleeping workers (`threads.measure_dispatch_us`). A
+recurrent step's 128x128x32 product (1 MFLOP, W6) is never split."""
+
+GEMM_MIN_CHUNK_ROWS = 128
+"""Rows (or columns) a chunk has at least (up to the runtime's rounding): each
+chunk is a gemm call that packs the shared operand again, so a chunk of
+r rows costs ~k x n extra copies against 2 r k n flops (measured
+single-threaded on a loaded 2-core host, so roughly: 256-row pieces of 512^3
+and 1024^3 ran as fast as the whole product, 128-row ones 1.0-1.2x, 64-row
+ones up to 1.4x slower)."""
+
 _TRAMPOLINE = """
 declare void @scipy_cblas_{p}gemm(i32, i32, i32, i32, i32, i32, {t}, ptr, i32, ptr, i32, {t}, ptr, i32)
 
-define internal void @gemm_{p}(i64 %ta, i64 %tb, i64 %m, i64 %n, i64 %k,
+; the arguments of one product, read by every chunk of it
+%args_{p} = type {{ i64, i64, i64, i64, i64, ptr, i64, i64, ptr, i64, i64, ptr, i64, i64, {t}, {t}, i64 }}
+
+define internal void @cblas_{p}(i64 %ta, i64 %tb, i64 %m, i64 %n, i64 %k,
                                ptr %a, i64 %ao, i64 %lda, ptr %b, i64 %bo, i64 %ldb,
                                ptr %c, i64 %co, i64 %ldc, {t} %alpha, {t} %beta) {{
   %pa = getelementptr {t}, ptr %a, i64 %ao
@@ -115,6 +162,100 @@ define internal void @gemm_{p}(i64 %ta, i64 %tb, i64 %m, i64 %n, i64 %k,
   %ldc2 = trunc i64 %ldc1 to i32
   call void @scipy_cblas_{p}gemm(i32 101, i32 %ta2, i32 %tb2, i32 %m2, i32 %n2, i32 %k2,
       {t} %alpha, ptr %pa, i32 %lda2, ptr %pb, i32 %ldb2, {t} %beta, ptr %pc, i32 %ldc2)
+  ret void
+}}
+
+; rows [lo, hi) of C (by_rows) or its columns [lo, hi): one gemm on views
+define internal void @chunk_{p}(ptr %args, i64 %chunk, i64 %lo, i64 %hi) {{
+  %s = load %args_{p}, ptr %args
+  %ta = extractvalue %args_{p} %s, 0
+  %tb = extractvalue %args_{p} %s, 1
+  %m = extractvalue %args_{p} %s, 2
+  %n = extractvalue %args_{p} %s, 3
+  %k = extractvalue %args_{p} %s, 4
+  %a = extractvalue %args_{p} %s, 5
+  %ao = extractvalue %args_{p} %s, 6
+  %lda = extractvalue %args_{p} %s, 7
+  %b = extractvalue %args_{p} %s, 8
+  %bo = extractvalue %args_{p} %s, 9
+  %ldb = extractvalue %args_{p} %s, 10
+  %c = extractvalue %args_{p} %s, 11
+  %co = extractvalue %args_{p} %s, 12
+  %ldc = extractvalue %args_{p} %s, 13
+  %alpha = extractvalue %args_{p} %s, 14
+  %beta = extractvalue %args_{p} %s, 15
+  %by_rows = extractvalue %args_{p} %s, 16
+  %len = sub i64 %hi, %lo
+  %rows = icmp ne i64 %by_rows, 0
+  br i1 %rows, label %split_m, label %split_n
+split_m:
+  ; row i of op(A) starts at i * lda (A) or at i (A transposed)
+  %ta_set = icmp ne i64 %ta, 0
+  %a_stride = select i1 %ta_set, i64 1, i64 %lda
+  %a_skip = mul i64 %lo, %a_stride
+  %ao_m = add i64 %ao, %a_skip
+  %c_skip_m = mul i64 %lo, %ldc
+  %co_m = add i64 %co, %c_skip_m
+  call void @cblas_{p}(i64 %ta, i64 %tb, i64 %len, i64 %n, i64 %k, ptr %a, i64 %ao_m, i64 %lda,
+                       ptr %b, i64 %bo, i64 %ldb, ptr %c, i64 %co_m, i64 %ldc, {t} %alpha, {t} %beta)
+  ret void
+split_n:
+  ; column j of op(B) starts at j (B) or at j * ldb (B transposed)
+  %tb_set = icmp ne i64 %tb, 0
+  %b_stride = select i1 %tb_set, i64 %ldb, i64 1
+  %b_skip = mul i64 %lo, %b_stride
+  %bo_n = add i64 %bo, %b_skip
+  %co_n = add i64 %co, %lo
+  call void @cblas_{p}(i64 %ta, i64 %tb, i64 %m, i64 %len, i64 %k, ptr %a, i64 %ao, i64 %lda,
+                       ptr %b, i64 %bo_n, i64 %ldb, ptr %c, i64 %co_n, i64 %ldc, {t} %alpha, {t} %beta)
+  ret void
+}}
+
+; C = alpha op(A) op(B) + beta C, split along the longer of m and n into
+; chunks of msir's pool; OpenBLAS runs single-threaded in every chunk
+define internal void @gemm_{p}(i64 %ta, i64 %tb, i64 %m, i64 %n, i64 %k,
+                               ptr %a, i64 %ao, i64 %lda, ptr %b, i64 %bo, i64 %ldb,
+                               ptr %c, i64 %co, i64 %ldc, {t} %alpha, {t} %beta) {{
+  %by_rows = icmp sge i64 %m, %n
+  %extent = select i1 %by_rows, i64 %m, i64 %n
+  %other = select i1 %by_rows, i64 %n, i64 %m
+  %flag = zext i1 %by_rows to i64
+  %s0 = insertvalue %args_{p} undef, i64 %ta, 0
+  %s1 = insertvalue %args_{p} %s0, i64 %tb, 1
+  %s2 = insertvalue %args_{p} %s1, i64 %m, 2
+  %s3 = insertvalue %args_{p} %s2, i64 %n, 3
+  %s4 = insertvalue %args_{p} %s3, i64 %k, 4
+  %s5 = insertvalue %args_{p} %s4, ptr %a, 5
+  %s6 = insertvalue %args_{p} %s5, i64 %ao, 6
+  %s7 = insertvalue %args_{p} %s6, i64 %lda, 7
+  %s8 = insertvalue %args_{p} %s7, ptr %b, 8
+  %s9 = insertvalue %args_{p} %s8, i64 %bo, 9
+  %s10 = insertvalue %args_{p} %s9, i64 %ldb, 10
+  %s11 = insertvalue %args_{p} %s10, ptr %c, 11
+  %s12 = insertvalue %args_{p} %s11, i64 %co, 12
+  %s13 = insertvalue %args_{p} %s12, i64 %ldc, 13
+  %s14 = insertvalue %args_{p} %s13, {t} %alpha, 14
+  %s15 = insertvalue %args_{p} %s14, {t} %beta, 15
+  %s16 = insertvalue %args_{p} %s15, i64 %flag, 16
+  %args = alloca %args_{p}, align 8
+  store %args_{p} %s16, ptr %args
+  ; a chunk: at least {min_rows} rows and {chunk_flops} flops
+  %kk = call i64 @llvm.smax.i64(i64 %k, i64 1)
+  %oo = call i64 @llvm.smax.i64(i64 %other, i64 1)
+  %per0 = mul i64 %kk, %oo
+  %per = shl i64 %per0, 1
+  %want = add i64 {chunk_flops_m1}, %per
+  %by_flops = udiv i64 %want, %per
+  %min_iters = call i64 @llvm.smax.i64(i64 %by_flops, i64 {min_rows})
+  call void @blas_single_threaded()
+  %chunks = call i64 @__msir_parallel_for(ptr @chunk_{p}, ptr %args, i64 0, i64 %extent, i64 %min_iters)
+  call void @blas_restore_threads()
+  %split = icmp ugt i64 %chunks, 1
+  br i1 %split, label %count, label %done
+count:
+  %old = atomicrmw add ptr @stats.split_gemms, i64 1 monotonic
+  br label %done
+done:
   ret void
 }}
 
@@ -144,6 +285,50 @@ gemm:
 }}
 """
 
+_COMMON = """
+declare i64 @llvm.smax.i64(i64, i64)
+declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)
+declare void @scipy_openblas_set_num_threads(i32)
+declare i64 @__msir_parallel_for(ptr, ptr, i64, i64, i64)
+
+; msir's thread count, which OpenBLAS's own pool is set to outside msir's calls
+@blas.threads = internal global i32 1
+@stats.split_gemms = internal global i64 0
+
+define internal void @blas_single_threaded() {
+  %n = load atomic i32, ptr @blas.threads monotonic, align 4
+  %many = icmp sgt i32 %n, 1
+  br i1 %many, label %set, label %done
+set:
+  call void @scipy_openblas_set_num_threads(i32 1)
+  br label %done
+done:
+  ret void
+}
+
+define internal void @blas_restore_threads() {
+  %n = load atomic i32, ptr @blas.threads monotonic, align 4
+  %many = icmp sgt i32 %n, 1
+  br i1 %many, label %set, label %done
+set:
+  call void @scipy_openblas_set_num_threads(i32 %n)
+  br label %done
+done:
+  ret void
+}
+
+define void @__msir_blas_set_threads(i32 %n) {
+  store atomic i32 %n, ptr @blas.threads monotonic, align 4
+  call void @scipy_openblas_set_num_threads(i32 %n)
+  ret void
+}
+
+define i64 @__msir_blas_split_gemms() {
+  %n = load atomic i64, ptr @stats.split_gemms monotonic, align 8
+  ret i64 %n
+}
+"""
+
 
 def library_path() -> str | None:
     """The path of `libscipy_openblas.so` from the installed `scipy-openblas32`."""
@@ -167,22 +352,27 @@ def _load() -> None:
     path = library_path()
     if path is None:
         raise FileNotFoundError("scipy-openblas32 is not installed")
+    from msir.lowering import threads
+
+    if not threads.load():
+        raise RuntimeError(f"msir's thread pool, which runs the BLAS, is unavailable: {threads.load_error()}")
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
+    # OpenBLAS reads this when the library loads; its pool, which msir's
+    # calls never use, then sleeps at once instead of spinning ~0.1 s
+    os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", str(OPENBLAS_THREAD_TIMEOUT))
     llvm.load_library_permanently(path)
     for p in "sd":
         if not llvm.address_of_symbol(f"scipy_cblas_{p}gemm"):
             raise RuntimeError(f"{path} does not export scipy_cblas_{p}gemm")
-    ir = "declare i64 @llvm.smax.i64(i64, i64)\ndeclare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)\n" + "".join(
-        _TRAMPOLINE.format(p=p, t=t, name=GEMM_SYMBOLS[k], update=GEMM_UPDATE_SYMBOLS[k], size=size)
+    ir = _COMMON + "".join(
+        _TRAMPOLINE.format(p=p, t=t, name=GEMM_SYMBOLS[k], update=GEMM_UPDATE_SYMBOLS[k], size=size,
+                           min_rows=GEMM_MIN_CHUNK_ROWS, chunk_flops=GEMM_CHUNK_FLOPS,
+                           chunk_flops_m1=GEMM_CHUNK_FLOPS - 1)
         for p, t, k, size in (("s", "float", "f32", 4), ("d", "double", "f64", 8))
     )
-    mod = llvm.parse_assembly(ir)
-    mod.verify()
-    target = llvm.Target.from_default_triple()
-    tm = target.create_target_machine(opt=2, codemodel="jitdefault")
-    engine = llvm.create_mcjit_compiler(mod, tm)
-    engine.finalize_object()
+    engine = runtime_object.compile_cached("blas-trampolines", ir, {"opt": 2, "codemodel": "jitdefault"},
+                                           GEMM_SYMBOLS["f32"])
     for name in (*GEMM_SYMBOLS.values(), *GEMM_UPDATE_SYMBOLS.values()):
         llvm.add_symbol(name, engine.get_function_address(name))
     cdll = ctypes.CDLL(path)
@@ -190,10 +380,10 @@ def _load() -> None:
     cdll.scipy_openblas_set_num_threads.restype = None
     cdll.scipy_openblas_get_num_threads.restype = ctypes.c_int
     cdll.scipy_openblas_get_corename.restype = ctypes.c_char_p
-    _state.update(engine=engine, cdll=cdll, path=path)
-    from msir.lowering import threads
-
-    cdll.scipy_openblas_set_num_threads(threads.get_num_threads())
+    set_threads = ctypes.CFUNCTYPE(None, ctypes.c_int32)(engine.get_function_address("__msir_blas_set_threads"))
+    split_gemms = ctypes.CFUNCTYPE(ctypes.c_int64)(engine.get_function_address("__msir_blas_split_gemms"))
+    _state.update(engine=engine, cdll=cdll, path=path, set_threads=set_threads, split_gemms=split_gemms)
+    set_threads(threads.get_num_threads())
 
 
 def available() -> bool:
@@ -211,7 +401,7 @@ def set_num_threads(n: int) -> None:
     if n < 1:
         raise ValueError(f"the number of threads must be >= 1, got {n}")
     if load():
-        _state["cdll"].scipy_openblas_set_num_threads(int(n))  # type: ignore[attr-defined]
+        _state["set_threads"](int(n))  # type: ignore[operator]
 
 
 def get_num_threads() -> int | None:
@@ -219,6 +409,12 @@ def get_num_threads() -> int | None:
     if not load():
         return None
     return int(_state["cdll"].scipy_openblas_get_num_threads())  # type: ignore[attr-defined]
+
+
+def split_gemms() -> int:
+    """Products split across msir's pool (more than one chunk) since the
+    process started (0 without the library)."""
+    return int(_state["split_gemms"]()) if load() else 0  # type: ignore[operator]
 
 
 def core_name() -> str | None:

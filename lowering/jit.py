@@ -56,7 +56,8 @@ from msir.errors import (
     ShapeError,
     SourceLoc,
 )
-from msir.lowering import allocator, threads
+from msir.lowering import allocator, interrupt, threads
+from msir.lowering.loops_abi import ERR_INTERRUPTED, INTERRUPT_FUNC
 
 # The entry-wrapper ABI of msir.lowering.llvm_abi (its ENTRY_SUFFIX, SITE and
 # STACK_BASE; test_trace_cache checks they agree), restated so that calling
@@ -168,10 +169,14 @@ def compile_llvm_module(
     generates (for the persistent cache: see `load_native_module`).
     """
     from xdsl.backend.llvm.convert import convert_module
+    from xdsl.dialects import llvm as xllvm
 
     from msir.lowering.llvm_abi import export_attributes
 
     metadata = _entry_metadata(module)
+    polls = _load_interrupt_runtime(
+        [op.sym_name.data for op in module.body.block.ops if isinstance(op, xllvm.FuncOp)]
+    )
     with _LOCK:
         _initialise()
         tm = _target_machine()
@@ -197,7 +202,18 @@ def compile_llvm_module(
             engine.set_object_cache(lambda _module, obj: object_sink(obj))
         engine.finalize_object()
         engine.run_static_constructors()
-    return NativeModule(engine, optimised, metadata, list(sites or []))
+    return NativeModule(engine, optimised, metadata, list(sites or []), polls)
+
+
+def _load_interrupt_runtime(symbols: Sequence[str]) -> bool:
+    """Whether a module with these symbols polls for Ctrl-C
+    (`msir.lowering.interrupt`); if so its runtime is loaded first, so that
+    MCJIT resolves `__msir_interrupted` (an unresolved symbol would abort)."""
+    if INTERRUPT_FUNC not in symbols:
+        return False
+    if not interrupt.load():
+        raise CompileError(f"the Ctrl-C runtime could not be built: {interrupt._state.get('error')}")
+    return True
 
 
 def _check_half_support(llvm_ir: str) -> None:
@@ -225,6 +241,7 @@ def load_native_module(
     The object must have no static constructors (they are not run)."""
     if any(s in threads.ENTRY_POINTS for s in required_symbols):
         threads.load()  # registers the pool's entry points (a CompileError below if it failed)
+    polls = _load_interrupt_runtime(required_symbols)
     with _LOCK:
         _initialise()
         missing = [s for s in required_symbols if not llvm.address_of_symbol(s)]
@@ -233,14 +250,16 @@ def load_native_module(
         engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _target_machine())
         engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
         engine.finalize_object()
-    return NativeModule(engine, llvm_ir, metadata, list(sites or []))
+    return NativeModule(engine, llvm_ir, metadata, list(sites or []), polls)
 
 
 class NativeModule:
     """A compiled module; keeps its execution engine (and code) alive."""
 
-    def __init__(self, engine, llvm_ir: str, metadata, sites: list[SourceLoc]):
+    def __init__(self, engine, llvm_ir: str, metadata, sites: list[SourceLoc], polls_interrupt: bool = False):
         self._engine = engine
+        self.polls_interrupt = polls_interrupt
+        """Its `while` loops poll for Ctrl-C: each call arms `msir.lowering.interrupt` first."""
         self._llvm_ir = llvm_ir
         self._metadata = metadata
         self._sites = sites
@@ -585,6 +604,8 @@ class NativeFunction:
             spec.store(buf, a)
         base = _addressof(buf)
         args = (base, base + 8 * self._n_args, base + 8 * self._results_offset)
+        if self.module.polls_interrupt:
+            interrupt.arm()
         if self.module._call_lock is None:
             status = self._entry(*args)
         else:
@@ -650,5 +671,8 @@ class NativeFunction:
     def _raise(self, status: int):
         site = self.module._read_site()
         loc = self._sites[site] if 0 <= site < len(self._sites) else None
+        if status == ERR_INTERRUPTED:  # Ctrl-C: as Python's own, with where the loop was
+            where = f" in the while loop at {loc.file}:{loc.line}" if loc is not None else ""
+            raise KeyboardInterrupt(f"{self.name}: interrupted{where}")
         error, message = _ERRORS.get(status, (MsirError, f"native error code {status}"))
         raise error(message, loc)

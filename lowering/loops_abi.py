@@ -14,6 +14,11 @@ ERR_ZERO_DIVISION = 2
 """Error code: integer division or modulo by zero (`msir.floordiv`, `msir.rem`)."""
 ERR_RANGE_STEP = 5
 """Error code: a `msir.for` step of zero at run time (Python's `range` refuses it)."""
+ERR_INTERRUPTED = 6
+"""Error code: a `while` loop stopped because SIGINT arrived (Ctrl-C; `msir.lowering.interrupt`)."""
+INTERRUPT_FUNC = "__msir_interrupted"
+"""`func.func private @__msir_interrupted() -> i32`: nonzero once SIGINT arrived
+during this native call (`msir.lowering.interrupt`); every lowered `while` polls it."""
 
 SITES_ATTR = "msir.sites"
 """On the module: the "file:line:col" of each error site, by site number."""

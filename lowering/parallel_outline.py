@@ -3,8 +3,8 @@ thread pool (`msir.lowering.threads`).
 
 `msir-lower-to-llvm` (pass option `parallel`, default on) asks `parallel_plan`
 about each `scf.for` it lowers outside an outlined body. A loop whose
-iterations are independent (step 1, no calls but `__msir_error`, no heap
-allocation, every written buffer indexed by the induction variable as first
+iterations are independent (step 1, no calls but `__msir_error` and
+`__msir_interrupted`, no heap allocation, every written buffer indexed by the induction variable as first
 index or a row group's `msir.row_local` buffer, every carried value a
 reduction `acc = op(acc, x)` of `_REDUCTIONS`, directly or through an inner
 loop) and whose work (a static cost model: ~1 unit per scalar op, 8 per libm
@@ -26,8 +26,10 @@ stack array of `threads.MAX_CHUNKS` partials, calls
 number of chunks run; `min_iters` = MIN_CHUNK_WORK / cost per iteration)
 and combines `init (+) partial[0] (+) ... (+) partial[n-1]` in chunk order:
 elementwise loops give bitwise the serial result; float sums and products
-are reassociated (as the vectoriser already does), deterministically for a
-given thread count. Loops inside an outlined body stay inline.
+are reassociated (as the vectoriser already does), in a way fixed by the
+trip count alone: the same bits for every thread count (the chunks do not
+depend on it, see `msir.lowering.threads`). Loops inside an outlined body
+stay inline.
 
 The loop body itself is lowered by the `to_llvm.FunctionLowering` of the
 function (the `fl` argument of the functions below: `outlined_child` makes the
@@ -67,7 +69,7 @@ from msir.lowering.llvm_abi import (
     scalar_type,
 )
 from msir.lowering.llvm_ops import I32, I64, PTR, REASSOC, icmp, intrinsic_suffix, llvm_gep, llvm_load, llvm_store
-from msir.lowering.loops_abi import ERROR_FUNC, ROW_LOCAL_ATTR
+from msir.lowering.loops_abi import ERROR_FUNC, INTERRUPT_FUNC, ROW_LOCAL_ATTR
 
 PARALLEL_FOR = "__msir_parallel_for"
 PRIVATE_STACK_BYTES = 64 * 1024
@@ -158,7 +160,7 @@ def _root(v: SSAValue) -> SSAValue:
 def parallel_plan(fl, op: scf.ForOp) -> ParallelPlan | None:
     """How to split `op` across threads, or None to keep it serial.
 
-    Parallel when its step is 1, its body calls nothing but `__msir_error`,
+    Parallel when its step is 1, its body calls nothing but `__msir_error` / `__msir_interrupted`,
     allocates nothing on the heap, and every buffer it writes is either
     * indexed with the loop's induction variable as first index, in every
       load and store of the loop (iterations touch disjoint rows), or
@@ -175,7 +177,7 @@ def parallel_plan(fl, op: scf.ForOp) -> ParallelPlan | None:
     inside: set[Operation] = set(op.body.walk())
     accesses: dict[SSAValue, list[tuple[Sequence[SSAValue], bool]]] = {}
     for inner in inside:
-        if isinstance(inner, func.CallOp) and inner.callee.string_value() != ERROR_FUNC:
+        if isinstance(inner, func.CallOp) and inner.callee.string_value() not in (ERROR_FUNC, INTERRUPT_FUNC):
             return None
         if isinstance(inner, (memref.AllocOp, memref.DeallocOp)):
             return None

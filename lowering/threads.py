@@ -18,9 +18,8 @@ llvmlite in an engine of its own, and registers its entry points with
 persistent cache) afterwards resolves them. No C compiler, no new dependency:
 the module calls libc's `pthread_create`, `pthread_sigmask`, `pthread_atfork`
 (glibc: `__register_atfork`) and `syscall(SYS_futex)`. Its object code is kept in the persistent compile
-cache's directory (`msir.lowering.cache_location`; `threads-runtime-<hash>.o`,
-keyed by the IR, the target machine and the LLVM version), so later processes
-load it in milliseconds instead of generating it again. ::
+cache's directory (`msir.lowering.runtime_object`; `threads-runtime-<hash>.o`),
+so later processes load it in milliseconds instead of generating it again. ::
 
     i64 __msir_parallel_for(ptr task, ptr ctx, i64 begin, i64 end, i64 min_iters)
         -- task: void (ptr ctx, i64 chunk, i64 chunk_begin, i64 chunk_end)
@@ -28,13 +27,15 @@ load it in milliseconds instead of generating it again. ::
 splits [begin, end) into `n` contiguous chunks, runs `task` once per chunk
 (chunk `k` covers `[begin + k*size, min(begin + (k+1)*size, end))`, sizes a
 multiple of 16 iterations except the last) and returns `n` (0 for an empty
-range). `n = min(ceil((end - begin) / min_iters), CHUNKS_PER_THREAD *
-threads, MAX_CHUNKS)`: the caller's `min_iters` is the work-size threshold
-(a chunk must be worth more than a dispatch), and `n` depends only on the
-range, `min_iters` and the thread count, never on timing, so a reduction
-combining per-chunk partials in chunk order is deterministic for a given
-thread count. With one chunk, one thread, or when the pool is busy, `task`
-runs in the calling thread as one chunk.
+range). `n = min(ceil((end - begin) / min_iters), MAX_CHUNKS)`: the caller's
+`min_iters` is the work-size threshold (a chunk must be worth more than a
+dispatch). The chunks depend only on the range and `min_iters`, never on the
+thread count or on timing, and every chunk is run by exactly one call of
+`task`, whichever thread makes it: a reduction combining per-chunk partials in
+chunk order gives the same bits with 1, 2 or 256 threads. With one thread, or
+when the pool is busy, the calling thread runs the same chunks in order.
+There are many more chunks than threads on purpose: a thread the OS
+deschedules delays one small chunk while the awake threads take the rest.
 
 Scheduling: the caller writes the job (task, ctx, range, chunk size), opens
 it in the 64-bit claim word `generation << 32 | next chunk`, bumps the
@@ -50,12 +51,32 @@ the previous generation in the claim word; the fields are stored with release
 and loaded with acquire, so a worker whose claim succeeds has read the fields
 of the job it claimed from.
 
-Waiting: a worker that has no work spins on the generation word for
-`SPIN_ITERATIONS` pause instructions (about 0.1 ms on current x86 cores, so
-back-to-back kernels find it awake), then sleeps in `futex(FUTEX_WAIT)` and
-costs nothing. The caller waits for the last claimed chunk the same way. A
-sleeper count (and a flag for the caller) makes the waking side skip the futex
-syscall when nobody sleeps; both sides use seq_cst so a wake-up is never lost.
+Waiting backs off in three steps: a worker that has no work spins on the
+generation word for `SPIN_ITERATIONS` pause instructions (some 20-50 us on
+current x86 cores, so back-to-back kernels find it awake), then calls
+`sched_yield` `YIELD_ITERATIONS` times (a thread of this process or another
+that waits for this core gets it), then sleeps in `futex(FUTEX_WAIT)` and costs
+nothing. The caller waits for the last claimed chunks the same way: on a busy
+machine the thread running that chunk may be the one its spinning keeps off
+the core. Spinning stays short because a spinning thread takes a core from
+every other thread of the machine, OpenBLAS's included (`msir.lowering.blas`).
+A sleeper count (and a flag for the caller) makes the waking side skip the
+futex syscall when nobody sleeps; both sides use seq_cst so a wake-up is never
+lost.
+
+Contention
+==========
+A thread the OS deschedules while it runs a chunk holds up the caller until
+it runs again (a scheduler tick or more: the 4 ms steps of the issue's busy
+machine), and no claiming scheme can take a chunk back once it has started.
+So the caller measures each dispatch: if waiting for the other threads'
+chunks took longer than running them itself would have (its own time per
+chunk times their count), the dispatch lost, and the next `penalty`
+dispatches run in the caller alone; the penalty starts at 1, doubles (up to
+`MAX_BACKOFF`) each time the dispatch after it loses again, and drops to 0
+after one that does not. On a busy machine a 2-thread run thus costs about a
+1-thread run plus one probe in `MAX_BACKOFF`; on a quiet one nothing changes.
+The caller alone runs the same chunks, so results keep their bits.
 
 Safety
 ======
@@ -93,28 +114,32 @@ workers asleep.
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import os
 import sys
 import threading
 import time
 import warnings
-from pathlib import Path
 
-from msir.lowering import cache_location
+from msir.lowering import runtime_object
 from msir.lowering.load_once import load_once
 
 MAX_THREADS = 256
 """Threads (caller included) the pool may use; the participant count of a
 job is packed in 8 bits of the futex word."""
 
-CHUNKS_PER_THREAD = 4
 MAX_CHUNKS = 256
 """A parallel loop has at most this many chunks: the generated code keeps
 one partial per chunk of each reduction in a stack array of this length."""
 
 CHUNK_ALIGN = 16
-SPIN_ITERATIONS = 4096
+SPIN_ITERATIONS = 1024
+"""Pause instructions a waiting thread spins for before it yields (~140
+cycles each on Intel since Skylake, ~65 on Zen: some 20-50 us)."""
+YIELD_ITERATIONS = 64
+"""`sched_yield` calls after the spin and before the futex sleep."""
+MAX_BACKOFF = 64
+"""Dispatches at most that a contended pool runs in the caller alone between
+two probes (see "Contention" in the module docstring)."""
 
 _TARGET_MACHINE = {"opt": 0, "codemodel": "jitdefault"}
 """O0 (fast instruction selection): generating code is 3-4x faster than at O2
@@ -160,12 +185,21 @@ _RUNTIME = r"""
 @job.claim = internal global i64 0
 @job.done = internal global i32 0
 @stats.worker_chunks = internal global i64 0
+; contention: dispatches still to run in the caller alone, and the length of
+; the current back-off (doubling while the probes keep losing)
+@pool.backoff = internal global i32 0
+@pool.penalty = internal global i32 0
+@stats.backed_off = internal global i64 0
 
 declare i32 @pthread_create(ptr, ptr, ptr, ptr)
 declare i32 @pthread_detach(i64)
 declare i32 @pthread_sigmask(i32, ptr, ptr)
 declare i32 @{atfork}(ptr, ptr, ptr, ptr)
 declare i32 @sigfillset(ptr)
+declare i32 @sched_yield()
+declare i32 @clock_gettime(i32, ptr)
+declare i32 @llvm.smin.i32(i32, i32)
+declare i32 @llvm.smax.i32(i32, i32)
 declare i64 @syscall(i64, ...)
 declare i64 @llvm.smin.i64(i64, i64)
 declare i64 @llvm.smax.i64(i64, i64)
@@ -174,6 +208,17 @@ declare i64 @llvm.smax.i64(i64, i64)
 define internal void @pause() {{
   {pause_call}
   ret void
+}}
+
+define internal i64 @now_ns() {{
+  %ts = alloca {{ i64, i64 }}, align 8
+  %r = call i32 @clock_gettime(i32 1, ptr %ts)
+  %t = load {{ i64, i64 }}, ptr %ts
+  %sec = extractvalue {{ i64, i64 }} %t, 0
+  %nsec = extractvalue {{ i64, i64 }} %t, 1
+  %ns = mul i64 %sec, 1000000000
+  %sum = add i64 %ns, %nsec
+  ret i64 %sum
 }}
 
 define internal void @futex_wait(ptr %addr, i32 %val) {{
@@ -258,15 +303,23 @@ wait:
   %seen = phi i32 [ %seen0, %entry ], [ %g, %got ], [ %g, %work ]
   br label %spin
 spin:
-  %i = phi i32 [ 0, %wait ], [ %i1, %spin_more ], [ 0, %woke ]
+  %i = phi i32 [ 0, %wait ], [ %i1, %do_pause ], [ %i1, %do_yield ], [ 0, %woke ]
   %g = load atomic i32, ptr @pool.gen acquire, align 4
   %changed = icmp ne i32 %g, %seen
   br i1 %changed, label %got, label %spin_more
 spin_more:
-  call void @pause()
   %i1 = add i32 %i, 1
-  %again = icmp ult i32 %i1, {spin}
-  br i1 %again, label %spin, label %sleep
+  %pausing = icmp ult i32 %i1, {spin}
+  br i1 %pausing, label %do_pause, label %yield_or_sleep
+do_pause:
+  call void @pause()
+  br label %spin
+yield_or_sleep:
+  %yielding = icmp ult i32 %i1, {spin_and_yield}
+  br i1 %yielding, label %do_yield, label %sleep
+do_yield:
+  %y = call i32 @sched_yield()
+  br label %spin
 sleep:
   %s0 = atomicrmw add ptr @pool.sleepers, i32 1 seq_cst
   %g1 = load atomic i32, ptr @pool.gen seq_cst, align 4
@@ -365,9 +418,7 @@ plan:
   %mi1 = sub i64 %mi, 1
   %na = add i64 %n, %mi1
   %by_work = udiv i64 %na, %mi
-  %by_threads = mul i64 %nt, {chunks_per_thread}
-  %c0 = call i64 @llvm.smin.i64(i64 %by_work, i64 %by_threads)
-  %c1 = call i64 @llvm.smin.i64(i64 %c0, i64 {max_chunks})
+  %c1 = call i64 @llvm.smin.i64(i64 %by_work, i64 {max_chunks})
   ; chunk size: ceil(n / c1) rounded up to a multiple of {align}
   %c1m = sub i64 %c1, 1
   %nc = add i64 %n, %c1m
@@ -382,13 +433,34 @@ plan:
   %serial0 = or i1 %one_thread, %one_chunk
   br i1 %serial0, label %serial, label %try_lock
 serial:
-  call void %task(ptr %ctx, i64 0, i64 %begin, i64 %end)
-  ret i64 1
+  ; the same chunks as a parallel run, in order: the same partials, the same bits
+  br label %serial_loop
+serial_loop:
+  %k = phi i64 [ 0, %serial ], [ %k1, %serial_loop ]
+  %off = mul i64 %k, %size
+  %b = add i64 %begin, %off
+  %b1 = add i64 %b, %size
+  %e = call i64 @llvm.smin.i64(i64 %b1, i64 %end)
+  call void %task(ptr %ctx, i64 %k, i64 %b, i64 %e)
+  %k1 = add i64 %k, 1
+  %more = icmp ult i64 %k1, %chunks
+  br i1 %more, label %serial_loop, label %serial_done
+serial_done:
+  ret i64 %chunks
 try_lock:
   %lx = cmpxchg ptr @pool.lock, i32 0, i32 1 acquire monotonic
   %locked = extractvalue {{ i32, i1 }} %lx, 1
   br i1 %locked, label %start, label %serial
 start:
+  %bo = load i32, ptr @pool.backoff
+  %backing = icmp sgt i32 %bo, 0
+  br i1 %backing, label %back_off, label %start_workers
+back_off:
+  %bo1 = sub i32 %bo, 1
+  store i32 %bo1, ptr @pool.backoff
+  %bst = atomicrmw add ptr @stats.backed_off, i64 1 monotonic
+  br label %unlock_serial
+start_workers:
   %want = sub i32 %nt32, 1
   %have = call i32 @ensure_workers(i32 %want)
   %have64 = zext i32 %have to i64
@@ -430,20 +502,31 @@ wake:
   call void @futex_wake(ptr @pool.gen, i32 2147483647)
   br label %work
 work:
+  %t0 = call i64 @now_ns()
   %mine = call i64 @run_chunks(i32 %gen)
+  %t1 = call i64 @now_ns()
   %n32 = trunc i64 %chunks to i32
   br label %spin
 spin:
   ; wait for the chunks other threads claimed, not for threads that never came
-  %i = phi i32 [ 0, %work ], [ %i1, %spin_more ]
+  %i = phi i32 [ 0, %work ], [ %i1, %do_pause ], [ %i1, %do_yield ]
   %p = load atomic i32, ptr @job.done acquire, align 4
   %finished = icmp eq i32 %p, %n32
   br i1 %finished, label %done, label %spin_more
 spin_more:
-  call void @pause()
   %i1 = add i32 %i, 1
-  %again = icmp ult i32 %i1, {spin}
-  br i1 %again, label %spin, label %sleep
+  %pausing = icmp ult i32 %i1, {spin}
+  br i1 %pausing, label %do_pause, label %yield_or_sleep
+do_pause:
+  call void @pause()
+  br label %spin
+yield_or_sleep:
+  ; the thread that holds the last chunk may be waiting for this core
+  %yielding = icmp ult i32 %i1, {spin_and_yield}
+  br i1 %yielding, label %do_yield, label %sleep
+do_yield:
+  %y = call i32 @sched_yield()
+  br label %spin
 sleep:
   store atomic i32 1, ptr @pool.caller_sleeping seq_cst, align 4
   br label %sleep_loop
@@ -458,8 +541,39 @@ awake:
   store atomic i32 0, ptr @pool.caller_sleeping seq_cst, align 4
   br label %done
 done:
+  ; Lost to contention if waiting for the other threads' chunks took longer
+  ; than running them here would have: waited / theirs > own / mine. Then
+  ; the next `penalty` dispatches run in the caller alone (the same chunks),
+  ; the penalty doubling (up to {max_backoff}) while the probes keep losing.
+  %t2 = call i64 @now_ns()
+  %own = sub i64 %t1, %t0
+  %waited = sub i64 %t2, %t1
+  %theirs = sub i64 %chunks, %mine
+  %lhs = mul i64 %waited, %mine
+  %rhs = mul i64 %own, %theirs
+  %lost = icmp ugt i64 %lhs, %rhs
+  %shared = icmp ugt i64 %theirs, 0
+  %contended = and i1 %lost, %shared
+  br i1 %contended, label %penalise, label %forgive
+penalise:
+  %pen = load i32, ptr @pool.penalty
+  %pen2 = shl i32 %pen, 1
+  %pen3 = call i32 @llvm.smax.i32(i32 %pen2, i32 1)
+  %pen4 = call i32 @llvm.smin.i32(i32 %pen3, i32 {max_backoff})
+  store i32 %pen4, ptr @pool.penalty
+  store i32 %pen4, ptr @pool.backoff
+  br label %release
+forgive:
+  store i32 0, ptr @pool.penalty
+  br label %release
+release:
   store atomic i32 0, ptr @pool.lock release, align 4
   ret i64 %chunks
+}}
+
+define i64 @__msir_threads_backed_off() {{
+  %n = load atomic i64, ptr @stats.backed_off monotonic, align 8
+  ret i64 %n
 }}
 """
 
@@ -472,7 +586,8 @@ def _runtime_ir(arch: str, atfork: str) -> str:
         pause_call="call void @llvm.x86.sse2.pause()" if x86 else "",
         sys_futex=_SYS_FUTEX.get(arch, -1),
         spin=SPIN_ITERATIONS,
-        chunks_per_thread=CHUNKS_PER_THREAD,
+        spin_and_yield=SPIN_ITERATIONS + YIELD_ITERATIONS,
+        max_backoff=MAX_BACKOFF,
         max_chunks=MAX_CHUNKS,
         align=CHUNK_ALIGN,
         align_m1=CHUNK_ALIGN - 1,
@@ -493,26 +608,12 @@ def load() -> bool:
 def _load() -> None:
     import llvmlite.binding as llvm
 
-    llvm.initialize_native_target()
-    llvm.initialize_native_asmprinter()
     # glibc's pthread_atfork lives in libc_nonshared.a (not in the process):
     # it is __register_atfork(prepare, parent, child, dso_handle); the extra
     # argument is ignored by a 3-argument pthread_atfork (musl).
     atfork = "__register_atfork" if hasattr(ctypes.CDLL(None), "__register_atfork") else "pthread_atfork"
     ir = _runtime_ir(os.uname().machine, atfork)
-    target = llvm.Target.from_default_triple()
-    tm = target.create_target_machine(**_TARGET_MACHINE)
-    path = _object_path(llvm, ir)
-    engine = _load_cached_object(llvm, tm, path)
-    if engine is None:
-        mod = llvm.parse_assembly(ir)
-        mod.verify()
-        engine = llvm.create_mcjit_compiler(mod, tm)
-        objects: list[bytes] = []
-        engine.set_object_cache(lambda _module, obj: objects.append(obj))
-        engine.finalize_object()
-        if len(objects) == 1:
-            _store_object(path, objects[0])
+    engine = runtime_object.compile_cached("threads-runtime", ir, _TARGET_MACHINE, ENTRY_POINTS[0])
     for name in ENTRY_POINTS:
         llvm.add_symbol(name, engine.get_function_address(name))
     address = engine.get_function_address
@@ -520,6 +621,7 @@ def _load() -> None:
     setter = ctypes.CFUNCTYPE(None, ctypes.c_int32)(address("__msir_threads_set"))
     started = ctypes.CFUNCTYPE(ctypes.c_int32)(address("__msir_threads_started"))
     worker_chunks = ctypes.CFUNCTYPE(ctypes.c_int64)(address("__msir_threads_worker_chunks"))
+    backed_off = ctypes.CFUNCTYPE(ctypes.c_int64)(address("__msir_threads_backed_off"))
     parallel_for = ctypes.CFUNCTYPE(
         ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64
     )(address("__msir_parallel_for"))
@@ -530,50 +632,11 @@ def _load() -> None:
         set=setter,
         started=started,
         worker_chunks=worker_chunks,
+        backed_off=backed_off,
         parallel_for=parallel_for,
         noop=address("__msir_noop_task"),
     )
     setter(get_num_threads() if supported() else 1)
-
-
-def _object_path(llvm, ir: str) -> Path | None:
-    """Where the runtime's object code is kept, beside the persistent compile
-    cache's entries (None when that cache is disabled): generating code for it
-    costs ~30-100 ms, which a second process (W8's target: 50 ms) must not pay.
-    Keyed by all the object depends on: the IR, the target machine's options,
-    the LLVM version and the default triple (the target machine is generic)."""
-    if not cache_location.enabled():
-        return None
-    version = ".".join(map(str, llvm.llvm_version_info))
-    key = f"llvm={version}\ntriple={llvm.get_default_triple()}\ntarget={_TARGET_MACHINE}\n{ir}"
-    digest = hashlib.blake2b(key.encode(), digest_size=16).hexdigest()
-    return cache_location.cache_dir() / f"threads-runtime-{digest}.o"
-
-
-def _load_cached_object(llvm, tm, path: Path | None):
-    try:
-        if path is None or not path.exists():
-            return None
-        obj = path.read_bytes()
-    except OSError:
-        return None
-    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
-    engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
-    engine.finalize_object()
-    return engine if engine.get_function_address(ENTRY_POINTS[0]) else None
-
-
-def _store_object(path: Path | None, obj: bytes) -> None:
-    """Written to a temporary file and renamed, so readers never see half."""
-    try:
-        if path is None:
-            return
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        tmp.write_bytes(obj)
-        os.replace(tmp, path)
-    except OSError:
-        pass  # the runtime works without the cache
 
 
 def load_error() -> str | None:
@@ -638,6 +701,21 @@ def workers_started() -> int:
 def worker_chunks() -> int:
     """Chunks run by worker threads (not callers) since the process started."""
     return int(_state["worker_chunks"]()) if load() else 0  # type: ignore[operator]
+
+
+def backed_off() -> int:
+    """Dispatches run in the caller alone because the previous ones lost time
+    waiting for descheduled threads (see "Contention" in the module docstring)."""
+    return int(_state["backed_off"]()) if load() else 0  # type: ignore[operator]
+
+
+def plan_chunks(iterations: int, min_iters: int) -> int:
+    """The chunks `__msir_parallel_for` cuts a loop of `iterations` into with
+    this `min_iters` (it runs an empty task over them): a function of these
+    two numbers only, whatever the thread count."""
+    if not load():
+        raise RuntimeError(f"the thread pool runtime is unavailable: {load_error()}")
+    return int(_state["parallel_for"](_state["noop"], None, 0, iterations, min_iters))  # type: ignore[operator]
 
 
 def measure_dispatch_us(repeats: int = 2000) -> dict[str, float]:

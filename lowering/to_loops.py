@@ -70,7 +70,10 @@ Guarantees
       used and called as `func.call @__msir_error(%code, %site)`: code 1 = index
       out of range (`msir.take`, `msir.scatter_add`), code 2 = integer division
       or modulo by zero (`msir.floordiv`, `msir.rem`), code 5 = a `msir.for`
-      step of zero. Execution then goes on safely (the index is clamped to 0,
+      step of zero, code 6 = Ctrl-C: every `scf.while` lowered from a
+      `msir.while` calls `func.func private @__msir_interrupted() -> i32`
+      before each test of its condition and ends when it is nonzero
+      (`msir.lowering.interrupt`). Execution then goes on safely (the index is clamped to 0,
       the update is dropped, the divisor is 1, or the loop runs no iteration), so memory is never accessed out of bounds. `%site` indexes the module
       attribute `msir.sites`, an ArrayAttr of StringAttr "file:line:col"
       ("unknown" when the op had no FileLineColLoc).
@@ -155,9 +158,11 @@ from msir.lowering.loops_abi import (
     ALIAS_OF_ATTR,
     DONATION_REFUSED_ATTR,
     ERR_INDEX,
+    ERR_INTERRUPTED,
     ERR_RANGE_STEP,
     ERR_ZERO_DIVISION,
     ERROR_FUNC,
+    INTERRUPT_FUNC,
     NUM_OUTPUTS_ATTR,
     ROW_LOCAL_ATTR,
     SITE_ATTR,
@@ -212,6 +217,7 @@ class _Module:
         self.sites: list[str] = []
         self.site_index: dict[str, int] = {}
         self.uses_error = False
+        self.uses_interrupt = False
         self.recursive = _recursive_functions(plan.calls)
 
     def site(self, op: Operation) -> int:
@@ -895,12 +901,11 @@ def _cast_op(L: _Lowering, op: msir.CastOp) -> None:
 
 
 def _constant(L: _Lowering, op: msir.ConstantOp) -> None:
-    dense = op.value
     shape = list(_shape(op.result.type))
     out = L.result(op.result, shape)
     et = op.result.type.element_type  # type: ignore[attr-defined]
     values = op.values()
-    if dense.is_splat() or len(values) <= 1:
+    if op.is_splat() or len(values) <= 1:
         if values:
             value = L.const(values[0], et)
             L.loops(shape, lambda ivs, _: L.store(value, out, ivs))
@@ -1525,7 +1530,7 @@ def _update_form(block: Block) -> tuple[int, int, float] | None:
     consts: dict[SSAValue, float] = {}
     computed = []
     for o in ops[:-1]:
-        if isinstance(o, msir.ConstantOp) and o.value.is_splat():
+        if isinstance(o, msir.ConstantOp) and o.is_splat():
             consts[o.result] = float(o.values()[0])
         elif isinstance(o, msir.BroadcastToOp) and o.input in consts:
             consts[o.result] = consts[o.input]
@@ -1877,11 +1882,23 @@ def _while(L: _Lowering, op: msir.WhileOp) -> None:
         cond = L.load(cond_buf, [])
         for buf in local:
             L.free(buf)
+        cond = _unless_interrupted(L, cond)
         L.emit(scf.ConditionOp, [cond, *before.args])
         L.block = after
         L.emit(scf.YieldOp, carry.iteration(list(after.args), []))
         L.block = outer
     carry.finish(list(loop.results))
+
+
+def _unless_interrupted(L: _Lowering, cond: SSAValue) -> SSAValue:
+    """`cond` and not Ctrl-C: a `while` polls `@__msir_interrupted` before each
+    test and, once SIGINT arrived, reports ERR_INTERRUPTED at its line and
+    ends (`msir.lowering.interrupt`)."""
+    L.mod.uses_interrupt = True
+    flag = L.emit(func.CallOp, [], [i32], {"callee": SymbolRefAttr(INTERRUPT_FUNC)}).results[0]
+    interrupted = L.cmpi("ne", flag, L.const(0, i32))
+    L.report(ERR_INTERRUPTED, interrupted)
+    return L.v(arith.AndIOp, cond, L.v(arith.XOrIOp, interrupted, L.const(1, i1)))
 
 
 TAPE_MIN_ROWS = 4
@@ -2071,6 +2088,8 @@ def lower_module(module: ModuleOp) -> None:
     if mod.uses_error and not any(f.sym_name.data == ERROR_FUNC for f in funcs):
         decl = func.FuncOp(ERROR_FUNC, ([i32, i64], []), Region(), "private")
         module.body.block.add_op(decl)
+    if mod.uses_interrupt and not any(f.sym_name.data == INTERRUPT_FUNC for f in funcs):
+        module.body.block.add_op(func.FuncOp(INTERRUPT_FUNC, ([], [i32]), Region(), "private"))
     module.attributes[SITES_ATTR] = ArrayAttr([StringAttr(s) for s in mod.sites])
 
 

@@ -43,6 +43,10 @@ _LAZY = {
     # MindSpore's programming model (issue 14): Tensor, Parameter, dtypes, nn, context
     "nn": "msir.nn",
     "train": "msir.train",
+    "dataset": "msir.dataset",
+    "save_checkpoint": "msir.train.serialization",
+    "load_checkpoint": "msir.train.serialization",
+    "load_param_into_net": "msir.train.serialization",
     "context": "msir.context",
     "common": "msir.common",
     "dtype": "msir.common.dtype",
@@ -58,7 +62,7 @@ _LAZY = {
         "float32", "float64", "complex64", "complex128", "int_", "uint", "float_", "half", "single", "double",
     )},
 }
-_MODULES = ("errors", "ops", "viz", "parallel", "nn", "train", "context", "common", "dtype")
+_MODULES = ("errors", "ops", "viz", "parallel", "nn", "train", "dataset", "context", "common", "dtype")
 """The names in `_LAZY` that are modules (the others are names in the module given)."""
 
 

@@ -36,6 +36,7 @@ from msir import targets, trace_cache
 from msir.calling import STALE, EagerArgument, Entry, signature_key
 from msir.context import GRAPH_MODE, PYNATIVE_MODE, auto_parallel_key, device_target, get_context, pynative, set_context
 from msir.errors import DonationWarning, MsirError, UnsupportedSyntaxError
+from msir.library_callables import as_python_function
 from msir.common.tensor import TracedTensorRead, contains_tensor, unwrap, wrap
 from msir.grad_operation import SumOfOutputs
 from msir.transforms import (
@@ -77,7 +78,7 @@ class JitFunction(Jitted):
     def __init__(self, fn, donate_argnums: int | Sequence[int] = (), target: str | None = None):
         if isinstance(fn, JitFunction):
             target = fn._target if target is None else target
-        fn = getattr(fn, "__wrapped__", fn) if isinstance(fn, JitFunction) else fn
+        fn = getattr(fn, "__wrapped__", fn) if isinstance(fn, JitFunction) else as_python_function(fn)
         if not (inspect.isfunction(fn) or isinstance(fn, (Transform, JvpEntry)) or _is_object_callable(fn)):
             raise TypeError(
                 f"msir.jit expects a Python function, a method of an object or a callable object (a Cell), "

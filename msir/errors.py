@@ -71,6 +71,16 @@ class UnsupportedSyntaxError(MsirError, SyntaxError):
         return MsirError.__str__(self)
 
 
+class MsirNameError(MsirError, NameError):
+    """A name compiled code reads that is not defined (Python: NameError), or a
+    variable read where it has no value on some path (Python raises
+    UnboundLocalError, a NameError, when such a path runs)."""
+
+    def __init__(self, message: str, loc: SourceLoc | None = None, name: str | None = None):
+        MsirError.__init__(self, message, loc)
+        self.name = name
+
+
 class ShapeError(MsirError, ValueError):
     """Operand shapes that do not fit together (broadcasting, matmul, reshape...)."""
 
@@ -122,3 +132,9 @@ class PlanningError(MsirError, ValueError):
     that does not divide a dimension, an unknown op name, a layout of the wrong
     rank, a memory limit no plan meets. The message names the op, dimension and
     mesh axis; the location is the user's source line."""
+
+
+class LaunchError(MsirError, RuntimeError):
+    """An MPI job (`msir.parallel.launch`, `msir-launch`) that could not start,
+    had a rank fail (the message names the rank and shows its error) or ran
+    past its timeout (the whole job is then killed)."""

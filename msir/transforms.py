@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from msir.frontend.values import Closure
+from msir.library_callables import as_python_function
 
 
 class Jitted:
@@ -48,7 +49,7 @@ class Transform:
                 raise ValueError(f"msir.{kind}: grad_position and weights cannot both be None")
             raise TypeError(f"argnums must be an int or a non-empty tuple of ints, got {argnums!r}")
         self.kind = kind
-        self.fn = fn.__wrapped__ if isinstance(fn, Jitted) else fn
+        self.fn = fn.__wrapped__ if isinstance(fn, Jitted) else as_python_function(fn)
         self.argnums = argnums
         self.has_aux = has_aux
         self.tangents = tangents

@@ -51,7 +51,7 @@ def _fusible(op: Operation) -> bool:
 
 def _is_splat(v: SSAValue) -> bool:
     op = v.owner
-    return isinstance(op, M.ConstantOp) and op.value.is_splat()
+    return isinstance(op, M.ConstantOp) and op.is_splat()
 
 
 def _pullable_constant(v: SSAValue, shape: tuple[int, ...]) -> bool:

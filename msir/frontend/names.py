@@ -21,7 +21,7 @@ import numpy as np
 from xdsl.ir import BlockArgument
 
 from msir.dialects import msir as M
-from msir.errors import UnsupportedSyntaxError
+from msir.errors import MsirNameError, UnsupportedSyntaxError
 from msir.common.tensor import Tensor as UserTensor
 from msir.frontend.objects import array_of, is_method_of_object
 from msir.frontend.state import Capture, MethodValue, Path, _Undefined
@@ -47,7 +47,9 @@ class NamesMixin:
             return self.localize(self.external(self.globals[name], name, node, lambda: self.globals[name], ref))
         if hasattr(builtins, name):
             return getattr(builtins, name)
-        raise self.error(UnsupportedSyntaxError, f"name '{name}' is not defined", node)
+        error = self.error(MsirNameError, f"name '{name}' is not defined", node)
+        error.name = name
+        raise error
 
     def localize(self, value: Any) -> Any:
         """A value of an enclosing function, made a parameter of this outlined one."""

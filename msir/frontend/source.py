@@ -76,6 +76,21 @@ def get_source(fn) -> FunctionSource:
     return result
 
 
+def _parameter_names(lam: ast.Lambda) -> tuple[str, ...]:
+    a = lam.args
+    return tuple(p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs))
+
+
+def _body_holds(lam: ast.Lambda, line: int, col: int) -> bool:
+    b = lam.body
+    return (b.lineno, b.col_offset) <= (line, col) < (b.end_lineno or b.lineno, b.end_col_offset or 1 << 30)
+
+
+def _body_extent(lam: ast.Lambda) -> tuple[int, int]:
+    b = lam.body
+    return ((b.end_lineno or b.lineno) - b.lineno, (b.end_col_offset or 0) - b.col_offset)
+
+
 def _find_definition(tree: ast.AST, fn) -> ast.FunctionDef | ast.Lambda | None:
     code = fn.__code__
     if code.co_name == "<lambda>":
@@ -84,19 +99,21 @@ def _find_definition(tree: ast.AST, fn) -> ast.FunctionDef | ast.Lambda | None:
         ]
         if len(lambdas) <= 1:
             return lambdas[0] if lambdas else None
-        # Several lambdas on one line: the code object's first positioned
-        # instruction lies inside the body of the right one.
+        # Several lambdas on one line: the right one has the code object's
+        # parameters, and its body is the innermost one holding the code's
+        # first positioned instruction (an outer lambda's body holds an inner
+        # lambda's body too, so the innermost one wins).
+        params = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+        same_params = [lam for lam in lambdas if _parameter_names(lam) == params] or lambdas
+        if len(same_params) == 1:
+            return same_params[0]
         for line, _, col, end_col in code.co_positions():
             if line is None or col is None or (col == 0 and end_col == 0):
                 continue
-            for lam in lambdas:
-                b = lam.body
-                if (b.lineno, b.col_offset) <= (line, col) and (line, col) < (
-                    b.end_lineno or b.lineno,
-                    b.end_col_offset or 1 << 30,
-                ):
-                    return lam
-        return lambdas[0]
+            holding = [lam for lam in same_params if _body_holds(lam, line, col)]
+            if holding:
+                return min(holding, key=_body_extent)
+        return same_params[0]
     for n in ast.walk(tree):
         if isinstance(n, ast.FunctionDef) and n.name == code.co_name:
             first_line = min([n.lineno, *[d.lineno for d in n.decorator_list]])

@@ -129,7 +129,9 @@ class Loss(Metric):
         self.clear()
 
     def clear(self) -> None:
-        self._sum_loss = 0
+        # a float64 sum, so that eval() is a numpy.float64 as MindSpore documents (its `0 +` a float32 mean is
+        # float64 under NumPy 1's promotion; under NumPy 2's it would stay float32)
+        self._sum_loss = np.float64(0.0)
         self._total_num = 0
 
     def update(self, *inputs) -> None:

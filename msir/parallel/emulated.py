@@ -141,6 +141,19 @@ class EmulatedProgram:
     # -- running -------------------------------------------------------------------
 
     def run(self, *global_args) -> list[np.ndarray]:
+        args = self.global_arrays(global_args)
+        values = [self.local_arguments(args, coord) for coord in self.devices]  # per device: SSA value -> array
+        for step in self.steps:
+            if isinstance(step, _Segment):
+                for env in values:
+                    self.run_segment(step, env)
+            else:
+                self._collective(step, values)
+        return [self._assemble([env[v] for env in values], layout, v)
+                for v, layout in zip(self.returned, self.result_layouts)]
+
+    def global_arrays(self, global_args: Sequence) -> list[np.ndarray]:
+        """The global arguments as arrays, checked against the shapes the function was sharded for."""
         import msir.dialects.msir as M
 
         # Python scalars take the type the trace gave them; arrays pass as they are (a wrong dtype is refused
@@ -155,23 +168,19 @@ class EmulatedProgram:
             if a.shape != shape:
                 raise ShapeError(f"argument {i} of {self.function.sym_name.data} has shape {a.shape}; the sharded "
                                  f"function was built for {shape}")
-        values = [dict() for _ in self.devices]  # per device: SSA value -> its local array
-        for arg, layout, a in zip(self.function.body.block.args, self.arg_layouts, args):
-            for d, coord in enumerate(self.devices):
-                # a view where the block is contiguous (replicated, or split by rows): native code does not write
-                # its inputs, so the devices share the caller's memory
-                values[d][arg] = a if a.ndim == 0 else np.ascontiguousarray(a[_block(layout, a.shape, coord,
-                                                                                     self.mesh)])
-        for step in self.steps:
-            if isinstance(step, _Segment):
-                fn = self.native[step.name]
-                for env in values:
-                    for v, out in zip(step.outputs, fn(*[env[v] for v in step.inputs])):
-                        env[v] = out
-            else:
-                self._collective(step, values)
-        return [self._assemble([env[v] for env in values], layout, v)
-                for v, layout in zip(self.returned, self.result_layouts)]
+        return args
+
+    def local_arguments(self, args: Sequence[np.ndarray], coord: tuple[int, ...]) -> dict:
+        """The block of each global argument that device `coord` holds, keyed by the function's arguments."""
+        # a view where the block is contiguous (replicated, or split by rows): native code does not write its
+        # inputs, so the devices share the caller's memory
+        return {arg: a if a.ndim == 0 else np.ascontiguousarray(a[_block(layout, a.shape, coord, self.mesh)])
+                for arg, layout, a in zip(self.function.body.block.args, self.arg_layouts, args)}
+
+    def run_segment(self, segment: _Segment, env: dict) -> None:
+        """Segment `segment` natively on one device's values `env`, which get its outputs."""
+        for v, out in zip(segment.outputs, self.native[segment.name](*[env[v] for v in segment.inputs])):
+            env[v] = out
 
     def _groups(self, axis: int) -> list[list[int]]:
         """Device indices along mesh axis `axis`, one list per position on the other axes, in axis order."""

@@ -9,12 +9,12 @@ with one row per op: its spec, strategy, local shapes, the collectives of its
 edges (forward; backward after `|`) and its cost.
 
 `run(*global_args)` executes the plan on emulated devices
-(`msir.parallel.emulated`): the traced function gets each op's strategy and
-each argument's layout, `msir-shard` makes the per-device function
+(`msir.parallel.emulated`), or, under an MPI job, this rank's device
+(`msir.parallel.mpi_runtime`): the traced function gets each op's strategy
+and each argument's layout, `msir-shard` makes the per-device function
 (`device_ir`), compiled once on first use. The plan of a training step (a
 function differentiating its loss inside) runs the whole step, forward and
-backward, sharded (`msir.parallel.training`). MPI ranks are a later step of
-issue 12.
+backward, sharded (`msir.parallel.training`).
 """
 
 from __future__ import annotations
@@ -97,8 +97,8 @@ class Plan:
         return str(self.device_module)
 
     def run(self, *global_args):
-        """`fn(*global_args)` run sharded on emulated devices: the global results
-        (one array, or a tuple for several)."""
+        """`fn(*global_args)` run sharded on emulated devices, or on the ranks of
+        an MPI job: the global results (one array, or a tuple for several)."""
         arg_leaves = self.graph.step_arg_leaves if self.graph.step is not None else self.graph.arg_leaves
         leaves = []
         for i, arg in enumerate(global_args):
@@ -108,7 +108,8 @@ class Plan:
 
     def _emulated(self):
         if self._program is None:
-            from msir.parallel.emulated import EmulatedProgram, sharded_module
+            from msir.parallel.emulated import sharded_module
+            from msir.parallel.mpi_runtime import program_for
 
             layouts = [self.layout_of(i) for i in range(len(self.graph.leaves))]
             if self.graph.step is not None:
@@ -117,7 +118,7 @@ class Plan:
                 module, entry = sharded_step_module(self.graph, self.mesh, self.strategies, layouts)
             else:
                 module, entry = sharded_module(self.graph, self.mesh, self.strategies, layouts), self.graph.entry
-            self._program = EmulatedProgram(module, entry)
+            self._program = program_for(module, entry, self.graph.loc)
         return self._program
 
     # -- the terms of each op --------------------------------------------------

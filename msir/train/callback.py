@@ -218,7 +218,9 @@ class LossMonitor(Callback):
         cb_params = run_context.original_args()
         metrics = cb_params.get("metrics")
         if metrics:
-            print("Eval result: epoch %d, metrics: %s" % (cb_params.cur_epoch_num, metrics))
+            # NumPy scalars as MindSpore prints them (it runs on NumPy 1: `0.4375`, not `np.float64(0.4375)`)
+            with np.printoptions(legacy="1.25"):
+                print("Eval result: epoch %d, metrics: %s" % (cb_params.cur_epoch_num, metrics))
 
 
 class TimeMonitor(Callback):

@@ -16,39 +16,71 @@ eval_indexes=None)` builds, as MindSpore does:
 sink_size=-1, initial_epoch=0)` runs `epoch` epochs of one training step
 per batch (in GRAPH_MODE each step is one native call, `TrainOneStepCell`),
 calling the callbacks (`msir.train.callback`) with MindSpore's run
-parameters. `eval(valid_dataset)` returns `{name: metric.eval()}`;
-`predict(*data)` the network's output, in evaluation mode.
+parameters. `fit(epoch, train_dataset, valid_dataset, valid_frequency=1,
+...)` trains the same way and evaluates on `valid_dataset` after every
+`valid_frequency`-th epoch (an int, or a list of epochs), before the
+callbacks' `on_train_epoch_end`, which find the metrics in
+`cb_params.metrics` (LossMonitor prints them, SummaryCollector records
+them); as in MindSpore, that evaluation runs the user's callbacks and
+TimeMonitor, not msir.train's other own ones. `eval(valid_dataset)` returns
+`{name: metric.eval()}`; `predict(*data)` the network's output, in
+evaluation mode.
 
-A dataset is anything with `create_tuple_iterator()` and
-`get_dataset_size()` (MindSpore's datasets, `msir.dataset` once it exists),
+A dataset is an `msir.dataset` pipeline, anything else with
+`create_tuple_iterator()` and `get_dataset_size()` (MindSpore's datasets),
 or any iterable of `(data, label)` tuples of arrays or Tensors (a list, or a
-generator, which is read once and kept for the later epochs). Dataset sink
-mode does not exist on CPU in MindSpore either: `dataset_sink_mode=True`
-trains step by step, as MindSpore does on CPU. Mixed precision
-(`amp_level` other than "O0") and loss-scale managers are refused by name.
+generator, which is read once and kept for the later epochs). A pipeline is
+read through one iterator for the whole run (`num_epochs` the epochs to
+train), so its background thread prepares the next batch (the next epoch's
+first one too) while a step runs. The time each step waited for its batch
+is on the run context: `cb_params.data_wait_time` (the last step, in
+seconds) and `cb_params.epoch_data_wait_time` (the current epoch's steps so
+far). A batch that is not `(data, label)` while a `loss_fn` is given is
+refused, naming the dataset's columns. Dataset sink mode does not exist on
+CPU in MindSpore either: `dataset_sink_mode=True` is accepted and trains
+step by step, as MindSpore does on CPU. Mixed precision (`amp_level` other
+than "O0") and loss-scale managers are refused by name.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Sized
 from typing import Any
 
 import numpy as np
 
 from msir.common.tensor import Tensor
-from msir.errors import UnsupportedSyntaxError
+from msir.dataset.engine import Dataset
+from msir.errors import MsirValueError, UnsupportedSyntaxError
 from msir.nn.cell import Cell
 from msir.nn.metrics import Loss, get_metrics
 from msir.nn.optim import Optimizer
 from msir.nn.wrap import TrainOneStepCell, WithEvalCell, WithLossCell
-from msir.train.callback import CallbackManager, InternalCallbackParam, RunContext
+from msir.train.callback import CallbackManager, InternalCallbackParam, LossMonitor, RunContext
+from msir.train.progress import ProgressBar
+from msir.train.summary_collector import SummaryCollector
+
+_TRAINING_ONLY_CALLBACKS = (LossMonitor, ProgressBar, SummaryCollector)
+"""msir.train's own callbacks that an evaluation inside `fit` does not run
+(MindSpore runs none of its own there but TimeMonitor); subclasses are the
+user's, and run."""
 
 
 class _Batches:
-    """A dataset read epoch after epoch: its batches as tuples of Tensors, and how many there are."""
+    """A dataset read epoch after epoch: its batches as tuples of Tensors, how many there are,
+    and the names of its columns where the dataset has them."""
 
-    def __init__(self, dataset: Any, what: str):
+    def __init__(self, dataset: Any, what: str, epochs: int = 1):
         self.dataset = dataset
+        self.epochs = epochs
+        self.columns = list(dataset.get_col_names()) if callable(getattr(dataset, "get_col_names", None)) else None
+        self._iterator = None
+        if isinstance(dataset, Dataset):
+            # one iterator for all the epochs: its thread prefetches the next epoch's first batch too
+            self.size = dataset.get_dataset_size()
+            self._read = self._epoch_of_one_iterator
+            return
         if hasattr(dataset, "create_tuple_iterator") and hasattr(dataset, "get_dataset_size"):
             self.size = int(dataset.get_dataset_size())
             self._read = dataset.create_tuple_iterator
@@ -72,10 +104,27 @@ class _Batches:
                 )
             yield tuple(x if isinstance(x, Tensor) else Tensor(np.asarray(x)) for x in element)
 
+    def _epoch_of_one_iterator(self):
+        if self._iterator is None:
+            self._iterator = self.dataset.create_tuple_iterator(num_epochs=self.epochs)
+        return self._iterator
+
+    def describe(self, element: tuple) -> str:
+        """What a batch holds, for an error: its columns' names when known."""
+        if self.columns is not None and len(self.columns) == len(element):
+            return f"{len(element)} columns {self.columns}"
+        return f"{len(element)} elements"
+
     def reset(self) -> None:
         reset = getattr(self.dataset, "reset", None)
         if callable(reset):
             reset()
+
+    def close(self) -> None:
+        """Stop the prefetching thread of the iterator, if one was made."""
+        if self._iterator is not None:
+            self._iterator.stop()
+            self._iterator = None
 
 
 class Model:
@@ -140,11 +189,34 @@ class Model:
     def train(self, epoch: int, train_dataset: Any, callbacks: Any = None, dataset_sink_mode: bool = False,
               sink_size: int = -1, initial_epoch: int = 0) -> None:
         """Train for epochs `initial_epoch + 1 .. epoch`, one step per batch."""
+        self._train(epoch, train_dataset, callbacks, initial_epoch, "train")
+
+    def fit(self, epoch: int, train_dataset: Any, valid_dataset: Any = None, valid_frequency: int | list = 1,
+            callbacks: Any = None, dataset_sink_mode: bool = False, valid_dataset_sink_mode: bool = False,
+            sink_size: int = -1, initial_epoch: int = 0) -> None:
+        """Train as `train` does, evaluating on `valid_dataset` after every
+        `valid_frequency`-th epoch (or after the epochs listed)."""
+        if isinstance(valid_frequency, bool) or not isinstance(valid_frequency, (int, list)):
+            raise TypeError(f"For 'Model.fit', the type of 'valid_frequency' must be a list or an integer, but got "
+                            f"type {type(valid_frequency)}.")
+        if isinstance(valid_frequency, int) and valid_frequency <= 0:
+            raise ValueError(f"Model.fit: valid_frequency must be a positive int, got {valid_frequency}")
+        valid = None
+        if valid_dataset is not None:
+            if not self._metric_fns or self._eval_network is None:
+                raise ValueError("For 'Model.fit', if valid_dataset is not None, the model argument 'metrics' can not "
+                                 "be None or empty, you should set the argument 'metrics' for model.")
+            # one iterator for every evaluation (at most one per epoch)
+            valid = (_Batches(valid_dataset, "fit", epoch - initial_epoch), valid_frequency)
+        self._train(epoch, train_dataset, callbacks, initial_epoch, "fit", valid)
+
+    def _train(self, epoch: int, train_dataset: Any, callbacks: Any, initial_epoch: int, what: str,
+               valid: tuple | None = None) -> None:
         if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch <= 0:
-            raise ValueError(f"Model.train: epoch must be a positive int, got {epoch!r}")
+            raise ValueError(f"Model.{what}: epoch must be a positive int, got {epoch!r}")
         if isinstance(initial_epoch, bool) or not isinstance(initial_epoch, int) or not 0 <= initial_epoch < epoch:
-            raise ValueError(f"Model.train: initial_epoch must be an int in [0, epoch), got {initial_epoch!r}")
-        batches = _Batches(train_dataset, "train")
+            raise ValueError(f"Model.{what}: initial_epoch must be an int in [0, epoch), got {initial_epoch!r}")
+        batches = _Batches(train_dataset, what, epoch - initial_epoch)
         manager = CallbackManager(callbacks)
         cb_params = InternalCallbackParam()
         cb_params.cur_step_num = 0
@@ -165,20 +237,36 @@ class Model:
         cb_params.loss_scale_mananger = None  # MindSpore's spelling
         cb_params.initial_step = 0
         cb_params.dataset_sink_mode = False
-        with manager as callbacks_run:
-            self._train_process(epoch, batches, callbacks_run, cb_params, initial_epoch)
+        cb_params.data_wait_time = 0.0
+        cb_params.epoch_data_wait_time = 0.0
+        try:
+            with manager as callbacks_run:
+                self._train_process(epoch, batches, callbacks_run, cb_params, initial_epoch, valid)
+        finally:
+            batches.close()
+            if valid is not None:
+                valid[0].close()
 
-    def _train_process(self, epoch: int, batches: _Batches, callbacks, cb_params, initial_epoch: int) -> None:
+    def _train_process(self, epoch: int, batches: _Batches, callbacks, cb_params, initial_epoch: int,
+                       valid: tuple | None = None) -> None:
         run_context = RunContext(cb_params)
         callbacks.on_train_begin(run_context)
         self._train_network.set_train(True)
         for i in range(initial_epoch, epoch):
             cb_params.cur_epoch_num = i + 1
             callbacks.on_train_epoch_begin(run_context)
-            for element in batches:
+            cb_params.epoch_data_wait_time = 0.0
+            elements = iter(batches)
+            while True:
+                waiting_since = time.perf_counter()
+                element = next(elements, None)
+                if element is None:
+                    break
+                cb_params.data_wait_time = time.perf_counter() - waiting_since
+                cb_params.epoch_data_wait_time += cb_params.data_wait_time
                 if self._loss_fn is not None and len(element) != 2:
-                    raise ValueError(
-                        f"Model.train: with a loss_fn each batch must be (data, label), got {len(element)} elements"
+                    raise MsirValueError(
+                        f"Model.train: with a loss_fn each batch must be (data, label), got {batches.describe(element)}"
                     )
                 cb_params.cur_step_num += 1
                 cb_params.train_dataset_element = element
@@ -187,12 +275,33 @@ class Model:
                 callbacks.on_train_step_end(run_context)
                 if run_context.get_stop_requested():
                     break
+            if valid is not None:
+                self._eval_during_train(*valid, callbacks, cb_params)
             batches.reset()
             callbacks.on_train_epoch_end(run_context)
             cb_params.pop("metrics", None)
             if run_context.get_stop_requested():
                 break
         callbacks.on_train_end(run_context)
+
+    def _eval_during_train(self, batches: _Batches, valid_frequency: int | list, callbacks, cb_params) -> None:
+        """Evaluate after this epoch if `valid_frequency` says so, in the
+        run's parameters (which get the metrics), as MindSpore does."""
+        epoch = cb_params.cur_epoch_num
+        if not (epoch % valid_frequency == 0 if isinstance(valid_frequency, int) else epoch in valid_frequency):
+            return
+        eval_callbacks = [cb for cb in callbacks._callbacks if type(cb) not in _TRAINING_ONLY_CALLBACKS]
+        saved = {key: cb_params.get(key) for key in ("mode", "cur_step_num", "batch_num", "net_outputs")}
+        cb_params.eval_network = self._eval_network
+        cb_params.valid_dataset = batches.dataset
+        cb_params.batch_num = batches.size
+        cb_params.mode = "eval"
+        cb_params.cur_step_num = 0
+        with CallbackManager(eval_callbacks) as eval_run:
+            metrics = self._eval_process(batches, eval_run, cb_params)
+        cb_params.update(saved)
+        cb_params.metrics = metrics
+        self._train_network.set_train(True)
 
     # -- evaluation and prediction ----------------------------------------------------------
 
@@ -211,28 +320,34 @@ class Model:
         cb_params.dataset_sink_mode = False
         cb_params.list_callback = manager._callbacks
         cb_params.network = self._network
+        try:
+            with manager as callbacks_run:
+                return self._eval_process(batches, callbacks_run, cb_params)
+        finally:
+            batches.close()
+
+    def _eval_process(self, batches: _Batches, callbacks_run, cb_params) -> dict:
         for metric in self._metric_fns.values():
             metric.clear()
-        with manager as callbacks_run:
-            run_context = RunContext(cb_params)
-            callbacks_run.on_eval_begin(run_context)
-            callbacks_run.on_eval_epoch_begin(run_context)
-            self._eval_network.set_train(False)
-            for element in batches:
-                cb_params.cur_step_num += 1
-                cb_params.eval_dataset_element = element
-                callbacks_run.on_eval_step_begin(run_context)
-                outputs = self._eval_network(*element)
-                cb_params.net_outputs = outputs
-                callbacks_run.on_eval_step_end(run_context)
-                self._update_metrics(outputs)
-                if run_context.get_stop_requested():
-                    break
-            callbacks_run.on_eval_epoch_end(run_context)
-            batches.reset()
-            metrics = {name: metric.eval() for name, metric in self._metric_fns.items()}
-            cb_params.metrics = metrics
-            callbacks_run.on_eval_end(run_context)
+        run_context = RunContext(cb_params)
+        callbacks_run.on_eval_begin(run_context)
+        callbacks_run.on_eval_epoch_begin(run_context)
+        self._eval_network.set_train(False)
+        for element in batches:
+            cb_params.cur_step_num += 1
+            cb_params.eval_dataset_element = element
+            callbacks_run.on_eval_step_begin(run_context)
+            outputs = self._eval_network(*element)
+            cb_params.net_outputs = outputs
+            callbacks_run.on_eval_step_end(run_context)
+            self._update_metrics(outputs)
+            if run_context.get_stop_requested():
+                break
+        callbacks_run.on_eval_epoch_end(run_context)
+        batches.reset()
+        metrics = {name: metric.eval() for name, metric in self._metric_fns.items()}
+        cb_params.metrics = metrics
+        callbacks_run.on_eval_end(run_context)
         return metrics
 
     def _update_metrics(self, outputs: Any) -> None:

@@ -12,12 +12,17 @@ imports changed (`import msir as mindspore`), in both modes (issue 14).
   `nn.CrossEntropyLoss` and `nn.SGD` are the next step of the issue; here
   they are `ops.cross_entropy` and the update written out.)
 
-MindSpore is not installed here: the expected numbers are computed with
-NumPy from the same initial parameters (MindSpore's random initial values
-cannot be reproduced by another generator; the tests fix them).
+The first tests check msir against NumPy implementations from msir's own
+seeded initial parameters (MindSpore's random initial values cannot be
+reproduced by another generator). The last ones give both libraries the same
+initial values (`fixed_init`) and check msir against the numbers MindSpore
+2.10.0 itself printed for the same programs, and LossMonitor's and
+TimeMonitor's lines against MindSpore's.
 """
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 import pytest
@@ -211,3 +216,145 @@ def test_training_loop_value_and_grad_with_aux(mode):
     expected = numpy_training(initial, data.asnumpy(), label.asnumpy(), learning_rate, 4)
     np.testing.assert_allclose(losses, expected, rtol=1e-5)
     assert losses[-1] < losses[0]
+
+
+# -- MindSpore's own numbers --------------------------------------------------------------
+#
+# The tests below run the programs above from initial values that both libraries can be
+# given (`fixed_init`: NumPy's generator) and compare with the numbers MindSpore 2.10.0
+# itself printed (CPU, PYNATIVE_MODE, NumPy 1.26.4, 2026-12-02) for the same programs,
+# written with `import mindspore` and `from mindspore import nn, ops, Tensor, Parameter`
+# instead of msir, after `fixed_init` on the same networks and the same data. The
+# tolerances are float32's: the two libraries sum in different orders.
+#
+# MindSpore's GRAPH_MODE gives the same numbers for the network and the derivatives; its
+# training loop, whose `param.set_data(param - lr * grad)` runs outside the graph, gives
+# the first loss four times (its compiled `grad_fn` seems to keep the parameters it was
+# compiled with). msir updates the parameters in both modes, as MindSpore's PYNATIVE_MODE does.
+
+MINDSPORE_NETWORK_LOGITS = [
+    0.34890979528427124, 0.10134131461381912, 0.13537460565567017, 0.04441899433732033, 0.069254569709301,
+    -0.3606487214565277, -0.0916949212551117, 0.2754565179347992, -0.21501949429512024, 0.30414891242980957]
+MINDSPORE_AD_LOSS = 0.20113416016101837
+MINDSPORE_AD_GRAD_B = [0.019323725253343582, 0.08280908316373825, 0.0758262351155281]
+MINDSPORE_AD_Z = [-2.7880892753601074, -1.1070184707641602, -1.2226026058197021]
+MINDSPORE_TRAINING_LOSSES = [1.6411981582641602, 1.368220567703247, 1.2165937423706055, 1.08671236038208]
+
+
+def fixed_init(model, seed):
+    """Every parameter, in order, uniform in +-1/sqrt(fan_in) from NumPy's generator (run in MindSpore too)."""
+    rng = np.random.default_rng(seed)
+    for _, p in model.parameters_and_names():
+        fan_in = p.shape[-1] if len(p.shape) == 2 else p.shape[0]
+        p.set_data(Tensor(rng.uniform(-1, 1, p.shape).astype(np.float32) / np.float32(np.sqrt(fan_in))))
+
+
+def test_network_building_gives_mindspores_logits(mode):
+    model = Network()
+    fixed_init(model, 0)
+    logits = model(ops.ones((1, 28, 28), mindspore.float32))
+    np.testing.assert_allclose(logits.asnumpy()[0], MINDSPORE_NETWORK_LOGITS, rtol=1e-5, atol=1e-6)
+    assert nn.Softmax(axis=1)(logits).argmax(1).asnumpy().tolist() == [0]  # MindSpore's prediction
+
+
+def test_automatic_differentiation_gives_mindspores_derivatives(mode):
+    rng = np.random.default_rng(0)
+    x = ops.ones(5, mindspore.float32)
+    y = ops.zeros(3, mindspore.float32)
+    w = Parameter(Tensor(rng.standard_normal((5, 3)), mindspore.float32), name="w")
+    b = Parameter(Tensor(rng.standard_normal((3,)), mindspore.float32), name="b")
+
+    def function(x, y, w, b):
+        z = ops.matmul(x, w) + b
+        return ops.binary_cross_entropy_with_logits(z, y, ops.ones_like(z), ops.ones_like(z))
+
+    def function_with_logits(x, y, w, b):
+        z = ops.matmul(x, w) + b
+        return ops.binary_cross_entropy_with_logits(z, y, ops.ones_like(z), ops.ones_like(z)), z
+
+    def function_stop_gradient(x, y, w, b):
+        z = ops.matmul(x, w) + b
+        return ops.binary_cross_entropy_with_logits(z, y, ops.ones_like(z), ops.ones_like(z)), ops.stop_gradient(z)
+
+    np.testing.assert_allclose(float(function(x, y, w, b)), MINDSPORE_AD_LOSS, rtol=1e-6)
+    gw, gb = mindspore.grad(function, (2, 3))(x, y, w, b)
+    np.testing.assert_allclose(gw.asnumpy(), [MINDSPORE_AD_GRAD_B] * 5, rtol=1e-5)  # x is ones: each row is gb
+    np.testing.assert_allclose(gb.asnumpy(), MINDSPORE_AD_GRAD_B, rtol=1e-5)
+    grads, (z,) = mindspore.grad(function_with_logits, (2, 3), has_aux=True)(x, y, w, b)
+    np.testing.assert_array_equal(grads[0].asnumpy(), gw.asnumpy())
+    np.testing.assert_allclose(z.asnumpy(), MINDSPORE_AD_Z, rtol=1e-6)
+    grads = mindspore.grad(function_stop_gradient, (2, 3))(x, y, w, b)
+    np.testing.assert_allclose(grads[1].asnumpy(), MINDSPORE_AD_GRAD_B, rtol=1e-5)
+
+
+def test_training_loop_gives_mindspores_losses(mode):
+    model = SmallNetwork()
+    fixed_init(model, 1)
+    rng = np.random.default_rng(2)
+    data = Tensor(rng.standard_normal((8, 4, 4)).astype(np.float32))
+    label = Tensor(rng.integers(0, 5, 8).astype(np.int32))
+    learning_rate = 0.5
+
+    def forward_fn(data, label):
+        logits = model(data)
+        return ops.cross_entropy(logits, label), logits
+
+    grad_fn = mindspore.value_and_grad(forward_fn, None, model.trainable_params(), has_aux=True)
+
+    def train_step(data, label):
+        (loss, _), grads = grad_fn(data, label)
+        for param, grad in zip(model.trainable_params(), grads):
+            param.set_data(param - learning_rate * grad)
+        return loss
+
+    model.set_train()
+    losses = [float(train_step(data, label)) for _ in range(4)]
+    np.testing.assert_allclose(losses, MINDSPORE_TRAINING_LOSSES, rtol=1e-5)
+
+
+# Model.fit(2, data, data, callbacks=[LossMonitor(3), TimeMonitor()]) in MindSpore 2.10.0 (as above), the network
+# nn.SequentialCell(nn.Dense(4, 8), nn.ReLU(), nn.Dense(8, 3)) after fixed_init(net, 3), SoftmaxCrossEntropyWithLogits
+# (sparse, mean), SGD(0.1), metrics {"accuracy": Accuracy(), "loss": Loss()}, on
+# NumpySlicesDataset({"data": x, "label": y}, shuffle=False).batch(8) of `_monitor_data`'s x and y, printed:
+MINDSPORE_MONITOR_LINES = [
+    "epoch: 1 step: 3, loss is 1.3275988101959229",
+    "Eval epoch time: 315.019 ms, per step time: 78.755 ms",
+    "Eval result: epoch 1, metrics: {'accuracy': 0.28125, 'loss': 1.2134567201137543}",
+    "Train epoch time: 318.388 ms, per step time: 79.597 ms",
+    "epoch: 2 step: 2, loss is 1.3356070518493652",
+    "Eval epoch time: 413.884 ms, per step time: 103.471 ms",
+    "Eval result: epoch 2, metrics: {'accuracy': 0.3125, 'loss': 1.1518639922142029}",
+    "Train epoch time: 425.310 ms, per step time: 106.327 ms",
+]
+
+
+def _monitor_data():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((32, 4)).astype(np.float32)
+    y = rng.integers(0, 3, 32).astype(np.int32)
+    return [(x[i:i + 8], y[i:i + 8]) for i in range(0, 32, 8)]
+
+
+def test_loss_and_time_monitor_print_mindspores_lines(mode, capsys):
+    from msir.train import Accuracy, Loss, LossMonitor, Model, TimeMonitor
+
+    net = nn.SequentialCell(nn.Dense(4, 8), nn.ReLU(), nn.Dense(8, 3))
+    fixed_init(net, 3)
+    model = Model(net, nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean"),
+                  nn.SGD(net.trainable_params(), 0.1), metrics={"accuracy": Accuracy(), "loss": Loss()})
+    data = _monitor_data()
+    model.fit(2, data, data, callbacks=[LossMonitor(3), TimeMonitor()])
+    printed = capsys.readouterr().out.splitlines()
+    assert len(printed) == len(MINDSPORE_MONITOR_LINES), printed
+    number = r"(-?\d+(?:\.\d+)?(?:e-?\d+)?)"
+    for ours, theirs in zip(printed, MINDSPORE_MONITOR_LINES, strict=True):
+        shape = re.escape(re.sub(number, "\0", theirs)).replace("\0", number)
+        timing = " epoch time: " in theirs
+        if timing:  # times differ; their format is "%5.3f ms"
+            shape = shape.replace(number, r"(\d+\.\d{3})")
+        assert re.fullmatch(shape, ours), (ours, theirs)
+        ours_numbers = [float(v) for v in re.fullmatch(shape, ours).groups()]
+        theirs_numbers = [float(v) for v in re.findall(number, theirs)]
+        if not timing:
+            np.testing.assert_allclose(ours_numbers, theirs_numbers, rtol=1e-6)
+    assert {k: type(v) for k, v in model.eval(data).items()} == {"accuracy": np.float64, "loss": np.float64}

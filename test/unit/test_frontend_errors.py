@@ -19,6 +19,7 @@ from msir.errors import (
     DTypeError,
     MsirError,
     MsirIndexError,
+    MsirNameError,
     MsirZeroDivisionError,
     ShapeError,
     UnsupportedSyntaxError,
@@ -171,14 +172,21 @@ def calls_undefined(x):
         (calls_unknown_numpy, "the NumPy function np.sort is not supported", "sort", "np.sort"),
         (calls_fft, "is not supported in compiled functions", "fft", "np.fft"),
         (calls_det, "is not supported in compiled functions", "det", "np.linalg"),
-        (calls_undefined, "name 'undefined_function' is not defined", "undefined", "undefined_function"),
     ],
-    ids=["np.sort", "np.fft.fft", "np.linalg.det", "undefined"],
+    ids=["np.sort", "np.fft.fft", "np.linalg.det"],
 )
 def test_unknown_function(fn, msg, marker, snippet):
     err = raises(UnsupportedSyntaxError, fn, X)
     assert msg in err.message
     assert_at(err, marker, snippet)
+
+
+def test_an_undefined_name_is_a_name_error_at_its_use():
+    # Python raises NameError; so does msir, at compile time, at the use.
+    err = raises(NameError, calls_undefined, X)
+    assert isinstance(err, MsirNameError) and err.name == "undefined_function"
+    assert "name 'undefined_function' is not defined" in err.message
+    assert_at(err, "undefined", "undefined_function")
 
 
 @pytest.mark.parametrize("fn, name", [(calls_fft, "np.fft.fft"), (calls_det, "np.linalg.det")], ids=["fft", "det"])

@@ -3,20 +3,23 @@ msir-lower-to-llvm outlines for it.
 
 Results with n threads are compared with 1 thread: bitwise for elementwise
 loops and row groups (every element is computed by the same code in one
-chunk), within 1e-5 relative for float sums (the per-chunk partials
-reassociate the sum; the f32 error bound of pairwise-like summation over 2^20
-terms is far below that), exactly for max and integer sums. Thread counts
-above the machine's core count are used on purpose: they force more chunks
-and real concurrency even on a 2-core machine.
+chunk), and bitwise for float sums too (the chunks, hence the order in which
+per-chunk partials are combined, depend on the trip count only); float sums
+are also checked against float64 NumPy within 1e-5 relative (the partials
+reassociate the sum), max and integer sums exactly. Thread counts above the
+machine's core count are used on purpose: they give real concurrency even on
+a 2-core machine.
 """
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
 import os
 import subprocess
 import sys
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -134,6 +137,32 @@ def test_float_sum_within_tolerance_and_deterministic():
         assert abs(many - one) <= 1e-5 * abs(one)
         assert abs(many - ref) <= 1e-5 * abs(ref)
         assert float(f(X1)) == many  # same thread count, same chunks, same bits
+
+
+def sum_rows_exp(x):
+    return np.sum(np.exp(x), axis=1)
+
+
+def sum_all_exp(x):
+    return np.sum(np.exp(x))
+
+
+@pytest.mark.parametrize("fn,x", [(sum_exp, X1), (sum_rows_exp, X2), (sum_all_exp, X2)])
+def test_float_reductions_are_bitwise_equal_across_thread_counts(fn, x):
+    f = msir.jit(fn)
+    one = np.asarray(_at(1, f, x))
+    for n in (2, 3, 8):
+        assert np.asarray(_at(n, f, x)).tobytes() == one.tobytes(), f"{n} threads"
+
+
+def test_chunks_do_not_depend_on_the_thread_count():
+    # the runtime's own answer: how many chunks a range is cut into
+    counts = {}
+    for n in (1, 2, 7):
+        threads.set_num_threads(n)
+        counts[n] = (threads.plan_chunks(1 << 20, 4096), threads.plan_chunks(100, 4096))
+    assert counts[1] == counts[2] == counts[7] == (threads.MAX_CHUNKS, 1)
+    assert threads.plan_chunks(10 * 4096, 4096) == 10
 
 
 def test_max_and_int_sum_are_exact():
@@ -312,3 +341,54 @@ def test_running_values_are_not_split():
     out, total = native.function("prefix")(x)
     np.testing.assert_allclose(out, np.cumsum(np.exp(x.astype(np.float64))), rtol=1e-4)
     assert float(total) == float(out[-1])
+
+
+TASK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64)
+
+
+def test_dispatches_that_wait_for_a_slow_worker_back_off():
+    # A Python task stands in for generated code: the worker's chunk sleeps
+    # (as a thread the OS descheduled), the caller's chunks are quick.
+    threads.set_num_threads(2)
+    main = threading.get_ident()
+    worker_started = threading.Event()
+    slow_worker = [True]
+    runs: list[list[tuple[int, bool]]] = []
+
+    def task(_ctx, k, _begin, _end):
+        by_worker = threading.get_ident() != main
+        runs[-1].append((k, by_worker))
+        if by_worker:
+            worker_started.set()
+            time.sleep(0.2 if slow_worker[0] else 0)
+        elif k == 0:
+            worker_started.wait(timeout=30)  # let a worker claim a chunk first
+        else:
+            time.sleep(0.001)
+
+    callback = TASK(task)
+    assert threads.load()
+    parallel_for = threads._state["parallel_for"]  # the runtime's entry point, as generated code calls it
+
+    def dispatch(worker_expected: bool = True) -> tuple[bool, int]:
+        runs.append([])
+        if worker_expected:
+            worker_started.clear()
+        else:  # run in the caller alone: nothing to wait for
+            worker_started.set()
+        before = threads.backed_off()
+        assert parallel_for(callback, None, 0, 16 * 16, 16) == 16
+        assert sorted(k for k, _ in runs[-1]) == list(range(16))  # each chunk once
+        return any(w for _, w in runs[-1]), threads.backed_off() - before
+
+    def dispatch_backed_off() -> bool:
+        shared, backed = dispatch(worker_expected=False)
+        return not shared and backed == 1
+
+    assert dispatch() == (True, 0)  # lost: back off for 1
+    assert dispatch_backed_off()
+    assert dispatch() == (True, 0)  # the probe loses again: back off for 2
+    assert dispatch_backed_off() and dispatch_backed_off()
+    slow_worker[0] = False
+    assert dispatch() == (True, 0)  # the probe wins: no back-off
+    assert dispatch() == (True, 0)

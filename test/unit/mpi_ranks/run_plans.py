@@ -1,0 +1,24 @@
+"""One rank of the MPI tests' job: runs every plan of `sharded_cases` for
+the job's rank count and writes this rank's results, its rank and world
+size, its thread count and the error of a plan on a mesh larger than the
+world to `<out_dir>/rank<r>.npz` (`test_parallel_mpi.py` checks them)."""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+from sharded_cases import MLP_ARGS, cases, mlp
+
+import msir
+from msir.parallel import get_group_size, get_rank, shard
+
+out_dir = Path(sys.argv[1])
+rank, size = get_rank(), get_group_size()
+results = {name: make().run(*args) for name, (make, args, _) in cases(size).items()}
+try:
+    shard(mlp, 2 * size, strategies={"fc1": "n", "fc2": "k"}, example_args=MLP_ARGS, argnums=()).run(*MLP_ARGS)
+    too_large = ""
+except msir.errors.PlanningError as e:
+    too_large = str(e)
+np.savez(out_dir / f"rank{rank}.npz", rank=rank, size=size, threads=msir.get_num_threads(), too_large=too_large,
+         **results)

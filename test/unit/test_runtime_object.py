@@ -1,0 +1,43 @@
+"""Runtimes compiled from LLVM IR once per machine (msir.lowering.runtime_object):
+the object code lands in the cache directory and a later load uses it."""
+
+from __future__ import annotations
+
+import ctypes
+
+from msir.lowering import runtime_object
+
+IR = """
+define i64 @__msir_test_triple(i64 %x) {
+  %y = mul i64 %x, 3
+  ret i64 %y
+}
+"""
+OPTIONS = {"opt": 0, "codemodel": "jitdefault"}
+
+
+def _call(engine, x: int) -> int:
+    return ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)(engine.get_function_address("__msir_test_triple"))(x)
+
+
+def test_object_is_kept_and_reloaded(tmp_path, monkeypatch):
+    monkeypatch.setenv("MSIR_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("MSIR_CACHE", raising=False)
+    path = runtime_object.object_path("test-runtime", IR, OPTIONS)
+    assert path.parent == tmp_path and path.name.startswith("test-runtime-") and not path.exists()
+    assert _call(runtime_object.compile_cached("test-runtime", IR, OPTIONS, "__msir_test_triple"), 14) == 42
+    assert path.exists()
+    stamp = path.stat().st_mtime_ns
+    assert _call(runtime_object.compile_cached("test-runtime", IR, OPTIONS, "__msir_test_triple"), 5) == 15
+    assert path.stat().st_mtime_ns == stamp  # loaded, not written again
+    # another IR or other target options: another file
+    assert runtime_object.object_path("test-runtime", IR + "\n", OPTIONS) != path
+    assert runtime_object.object_path("test-runtime", IR, {**OPTIONS, "opt": 2}) != path
+
+
+def test_without_the_cache_the_ir_is_compiled_in_process(tmp_path, monkeypatch):
+    monkeypatch.setenv("MSIR_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("MSIR_CACHE", "0")
+    assert runtime_object.object_path("test-runtime", IR, OPTIONS) is None
+    assert _call(runtime_object.compile_cached("test-runtime", IR, OPTIONS, "__msir_test_triple"), 2) == 6
+    assert list(tmp_path.iterdir()) == []
