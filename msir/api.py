@@ -34,7 +34,7 @@ import numpy as np
 
 from msir import targets, trace_cache
 from msir.calling import STALE, EagerArgument, Entry, signature_key
-from msir.context import GRAPH_MODE, PYNATIVE_MODE, device_target, get_context, pynative, set_context
+from msir.context import GRAPH_MODE, PYNATIVE_MODE, auto_parallel_key, device_target, get_context, pynative, set_context
 from msir.errors import DonationWarning, MsirError, UnsupportedSyntaxError
 from msir.library_callables import as_python_function
 from msir.common.tensor import TracedTensorRead, contains_tensor, unwrap, wrap
@@ -97,6 +97,8 @@ class JitFunction(Jitted):
         """Per target and signature, the versions compiled for what the code read
         through objects (guards), newest last: `_call_other_version`."""
         self._lock = threading.Lock()
+        self._plans: dict[tuple, Any] = {}
+        """Per auto-parallel context and signature, the plan the function runs with (`msir.parallel`)."""
         self._signature = inspect.signature(_compiled_call(fn))
         self._n_params = len(self._signature.parameters)
         self._donate = _donated_positions(donate_argnums, self._n_params, fn)
@@ -135,6 +137,9 @@ class JitFunction(Jitted):
             key0 = tuple([(a.dtype, a.shape) if type(a) is np.ndarray else signature_key(a) for a in args])
         except EagerArgument:
             return self.__wrapped__(*args)
+        parallel = auto_parallel_key()
+        if parallel is not None:  # msir.set_auto_parallel_context: run sharded on emulated devices
+            return self._call_sharded(args, (parallel, self._current_target(), key0))
         static = self._static.get(key0)
         key = key0 if not static else (key0, self._static_values(args, static))
         entry = self._entries.get(key)
@@ -151,6 +156,18 @@ class JitFunction(Jitted):
             return self.__wrapped__(*args)
         except MsirError as e:
             # The user's source location is in the message: cut msir's frames.
+            raise e.with_traceback(None) from None
+
+    def _call_sharded(self, args: tuple, key: tuple) -> Any:
+        plan = self._plans.get(key)
+        try:
+            if plan is None:
+                from msir.parallel.context_plan import plan_for_context
+
+                with self._lock:
+                    plan = self._plans[key] = plan_for_context(self.__wrapped__, args)
+            return plan.run(*args)
+        except MsirError as e:
             raise e.with_traceback(None) from None
 
     def _call_other_version(self, key: Any, stale: Entry, args: tuple) -> Any:

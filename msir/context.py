@@ -61,3 +61,94 @@ def device_target() -> str:
 def pynative() -> bool:
     """Is the current mode PYNATIVE_MODE?"""
     return _context["mode"] == PYNATIVE_MODE
+
+
+# -- the auto-parallel context (MindSpore's `set_auto_parallel_context`) ---------
+
+PARALLEL_MODES = ("stand_alone", "data_parallel", "semi_auto_parallel", "auto_parallel")
+"""`stand_alone`: serial; `data_parallel`: the data arguments split along their
+batch dimension over every device, the parameters replicated; `semi_auto_parallel`:
+the strategies of the primitives' `.shard(...)` (`msir.ops.MatMul`), the other
+ops' chosen by the search; `auto_parallel`: every strategy chosen by the search
+(`msir.parallel.auto_shard`)."""
+
+_AUTO_PARALLEL_DEFAULTS: dict[str, Any] = {"parallel_mode": "stand_alone", "mesh": None, "device_num": 1,
+                                           "cost_model": None}
+_auto_parallel: dict[str, Any] = dict(_AUTO_PARALLEL_DEFAULTS)
+
+
+def set_auto_parallel_context(parallel_mode: str | None = None, mesh: Any = None, device_num: int | None = None,
+                              cost_model: Any = None) -> None:
+    """MindSpore's one line: `msir.set_auto_parallel_context(parallel_mode="auto_parallel", mesh=(2, 4))`
+    makes every `msir.jit` function called afterwards run sharded on emulated devices
+    (`msir.parallel.context_plan`), forward and, for a training step, backward.
+
+    `mesh` is the device mesh's shape; `device_num=n` alone means the mesh `(n,)`
+    (both: their sizes must agree). `cost_model` (a `msir.parallel.CostModel`)
+    is what `auto_parallel` and `semi_auto_parallel` minimise. Keys not given
+    keep their values."""
+    from msir.errors import PlanningError
+
+    if parallel_mode is not None and parallel_mode not in PARALLEL_MODES:
+        raise PlanningError(f"set_auto_parallel_context: unknown parallel_mode {parallel_mode!r} "
+                            f"(known: {', '.join(PARALLEL_MODES)})")
+    shape = None
+    if mesh is not None:
+        shape = (mesh,) if isinstance(mesh, int) and not isinstance(mesh, bool) else mesh
+        if not (isinstance(shape, (tuple, list)) and shape
+                and all(isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in shape)):
+            raise PlanningError(f"set_auto_parallel_context: mesh must be a shape of positive ints like (2, 4), "
+                                f"got {mesh!r}")
+        shape = tuple(shape)
+    if device_num is not None and (not isinstance(device_num, int) or isinstance(device_num, bool) or device_num < 1):
+        raise PlanningError(f"set_auto_parallel_context: device_num must be a positive int, got {device_num!r}")
+    if shape is not None and device_num is not None and _product(shape) != device_num:
+        raise PlanningError(f"set_auto_parallel_context: mesh {shape} has {_product(shape)} devices, "
+                            f"not device_num={device_num}")
+    if parallel_mode is not None:
+        _auto_parallel["parallel_mode"] = parallel_mode
+    if shape is not None:
+        _auto_parallel["mesh"], _auto_parallel["device_num"] = shape, _product(shape)
+    elif device_num is not None:
+        _auto_parallel["mesh"], _auto_parallel["device_num"] = (device_num,), device_num
+    if cost_model is not None:
+        _auto_parallel["cost_model"] = cost_model
+
+
+def reset_auto_parallel_context() -> None:
+    """Back to `stand_alone` on one device (MindSpore's `reset_auto_parallel_context`)."""
+    _auto_parallel.clear()
+    _auto_parallel.update(_AUTO_PARALLEL_DEFAULTS)
+
+
+def get_auto_parallel_context(key: str) -> Any:
+    """One key of the auto-parallel context: parallel_mode, mesh, device_num, cost_model."""
+    if key not in _auto_parallel:
+        raise ValueError(f"unknown auto-parallel context key {key!r} (known: {', '.join(_auto_parallel)})")
+    return _auto_parallel[key]
+
+
+primitive_strategies: dict[str, Any] = {}
+"""op name -> the strategy a primitive's `.shard(...)` gave it (`msir.ops.MatMul`), for semi_auto_parallel."""
+_strategies_set = [0]  # how many times a primitive's strategy was set: part of the plans' cache key
+
+
+def set_primitive_strategy(name: str, strategy: Any) -> None:
+    primitive_strategies[name] = strategy
+    _strategies_set[0] += 1
+
+
+def auto_parallel_key() -> tuple | None:
+    """The auto-parallel context as a cache key; None when `msir.jit` runs serially
+    (stand_alone, or a mesh of one device)."""
+    ctx = _auto_parallel
+    if ctx["parallel_mode"] == "stand_alone" or ctx["mesh"] is None or ctx["device_num"] == 1:
+        return None
+    return ctx["parallel_mode"], ctx["mesh"], id(ctx["cost_model"]), _strategies_set[0]
+
+
+def _product(shape: tuple[int, ...]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n

@@ -102,7 +102,7 @@ __all__ = [
     # MindSpore's spelling of what its tutorials and layers call (issue 14)
     "argmax", "binary_cross_entropy_with_logits", "cast", "cat", "expand_dims", "flatten", "full", "mean",
     "ones", "ones_like", "squeeze", "stack", "stop_gradient", "sum", "unsqueeze", "zeros", "zeros_like",
-    "GradOperation",
+    "GradOperation", "MatMul",
 ]
 
 
@@ -841,6 +841,53 @@ def stop_gradient(value, *, name=None):
 # ---------------------------------------------------------------------------
 
 
+class MatMul:
+    """MindSpore's primitive `ops.MatMul(transpose_a=False, transpose_b=False)`:
+    `MatMul()(a, b)` is `matmul(a, b)` (of the transposed operands where asked).
+    `.shard(((2, 1), (1, 4)))` gives it a strategy in MindSpore's slice tuples
+    (per input, per dimension of the input as given: the slices of its rows
+    and columns), which `msir.set_auto_parallel_context(parallel_mode=
+    "semi_auto_parallel")` plans with; each primitive is one op named
+    `MatMul-op<k>`, so the strategy follows it into the traced function."""
+
+    _created = 0
+
+    def __init__(self, transpose_a: bool = False, transpose_b: bool = False):
+        self.transpose_a, self.transpose_b = bool(transpose_a), bool(transpose_b)
+        self.name = f"MatMul-op{MatMul._created}"
+        MatMul._created += 1
+
+    def shard(self, in_strategy) -> MatMul:
+        """Set the primitive's strategy (`in_strategy`: two tuples of ints, one per input); returns it."""
+        if not (isinstance(in_strategy, (tuple, list)) and len(in_strategy) == 2 and all(
+                isinstance(t, (tuple, list)) and len(t) == 2
+                and all(isinstance(c, int) and not isinstance(c, bool) and c >= 1 for c in t) for t in in_strategy)):
+            raise BadArgumentError(f"msir.ops.MatMul.shard: in_strategy must be two tuples of two positive ints, "
+                                   f"one per input, like ((2, 1), (1, 4)); got {in_strategy!r}")
+        from msir.context import set_primitive_strategy
+
+        set_primitive_strategy(self.name, tuple(tuple(t) for t in in_strategy))
+        return self
+
+    def __call__(self, a, b):
+        if self.transpose_a:
+            a = transpose(a, (1, 0), name=self.name)
+        if self.transpose_b:
+            b = transpose(b, (1, 0), name=self.name)
+        return matmul(a, b, name=self.name)
+
+    def __msir_translate__(self, tr, args: list, kwargs: dict, node) -> Any:
+        """Compiled: the ops of `__call__` at the caller's line (errors and op names point there)."""
+        if kwargs or len(args) != 2:
+            raise tr.error(BadArgumentError, "MatMul()(a, b) takes two positional arguments", node)
+        a, b = args
+        if self.transpose_a:
+            a = tr.call_value(transpose, [a, (1, 0)], {"name": self.name}, node)
+        if self.transpose_b:
+            b = tr.call_value(transpose, [b, (1, 0)], {"name": self.name}, node)
+        return tr.call_value(matmul, [a, b], {"name": self.name}, node)
+
+
 def _tensor_io(fn):
     """`fn` on `msir.Tensor`s: called with their arrays (no copies), its
     results come back as Tensors when an argument was one. Compiled code
@@ -858,6 +905,6 @@ def _tensor_io(fn):
 _CREATING = ("ones", "zeros", "full")
 """They give Tensors from Python without a Tensor argument, as MindSpore's do."""
 for _name in __all__:
-    if _name not in _CREATING and _name != "GradOperation":
+    if _name not in _CREATING and _name not in ("GradOperation", "MatMul"):
         globals()[_name] = _tensor_io(globals()[_name])
 del _name

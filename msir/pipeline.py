@@ -75,20 +75,25 @@ PASSES: dict[str, str] = {
 
 TARGET_DIALECTS: dict[str, tuple[frozenset[str], str]] = {
     "ascend": (frozenset(), "ascend kernels run on the emulator: msir-run --target ascend"),
-    "msir_shard": (frozenset({"msir-shard"}),
+    "msir_shard": (frozenset({"msir-shard", "msir-grad", "msir-jvp", "msir-grad-jvp", "msir-inline"}),
                    "a sharded function runs on a mesh of devices: msir.parallel's Plan.run"),
 }
 """Target dialect -> (the msir passes that accept its ops, how to run them)."""
 
 
-def refuse_target_ops(module: ModuleOp, stage: str) -> None:
+def refuse_target_ops(module: ModuleOp, stage: str | Sequence[str]) -> None:
     """A `CompileError` at the first op of a target dialect that `stage`
-    does not accept."""
+    does not accept (given the stages of a pipeline: the first of them
+    that does not accept it)."""
     from msir.errors import CompileError, SourceLoc
 
+    stages = (stage,) if isinstance(stage, str) else tuple(stage)
     for op in module.walk():
         dialect = op.name.partition(".")[0]
-        if dialect in TARGET_DIALECTS and stage not in TARGET_DIALECTS[dialect][0]:
+        if dialect not in TARGET_DIALECTS:
+            continue
+        stage = next((s for s in stages if s not in TARGET_DIALECTS[dialect][0]), None)
+        if stage is not None:
             loc = op.location
             where = (SourceLoc(loc.filename.data, loc.line.data, loc.column.data)
                      if hasattr(loc, "filename") else None)
@@ -215,7 +220,7 @@ def run(
     The module, which comes from the frontend, holds no target dialect op
     (`refuse_target_ops`; no msir pass makes one)."""
     if pipeline.stages:
-        refuse_target_ops(module, pipeline.stages[0].label)
+        refuse_target_ops(module, [stage.label for stage in pipeline.stages])
     for stage in pipeline.stages:
         start = time.perf_counter()
         stage.apply(ctx, module)

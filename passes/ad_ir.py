@@ -65,6 +65,10 @@ def op_params(op: Operation) -> tuple[str, dict[str, Any]]:
         case M.AvgPool2dOp():
             p = {"kernel": M._ints(op.kernel), "stride": M._ints(op.stride), "padding": M._ints(op.padding),
                  "count_include_pad": op.includes_padding}
+    if name.startswith("msir_shard."):  # a collective: its mesh axis and dimensions
+        p = {k: getattr(op, k).data if k in ("mesh", "kind") else getattr(op, k).value.data
+             for k in ("axis", "dim", "to_dim", "kind") if k in op.properties}
+        p["mesh"] = op.mesh.root_reference.data
     if op.results and isinstance(op.results[0].type, M.TensorType):
         p["shape"] = M.shape_of(op.results[0].type)
         p["dtype"] = M.dtype_of(op.results[0].type)
@@ -216,6 +220,25 @@ class IRBuilder:
 
     def tape_zeros(self, like: Any) -> SSAValue:
         return self.emit(M.TapeZerosOp(self.val(like)))
+
+    # -- collectives (in per-device functions, after msir-shard) ---------------------
+
+    def collective(self, kind: str, x: Any, p: dict, shape: Sequence[int] = ()) -> SSAValue:
+        """The `msir_shard` collective `kind` of `x` on mesh axis `p["axis"]` of
+        mesh `p["mesh"]` (`p` as `op_params` reads a collective: `dim`,
+        `to_dim`, `kind` where the op has them); `shape` is the local result
+        shape of those that change it."""
+        from msir.dialects import msir_shard as S
+
+        v = self.val(x)
+        mesh, axis = p["mesh"], p["axis"]
+        if kind == "all_reduce":
+            return self.emit(S.AllReduceOp(v, mesh, axis, p["kind"]))
+        result = M.tensor_type(shape, M.dtype_of(v.type))
+        if kind == "all_to_all":
+            return self.emit(S.AllToAllOp(v, mesh, axis, p["dim"], p["to_dim"], result))
+        cls = {"reduce_scatter": S.ReduceScatterOp, "all_gather": S.AllGatherOp, "all_slice": S.AllSliceOp}[kind]
+        return self.emit(cls(v, mesh, axis, p["dim"], result))
 
     def apply(self, name: str, p: dict, xs: Sequence[Any]) -> SSAValue:
         """Apply a (linear) primitive by name with the parameters `op_params` gives."""

@@ -88,7 +88,8 @@ from xdsl.transforms.dead_code_elimination import dce, region_dce
 from msir.dialects import msir as M
 from msir.errors import NotDifferentiableError
 from msir.passes.ad_ir import IRBuilder, Lazy, Pair, derived_name, is_float_type, op_params, source_loc
-from msir.passes.grad_rules import NON_DIFFERENTIABLE, VJP
+from msir.passes.grad_rules import COLLECTIVE_VJP, NON_DIFFERENTIABLE, VJP
+from msir.passes.grad_shard import ShardedAdjoint, is_collective
 from msir.passes.specialize import specialize
 
 from msir.passes.grad_control import CONTROL_FLOW, outline_regions  # noqa: E402
@@ -444,6 +445,8 @@ class _PairBuilder:
         self.remat: dict[SSAValue, SSAValue] = {}
         self.cf_residuals: dict[Operation, list] = {}
         self.cf_pairs: dict[Operation, list[Pair]] = {}
+        self.sharded = ShardedAdjoint.of(f)
+        """For a per-device function (msir-shard's): its cotangents' partial sums."""
 
     # -- forward ----------------------------------------------------------------
 
@@ -538,21 +541,28 @@ class _PairBuilder:
         ct: dict[SSAValue, SSAValue] = {}
         B = IRBuilder(self.bwd_block, self.f.location, self.resolve)
 
-        def accumulate(v: SSAValue, c: SSAValue) -> None:
+        def accumulate(v: SSAValue, c: SSAValue, partial: frozenset[int] = frozenset()) -> None:
             if not is_float_type(v.type) or v not in self.live:  # a symbolic zero
                 return
             if c.type != v.type:  # a rule produced another dtype: keep the primal's
                 B.loc = v.owner.location if isinstance(v.owner, Operation) else B.loc
                 c = B.cast(c, M.dtype_of(v.type))
+            if self.sharded is not None:
+                c = self.sharded.merge(B, v, c, partial, ct)
             ct[v] = c if v not in ct else B.binary("add", ct[v], c)
 
         for pos, arg in zip(self.float_results, self.bwd_block.args):
+            if self.sharded is not None:
+                arg = self.sharded.seed(B, pos, ret.operands[pos], arg)
             accumulate(ret.operands[pos], arg)
         for op in reversed(list(self.f.body.block.ops)):
             if op is ret or not any(r in ct for r in op.results):
                 continue
             B.loc = op.location
             B.name = derived_name(op, "grad")
+            if self.sharded is not None and (isinstance(op, (func.CallOp, *CONTROL_FLOW)) or is_collective(op)):
+                for r in op.results:  # whole cotangents from here on
+                    self.sharded.resolve(B, r, ct)
             if isinstance(op, func.CallOp):
                 self.adjoint_of_call(op, ct, B, accumulate)
                 continue
@@ -565,6 +575,8 @@ class _PairBuilder:
         B.name = None
         for i in self.float_args:
             a = self.f.body.block.args[i]
+            if self.sharded is not None:
+                self.sharded.resolve(B, a, ct)
             outs.append(ct[a] if a in ct else zero_ct(self, B, a))
         self.bwd_block.add_op(func.ReturnOp(*outs))
 
@@ -604,16 +616,18 @@ class _PairBuilder:
         y = op.results[0]
         if name in NON_DIFFERENTIABLE:
             return
-        rule = VJP.get(name)
+        rule = VJP.get(name) or COLLECTIVE_VJP.get(name)
         if rule is None:
             raise NotDifferentiableError(
                 f"'{op.name}' has no differentiation rule", source_loc(op)
             )
+        if self.sharded is not None:
+            params = self.sharded.params(op, params)
         xs = [Lazy(self.fwd_of[v]) for v in op.operands]
         cts = rule(B, params, xs, Lazy(self.fwd_of[y]), ct[y])
         for v, c in zip(op.operands, cts):
             if c is not None:
-                accumulate(v, c)
+                accumulate(v, c, self.sharded.partial_of(op, v, y) if self.sharded is not None else frozenset())
 
     def adjoint_of_call(self, op: func.CallOp, ct, B: IRBuilder, accumulate) -> None:
         pair = self.call_pairs.get(op)

@@ -661,3 +661,90 @@ def _(B, p, xs, y, ts):
 @jvp("tape_get")
 def _(B, p, xs, y, ts):
     return B.tape_get(ts[0], xs[1]) if ts[0] is not None else _scalar(B, 0.0, y)
+
+
+# -- collectives (`msir_shard`, in the per-device functions msir-shard makes).
+# They act on the devices of a mesh, which the eager NumpyBuilder has not: their
+# rules are IRBuilder-only, in tables of their own that msir-grad and msir-jvp
+# read after VJP and JVP, and are checked end to end, against the serial
+# gradient and finite differences (test/unit/test_parallel_device_grad.py). Per device, the cotangent of a value replicated along a mesh
+# axis is the whole cotangent (every device holds it), that of a value split
+# or partial along the axis the device's own part. So (`../shared/parallel.md`
+# §1) all_reduce(sum)'s adjoint is the identity on the replicated cotangent;
+# all_gather and reduce_scatter are each other's adjoints; all_slice's is an
+# all_gather (shared among the devices' equal copies of a varying input, which
+# msir-grad's `input_varying` and `axis_size` parameters say); all_to_all's is the all_to_all moving the split back. The sum a
+# replicated operand of a split computation needs is added by msir-grad
+# (`msir.passes.grad_shard`). -------------------------------------------------
+
+NON_DIFFERENTIABLE.add("msir_shard.process_index")
+COLLECTIVE_VJP: dict[str, VjpRule] = {}
+COLLECTIVE_JVP: dict[str, JvpRule] = {}
+
+
+def collective_vjp(*names: str):
+    def register(fn: VjpRule) -> VjpRule:
+        COLLECTIVE_VJP.update(dict.fromkeys(names, fn))
+        return fn
+
+    return register
+
+
+def collective_jvp(*names: str):
+    def register(fn: JvpRule) -> JvpRule:
+        COLLECTIVE_JVP.update(dict.fromkeys(names, fn))
+        return fn
+
+    return register
+
+
+def _max_share(B, p, x, y):
+    """Per device, its share of all_reduce(max)'s derivative: 1/k on the k devices holding the maximum
+    (ties split evenly, as reduce_max splits them)."""
+    mask = B.cast(B.compare("eq", x, y), B.dtype(x))
+    return B.binary("div", mask, B.collective("all_reduce", mask, {**p, "kind": "sum"}))
+
+
+@collective_vjp("msir_shard.all_reduce")
+def _(B, p, xs, y, ct):
+    if p["kind"] == "sum":
+        return [ct]
+    return [B.binary("mul", _max_share(B, p, xs[0], y), ct)]
+
+
+@collective_vjp("msir_shard.all_gather")
+def _(B, p, xs, y, ct):
+    return [B.collective("reduce_scatter", ct, p, B.shape(xs[0]))]
+
+
+@collective_vjp("msir_shard.reduce_scatter")
+def _(B, p, xs, y, ct):
+    return [B.collective("all_gather", ct, p, B.shape(xs[0]))]
+
+
+@collective_vjp("msir_shard.all_slice")
+def _(B, p, xs, y, ct):
+    whole = B.collective("all_gather", ct, p, B.shape(xs[0]))
+    if not p.get("input_varying"):
+        return [whole]
+    # the devices' equal copies of a varying value each take 1/n of its cotangent (msir.passes.grad_shard)
+    return [B.binary("mul", whole, _scalar(B, 1.0 / p["axis_size"], whole))]
+
+
+@collective_vjp("msir_shard.all_to_all")
+def _(B, p, xs, y, ct):
+    back = {**p, "dim": p["to_dim"], "to_dim": p["dim"]}
+    return [B.collective("all_to_all", ct, back, B.shape(xs[0]))]
+
+
+@collective_jvp("msir_shard.all_reduce")
+def _(B, p, xs, y, ts):
+    t = _t(B, ts[0], xs[0])
+    if p["kind"] == "sum":
+        return B.collective("all_reduce", t, p)
+    return B.collective("all_reduce", B.binary("mul", _max_share(B, p, xs[0], y), t), {**p, "kind": "sum"})
+
+
+for _kind in ("all_gather", "reduce_scatter", "all_slice", "all_to_all"):  # linear: the same op on the tangent
+    COLLECTIVE_JVP[f"msir_shard.{_kind}"] = (
+        lambda kind: lambda B, p, xs, y, ts: B.collective(kind, _t(B, ts[0], xs[0]), p, B.shape(y)))(_kind)

@@ -43,7 +43,7 @@ from msir.passes.ad_ir import IRBuilder, derived_name, op_params
 from msir.passes.ad_ir import is_float_type, source_loc
 from msir.passes.grad import REVERSE_OPS, ModuleAD, differentiate, expand
 from msir.passes.grad_control import CONTROL_FLOW, outline_regions, reads
-from msir.passes.grad_rules import JVP, NON_DIFFERENTIABLE
+from msir.passes.grad_rules import COLLECTIVE_JVP, JVP, NON_DIFFERENTIABLE
 
 
 def jvp_function(ad: ModuleAD, name: str, active: tuple[int, ...], at: Operation) -> str:
@@ -118,7 +118,7 @@ def _op(op: Operation, block: Block, value, tangent, B: IRBuilder) -> None:
     name, p = op_params(op)
     if name in NON_DIFFERENTIABLE or not is_float_type(y.type):
         return
-    rule = JVP.get(name)
+    rule = JVP.get(name) or COLLECTIVE_JVP.get(name)
     if rule is None:
         raise NotDifferentiableError(f"'{op.name}' has no forward-mode rule", source_loc(op))
     tangent[y] = rule(B, p, [value[v] for v in op.operands], value[y], ts)

@@ -30,7 +30,15 @@ Rewrites, in program order:
   sum again), a `reduce_max` all-reduces (max) its result at once; the other
   reductions (prod, min) refuse such a split;
 * an op without a strategy runs replicated (the strategy `-,-,...`): every
-  device computes all of it from replicated operands;
+  device computes all of it from replicated operands; with
+  `propagate=true`, it takes the strategy its operands' layouts imply
+  instead (sharding propagation, as MindSpore's): each mesh axis goes to the
+  loop of the first operand dimension it splits (looking through views), if
+  that keeps every loop's split dividing its size; a reduced loop of a
+  reduction other than sum, mean and max is never split. This is how the
+  backward ops of a planned training step (`msir.parallel`) follow their
+  forward ops, whose strategies the plan sets: they read the forward's
+  values and cotangents in the forward's layouts;
 * views (`broadcast_to`, `transpose`, `reshape` inserting or removing size-1
   dimensions) carry no strategy: they take the layout their consumer asks of
   their result, ask their operand for the matching layout and are rebuilt
@@ -81,7 +89,7 @@ from xdsl.traits import SymbolTable
 import msir.dialects.msir as M
 import msir.dialects.msir_shard as S
 from msir.errors import CompileError
-from msir.parallel.mesh_layout import Layout, Mesh, axes_on, split_of
+from msir.parallel.mesh_layout import Layout, Mesh, axes_on, format_strategy, split_of
 from msir.parallel.op_graph import contraction_terms
 from msir.parallel.reshard import reshard
 from msir.passes.ad_ir import source_loc
@@ -98,11 +106,14 @@ class MsirShard(ModulePass):
 
     name = "msir-shard"
 
+    propagate: bool = False
+    """Ops without a strategy take the one their operands' layouts imply (else they run replicated)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for f in [f for f in op.ops if isinstance(f, func.FuncOp) and S.MESH_ATTR not in f.attributes]:
             mesh = _mesh_of(f)
             if mesh is not None:
-                _Partitioner(f, *mesh).run()
+                _Partitioner(f, *mesh, propagate=self.propagate).run()
 
 
 def _mesh_of(f: func.FuncOp) -> tuple[SymbolRefAttr, Mesh] | None:
@@ -159,8 +170,9 @@ def _local_type(t: TensorType, layout: Layout, mesh: Mesh) -> TensorType:
 class _Partitioner:
     """Rewrites one function in place (module docstring)."""
 
-    def __init__(self, f: func.FuncOp, mesh_ref: SymbolRefAttr, mesh: Mesh):
+    def __init__(self, f: func.FuncOp, mesh_ref: SymbolRefAttr, mesh: Mesh, propagate: bool = False):
         self.f, self.mesh_ref, self.mesh = f, mesh_ref, mesh
+        self.propagate = propagate
         self.mesh_name = mesh_ref.root_reference.data
         self.block: Block = f.body.block
         self.layout: dict[SSAValue, Layout] = {}  # original value -> the layout of its local value
@@ -194,6 +206,8 @@ class _Partitioner:
                 raise CompileError(f"msir-shard does not partition '{op.name}', an op with regions", source_loc(op))
             elif S.STRATEGY_ATTR in op.attributes:
                 self._partition(op)
+            elif self.propagate and (implied := self._implied_strategy(op)) is not None:
+                self._partition(op, implied)
             else:
                 self._replicated(op)
         for op in reversed(old):
@@ -239,15 +253,13 @@ class _Partitioner:
             if isinstance(r.type, TensorType):
                 self.layout[r] = Layout(((),) * len(M.shape_of(r.type)))
 
-    def _partition(self, op: Operation) -> None:
-        attr = op.attributes[S.STRATEGY_ATTR]
+    def _partition(self, op: Operation, implied: tuple | None = None) -> None:
+        """`op` split by its strategy attribute, or by the `implied` strategy (propagation)."""
+        attr = op.attributes.get(S.STRATEGY_ATTR)
         terms, out_term = letter_terms(op)
-        sizes = {}
-        for v, term in zip((*op.operands, op.results[0]), (*terms, out_term)):
-            for c, n in zip(term, M.shape_of(v.type)):
-                if c != "1":
-                    sizes[c] = n
-        s = self._strategy(op, attr, sizes, out_term)
+        sizes = _loop_sizes(op, terms, out_term)
+        s = implied if implied is not None else self._strategy(op, attr, sizes, out_term)
+        attr = attr if attr is not None else S.StrategyAttr(self.mesh_name, format_strategy(s))
         operands = [self._get(v, Layout(tuple(axes_on(s, c) for c in term))) for v, term in zip(op.operands, terms)]
         reduced = [a for a, c in enumerate(s) if c is not None and c not in out_term]
         out = Layout(tuple(axes_on(s, c) for c in out_term), tuple(reduced))
@@ -274,6 +286,59 @@ class _Partitioner:
             out = out.resolved()
         self.local[result] = local
         self.layout[result] = out
+
+    def _implied_strategy(self, op: Operation) -> tuple | None:
+        """The strategy `op`'s operands' layouts imply (module docstring), None if they split nothing it can."""
+        if not isinstance(op, (M.MatmulOp, M.EinsumOp, M.ReduceOp, *_ELEMENTWISE)) or len(op.results) != 1:
+            return None
+        terms, out_term = letter_terms(op)
+        sizes = _loop_sizes(op, terms, out_term)
+        reduced = {c for t in terms for c in t if c != "1" and c not in out_term}
+        if isinstance(op, M.ReduceOp) and not isinstance(op, (M.ReduceSumOp, M.ReduceMeanOp, M.ReduceMaxOp)):
+            sizes = {c: n for c, n in sizes.items() if c not in reduced}
+        strategy: list[str | None] = [None] * self.mesh.rank
+        for v, term in zip(op.operands, terms):
+            layout = self._layout_hint(v)
+            if layout is None:
+                continue
+            for d, axes in enumerate(layout.dims):
+                for a in axes:
+                    c = term[d]
+                    if strategy[a] is not None or c not in sizes:
+                        continue
+                    strategy[a] = c
+                    if sizes[c] % split_of(strategy, c, self.mesh):
+                        strategy[a] = None
+        return tuple(strategy) if any(strategy) else None
+
+    def _layout_hint(self, v: SSAValue) -> Layout | None:
+        """The layout `v` has (or, made by views, would have from their operand's), None if not decided yet."""
+        if v in self.layout:
+            return self.layout[v]
+        owner = v.owner
+        if not isinstance(owner, _VIEWS):
+            return None
+        src = self._layout_hint(owner.input)
+        if src is None:
+            return None
+        src_shape, dst_shape = M.shape_of(owner.input.type), M.shape_of(owner.result.type)
+        dims: list[tuple[int, ...]] = [()] * len(dst_shape)
+        if isinstance(owner, M.BroadcastToOp):
+            offset = len(dst_shape) - len(src_shape)
+            for d, axes in enumerate(src.dims):
+                if src_shape[d] == dst_shape[d + offset]:
+                    dims[d + offset] = axes
+        elif isinstance(owner, M.TransposeOp):
+            for i, p in enumerate(owner.permutation.get_values()):
+                dims[i] = src.dims[p]
+        else:
+            a = [d for d, n in enumerate(src_shape) if n != 1]
+            b = [d for d, n in enumerate(dst_shape) if n != 1]
+            if [src_shape[d] for d in a] != [dst_shape[d] for d in b]:
+                return None
+            for da, db in zip(a, b):
+                dims[db] = src.dims[da]
+        return Layout(tuple(dims))
 
     def _strategy(self, op: Operation, attr: S.StrategyAttr, sizes: dict[str, int], out_term: str):
         entries = attr.entries
@@ -387,6 +452,15 @@ class _Partitioner:
         new = type(view).create(operands=[operand], result_types=[result_type], properties=dict(view.properties),
                                 attributes=dict(view.attributes))
         return self._insert(new, self.at).results[0]
+
+
+def _loop_sizes(op: Operation, terms, out_term: str) -> dict[str, int]:
+    sizes = {}
+    for v, term in zip((*op.operands, op.results[0]), (*terms, out_term)):
+        for c, n in zip(term, M.shape_of(v.type)):
+            if c != "1":
+                sizes[c] = n
+    return sizes
 
 
 def _reshape_dims(src_shape, dst_shape, dst: Layout, view: Operation) -> tuple[tuple[int, ...], ...]:

@@ -24,9 +24,10 @@ from msir.parallel.mesh_layout import (
     split_of,
     strategy_from_slices,
 )
-from msir.parallel.op_graph import Graph, Node, build_graph
+from msir.parallel.op_graph import Graph, Node
 from msir.parallel.plan import Plan
 from msir.parallel.search import build_problem, solve
+from msir.parallel.training import build_graph
 
 
 def auto_shard(fn, mesh, example_args: Sequence[Any], cost_model: CostModel | None = None,
@@ -53,8 +54,21 @@ def shard(fn, mesh, strategies: Mapping[str, Any] | None = None,
     model = cost_model if cost_model is not None else CostModel()
     if not isinstance(model, CostModel):
         raise PlanningError(f"cost_model must be a msir.parallel.CostModel, got {type(model).__name__}")
-    graph = build_graph(fn, tuple(example_args))
+    return plan_graph(build_graph(fn, tuple(example_args)), mesh, strategies, input_layouts, example_args, model,
+                      argnums, params)
+
+
+def plan_graph(graph: Graph, mesh: Mesh, strategies: Mapping[str, Any] | None,
+               input_layouts: Mapping[int, Layout | str] | None, example_args: Sequence[Any], model: CostModel,
+               argnums: int | Sequence[int] | None, params: int | Sequence[int] | None) -> Plan:
+    """`shard`'s plan of a graph already built (`msir.parallel.context_plan` reads the graph first)."""
     model.for_mesh(mesh, graph.loc)
+    if graph.step is not None:
+        # a training step: its transformation says what needs a gradient; positions are the step's parameters
+        argnums = graph.step.argnums if argnums is None else _loss_positions(graph, argnums, "argnums")
+        params = None if params is None else _loss_positions(graph, params, "params")
+        input_layouts = {_loss_positions(graph, p, "input_layouts")[0] if isinstance(p, int) else p: layout
+                         for p, layout in (input_layouts or {}).items()}
     grad, param = _gradient_leaves(graph, example_args, argnums, params)
     fixed_layouts = _input_layouts(graph, input_layouts or {}, mesh)
     setting = Setting(graph, mesh, model, grad, param, frozenset(fixed_layouts))
@@ -62,6 +76,20 @@ def shard(fn, mesh, strategies: Mapping[str, Any] | None = None,
              for name, s in (strategies or {}).items()}
     problem = build_problem(setting, fixed, fixed_layouts)
     return Plan(setting, problem, solve(problem, model.memory_limit))
+
+
+def _loss_positions(graph: Graph, value: int | Sequence[int], what: str) -> tuple[int, ...]:
+    """Positions of the step's parameters as the loss's parameters they are passed as."""
+    positions = (value,) if isinstance(value, int) else tuple(value)
+    out = []
+    for p in positions:
+        leaves = graph.step_arg_leaves[p] if isinstance(p, int) and 0 <= p < len(graph.step_arg_leaves) else []
+        k = graph.step.loss_arg_of.get(leaves[0]) if len(leaves) == 1 else None
+        if k is None:
+            raise PlanningError(f"{what}: {p!r} is not the position of an array argument that '{graph.step.entry}' "
+                                f"passes to the function it differentiates ('{graph.fn_name}')", graph.loc)
+        out.append(k)
+    return tuple(out)
 
 
 def _positions(value: int | Sequence[int] | None, what: str, graph: Graph) -> tuple[int, ...] | None:

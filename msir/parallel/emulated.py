@@ -225,6 +225,10 @@ class EmulatedProgram:
         return out
 
 
+MESH_NAME = "mesh"
+"""The symbol of the mesh in the modules a plan makes."""
+
+
 def sharded_module(graph, mesh: Mesh, strategies: dict, layouts: Sequence[Layout]):
     """`graph`'s traced module with each op's strategy (`strategies`: node name
     -> strategy in the node's letters, translated to the op's own letters),
@@ -232,16 +236,30 @@ def sharded_module(graph, mesh: Mesh, strategies: dict, layouts: Sequence[Layout
     from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr
     from xdsl.dialects.func import FuncOp
 
-    import msir.dialects.msir as M
     import msir.dialects.msir_shard as S
     from msir.compiler import make_context
+    from msir.passes.shard import MsirShard
+
+    module = annotated_module(graph, mesh, strategies)
+    entry = next(op for op in module.ops if isinstance(op, FuncOp) and op.sym_name.data == graph.entry)
+    entry.arg_attrs = ArrayAttr([DictionaryAttr({S.LAYOUT_ATTR: S.LayoutAttr(MESH_NAME, layout.dims)})
+                                 for layout in layouts])
+    MsirShard().apply(make_context(), module)
+    module.verify()
+    return module
+
+
+def annotated_module(graph, mesh: Mesh, strategies: dict):
+    """A copy of `graph`'s traced module declaring `mesh` (as `@mesh`), each
+    of the graph's ops carrying its node's strategy in the op's own letters."""
+    import msir.dialects.msir as M
+    import msir.dialects.msir_shard as S
     from msir.parallel.mesh_layout import format_strategy
-    from msir.passes.shard import MsirShard, letter_terms
+    from msir.passes.shard import letter_terms
 
     module = graph.module.clone()
     originals = list(graph.module.walk())
     copy_of = dict(zip(originals, module.walk()))
-    mesh_name = "mesh"
     for node in graph.nodes:
         s = strategies[node.name]
         for op in node.ops:
@@ -254,13 +272,8 @@ def sharded_module(graph, mesh: Mesh, strategies: dict, layouts: Sequence[Layout
                     if letter is not None and c != "1":
                         op_letter[letter] = c
             text = format_strategy(tuple(op_letter.get(c) if c else None for c in s))
-            copy_of[op].attributes[S.STRATEGY_ATTR] = S.StrategyAttr(mesh_name, text)
-    entry = next(op for op in module.ops if isinstance(op, FuncOp) and op.sym_name.data == graph.entry)
-    entry.arg_attrs = ArrayAttr([DictionaryAttr({S.LAYOUT_ATTR: S.LayoutAttr(mesh_name, layout.dims)})
-                                 for layout in layouts])
-    module.body.block.insert_op_before(S.MeshOp(mesh_name, mesh.shape), module.body.block.first_op)
-    MsirShard().apply(make_context(), module)
-    module.verify()
+            copy_of[op].attributes[S.STRATEGY_ATTR] = S.StrategyAttr(MESH_NAME, text)
+    module.body.block.insert_op_before(S.MeshOp(MESH_NAME, mesh.shape), module.body.block.first_op)
     return module
 
 

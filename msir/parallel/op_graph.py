@@ -38,6 +38,10 @@ Built from the msir IR the frontend produces for `fn(*example_args)`
   several ops of a layer_norm reading its input) count once.
 * **Leaves** are the function's arguments; a leaf's use count is the number
   of uses over all nodes.
+* **Training steps.** A function that calls `msir.grad`, `msir.value_and_grad`
+  or `msir.vjp` inside is planned as the function it differentiates
+  (`msir.parallel.training.build_graph`): the graph is that function's, and
+  `Graph.step` says how the step passes its arguments to it.
 """
 
 from __future__ import annotations
@@ -145,6 +149,8 @@ class Graph:
     arg_locs: list[SourceLoc | None] = field(default_factory=list)
     module: Any = None  # the traced msir module the graph was read from
     entry: str = ""  # its function
+    step: Any = None  # a training step around `entry` (msir.parallel.training.Step), or None
+    step_arg_leaves: list[list[int]] = field(default_factory=list)  # the step's user arguments' leaf positions
 
     def node(self, name: str) -> Node:
         for n in self.nodes:
@@ -173,23 +179,36 @@ def source_loc(op) -> SourceLoc | None:
 
 
 def build_graph(fn, example_args: tuple) -> Graph:
-    """The graph of `fn` traced for `example_args`."""
+    """The graph of `fn` traced for `example_args` (a training step: the graph of its loss,
+    `msir.parallel.training.build_graph`)."""
     from msir.frontend.driver import spec_of, trace
     from msir.frontend.source import get_source
 
     fn = getattr(fn, "__wrapped__", fn)
     traced = trace(fn, [spec_of(a) for a in example_args])
     src = get_source(fn)
-    loc = src.loc(src.node)
+    return graph_of_traced(traced, src, leaf_positions(traced))
+
+
+def leaf_positions(traced) -> list[list[int]]:
+    """The flattened argument positions of each user argument of a traced function."""
     arg_leaves, pos = [], 0
     for spec in traced.arg_specs:
         n = _leaf_count(spec)
         arg_leaves.append(list(range(pos, pos + n)))
         pos += n
+    return arg_leaves
+
+
+def graph_of_traced(traced, src, arg_leaves: list[list[int]], entry: str | None = None,
+                    names: list[str] | None = None, locs: list | None = None) -> Graph:
+    """The graph of function `entry` (default: the traced entry) of a traced module."""
+    loc = src.loc(src.node)
     params = list(src.node.args.args)
-    graph = _Builder(traced.module, traced.entry, loc).build(arg_leaves, [a.arg for a in params])
-    graph.arg_locs = [src.loc(a) for a in params]
-    graph.module, graph.entry = traced.module, traced.entry
+    graph = _Builder(traced.module, entry or traced.entry, loc).build(
+        arg_leaves, names if names is not None else [a.arg for a in params])
+    graph.arg_locs = locs if locs is not None else [src.loc(a) for a in params]
+    graph.module, graph.entry = traced.module, entry or traced.entry
     return graph
 
 
@@ -233,9 +252,9 @@ class _Builder:
                 self.constants.update(id(r) for r in op.results)
                 continue
             if isinstance(op, (M.ClosureOp, M.ApplyOp, M.GradOp, M.ValueAndGradOp, M.VjpOp, M.JvpOp)):
-                raise PlanningError(f"the planner does not plan a function that differentiates inside ('{op.name}' "
-                                    f"in '{self.fn_name}') yet: plan the loss, whose backward pass the cost model "
-                                    f"prices for the arguments in argnums", source_loc(op) or self.loc)
+                raise PlanningError(f"the planner does not plan '{op.name}' inside the function a step "
+                                    f"differentiates ('{self.fn_name}'): a step differentiates once, by reverse "
+                                    f"mode", source_loc(op) or self.loc)
             if op.regions or isinstance(op, func.CallOp) or not _plannable(op):
                 raise PlanningError(f"the planner does not model '{op.name}' yet (in function '{self.fn_name}')",
                                     source_loc(op) or self.loc)

@@ -8,12 +8,13 @@ from the cost model's terms for the chosen strategies, and prints a report
 with one row per op: its spec, strategy, local shapes, the collectives of its
 edges (forward; backward after `|`) and its cost.
 
-`run(*global_args)` executes the plan's forward on emulated devices
+`run(*global_args)` executes the plan on emulated devices
 (`msir.parallel.emulated`), or, under an MPI job, this rank's device
 (`msir.parallel.mpi_runtime`): the traced function gets each op's strategy
 and each argument's layout, `msir-shard` makes the per-device function
-(`device_ir`), compiled once on first use. Plans of training steps
-(backward sharding) are a later step of issue 12.
+(`device_ir`), compiled once on first use. The plan of a training step (a
+function differentiating its loss inside) runs the whole step, forward and
+backward, sharded (`msir.parallel.training`).
 """
 
 from __future__ import annotations
@@ -98,9 +99,10 @@ class Plan:
     def run(self, *global_args):
         """`fn(*global_args)` run sharded on emulated devices, or on the ranks of
         an MPI job: the global results (one array, or a tuple for several)."""
+        arg_leaves = self.graph.step_arg_leaves if self.graph.step is not None else self.graph.arg_leaves
         leaves = []
         for i, arg in enumerate(global_args):
-            leaves.extend(_leaves(arg) if i < len(self.graph.arg_leaves) and self.graph.arg_leaves[i] else [])
+            leaves.extend(_leaves(arg) if i < len(arg_leaves) and arg_leaves[i] else [])
         results = self._emulated().run(*leaves)
         return results[0] if len(results) == 1 else tuple(results)
 
@@ -110,8 +112,13 @@ class Plan:
             from msir.parallel.mpi_runtime import program_for
 
             layouts = [self.layout_of(i) for i in range(len(self.graph.leaves))]
-            module = sharded_module(self.graph, self.mesh, self.strategies, layouts)
-            self._program = program_for(module, self.graph.entry, self.graph.loc)
+            if self.graph.step is not None:
+                from msir.parallel.training import sharded_step_module
+
+                module, entry = sharded_step_module(self.graph, self.mesh, self.strategies, layouts)
+            else:
+                module, entry = sharded_module(self.graph, self.mesh, self.strategies, layouts), self.graph.entry
+            self._program = program_for(module, entry, self.graph.loc)
         return self._program
 
     # -- the terms of each op --------------------------------------------------

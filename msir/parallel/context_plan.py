@@ -1,0 +1,98 @@
+"""The plan `msir.jit` runs a function with under the auto-parallel context
+(`msir.set_auto_parallel_context`, `msir.context.PARALLEL_MODES`).
+
+`plan_for_context(fn, args)` plans `fn(*args)` on the context's mesh:
+
+* `auto_parallel`: `auto_shard` with the context's cost model;
+* `semi_auto_parallel`: `shard` with the strategies that the primitives
+  `fn` calls were given (`msir.ops.MatMul().shard(((2, 1), (1, 4)))`,
+  registered by their op name in `msir.context.primitive_strategies`), the
+  other ops' chosen by the search;
+* `data_parallel`: `shard` with every *data* argument split along its first
+  dimension over all mesh axes (major to minor), every parameter replicated,
+  and every op's strategy the one its inputs' layouts imply (propagated in
+  program order, as msir-shard propagates): the batch loop split, the
+  gradients of the parameters partial and all-reduced.
+  For a training step the parameters are the arguments it differentiates
+  and the data the other array arguments it passes to its loss; for another
+  function the data are the array arguments whose first dimension is the
+  first argument's (the batch). A batch the mesh does not divide is a
+  `PlanningError` naming the argument and its line.
+
+`msir.jit` caches the plan per argument signature and context
+(`msir.context.auto_parallel_key`), and the serial compile caches never see
+a function planned here (the plan's per-device code has its own entries,
+keyed by its IR).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+def plan_for_context(fn, args: tuple):
+    from msir.context import get_auto_parallel_context, primitive_strategies
+    from msir.parallel.api import plan_graph
+    from msir.parallel.cost_model import CostModel
+    from msir.parallel.mesh_layout import Mesh
+    from msir.parallel.training import build_graph
+
+    mode = get_auto_parallel_context("parallel_mode")
+    mesh = Mesh.of(get_auto_parallel_context("mesh"))
+    model = get_auto_parallel_context("cost_model") or CostModel()
+    graph = build_graph(fn, tuple(args))
+    strategies, layouts = {}, {}
+    if mode == "semi_auto_parallel":
+        names = {node.name for node in graph.nodes}
+        strategies = {name: s for name, s in primitive_strategies.items() if name in names}
+    elif mode == "data_parallel":
+        layouts = _data_layouts(graph, args, mesh)
+        strategies = _propagated(graph, layouts, mesh)
+    return plan_graph(graph, mesh, strategies, layouts, args, model, None, None)
+
+
+def _propagated(graph, layouts: dict[int, str], mesh) -> dict[str, str]:
+    """Every op's strategy as the layouts of its inputs imply it, in program order from the arguments'
+    (msir-shard's propagation on the planner's graph): the data parallelism of the batch split."""
+    from msir.parallel.mesh_layout import Layout, format_strategy, split_of
+
+    known: dict[int, Layout] = {}
+    for position, text in layouts.items():
+        leaves = graph.step_arg_leaves[position] if graph.step is not None else graph.arg_leaves[position]
+        leaf = graph.step.loss_arg_of[leaves[0]] if graph.step is not None else leaves[0]
+        known[graph.leaves[leaf]] = Layout.of(text)
+    strategies = {}
+    for node in graph.nodes:
+        s: list[str | None] = [None] * mesh.rank
+        for use in node.uses:
+            layout = known.get(use.value)
+            for d, axes in enumerate(layout.dims if layout is not None else ()):
+                for a in axes:
+                    c = use.letters[d]
+                    if c is None or s[a] is not None:
+                        continue
+                    s[a] = c
+                    if node.sizes[c] % split_of(s, c, mesh):
+                        s[a] = None
+        strategies[node.name] = format_strategy(tuple(s))
+        known[node.out] = Layout(tuple(tuple(a for a, c in enumerate(s) if c is not None and c == letter)
+                                       for letter in node.out_letters))
+    return strategies
+
+
+def _data_layouts(graph, args: tuple, mesh) -> dict[int, str]:
+    """Step positions of the data arguments -> their batch-split layout text (module docstring)."""
+    arrays = [i for i, a in enumerate(args) if isinstance(a, np.ndarray) and a.ndim >= 1]
+    if graph.step is not None:
+        leaves = graph.step_arg_leaves
+        data = [i for i in arrays if len(leaves[i]) == 1 and leaves[i][0] in graph.step.loss_arg_of
+                and graph.step.loss_arg_of[leaves[i][0]] not in graph.step.argnums]
+    else:
+        batch = args[arrays[0]].shape[0] if arrays else None
+        data = [i for i in arrays if args[i].shape[0] == batch]
+    split = "[" + ",".join(str(a) for a in range(mesh.rank)) + "]"
+    layouts = {i: "dims=[" + ",".join([split] + ["[]"] * (args[i].ndim - 1)) + "], partial=[]" for i in data}
+    for i in arrays:  # the parameters: replicated
+        if i not in layouts and (graph.step is None or len(graph.step_arg_leaves[i]) == 1
+                                 and graph.step_arg_leaves[i][0] in graph.step.loss_arg_of):
+            layouts[i] = "dims=[" + ",".join(["[]"] * args[i].ndim) + "], partial=[]"
+    return layouts

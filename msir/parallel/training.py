@@ -1,0 +1,146 @@
+"""Plans of training steps: a function that calls `msir.grad`,
+`msir.value_and_grad` or `msir.vjp` inside (`../shared/parallel.md` §4, §6).
+
+What is planned is the function the step differentiates (the loss): its
+graph (`op_graph`), with the transformation's `argnums` as the arguments
+needing a gradient, so the cost model prices its forward and backward
+(`find_step` reads it from the traced step). How the plan runs:
+
+1. the loss's ops get the plan's strategies, the step's arguments that it
+   passes to the loss (directly or as the closure's captures) the layouts the
+   plan stores them in (`sharded_step_module`);
+2. the step is differentiated and flattened into one function, as the cpu
+   target does it (`msir-grad-jvp`, `msir-symbol-dce`,
+   `msir-forward-arguments`, `msir-inline`, `dce`): the forward ops keep
+   their strategies; the backward ops (`<name>/grad`) and the rest of the step
+   (an optimizer's update) carry none;
+3. `msir-shard{propagate=true}` partitions it: the backward ops take the
+   strategies their operands' layouts imply, which are the forward op's (they
+   read its values and cotangents in its layouts), so the gradient of a
+   weight a data-parallel op reads is partial and its use is preceded by the
+   all_reduce that is data-parallel gradient synchronisation.
+
+A step whose differentiated function stays a call after inlining (a loop,
+a recursion, a second use) or that differentiates twice is refused with a
+located `PlanningError`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from msir.errors import PlanningError
+
+_FLATTEN = ("msir-grad-jvp", "msir-symbol-dce", "msir-forward-arguments", "msir-inline", "dce")
+
+
+@dataclass
+class Step:
+    """A training step around the planned loss function."""
+
+    entry: str  # the step function of the traced module
+    loss: str  # the differentiated function (the graph's entry)
+    argnums: tuple[int, ...]  # the loss's parameters the step differentiates
+    loss_arg_of: dict[int, int] = field(default_factory=dict)  # step parameter -> loss parameter it is passed as
+
+
+def build_graph(fn, example_args: tuple):
+    """The planner's graph of `fn(*example_args)`: of the function it differentiates if `fn` is a training
+    step (its parameters named and located by the step's they are passed as), else of `fn`."""
+    from xdsl.dialects import func
+
+    from msir.frontend.driver import spec_of, trace
+    from msir.frontend.source import get_source
+    from msir.parallel.op_graph import graph_of_traced, leaf_positions
+
+    fn = getattr(fn, "__wrapped__", fn)
+    traced = trace(fn, [spec_of(a) for a in example_args])
+    src = get_source(fn)
+    arg_leaves = leaf_positions(traced)
+    step = find_step(traced.module, traced.entry, src.loc(src.node))
+    if step is None:
+        return graph_of_traced(traced, src, arg_leaves)
+    loss = next(op for op in traced.module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == step.loss)
+    params = list(src.node.args.args)
+    user_arg_of = {leaf: i for i, leaves in enumerate(arg_leaves) for leaf in leaves}
+    step_param_of = {k: j for j, k in step.loss_arg_of.items()}
+    names, locs = [], []
+    for k, arg in enumerate(loss.body.block.args):
+        j = step_param_of.get(k)
+        user = params[user_arg_of[j]] if j is not None and j in user_arg_of else None
+        names.append(user.arg if user is not None else (arg.name_hint or f"arg{k}"))
+        locs.append(src.loc(user) if user is not None else src.loc(src.node))
+        arg.name_hint = names[-1]
+    graph = graph_of_traced(traced, src, [[k] for k in range(len(names))], step.loss, names, locs)
+    graph.step, graph.step_arg_leaves = step, arg_leaves
+    return graph
+
+
+def find_step(module, entry: str, loc) -> Step | None:
+    """The step `entry` of traced `module` (inlined in place so that the loss is one body), None if `entry`
+    differentiates nothing."""
+    from xdsl.dialects import func
+    from xdsl.ir import BlockArgument
+
+    import msir.dialects.msir as M
+    from msir.compiler import make_context
+    from msir.passes.inline import MsirInline
+
+    f = next(op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == entry)
+    transforms = [op for op in f.body.block.ops if isinstance(op, (M.GradOp, M.ValueAndGradOp, M.VjpOp))]
+    if not transforms:
+        return None
+    from msir.parallel.op_graph import source_loc
+
+    if len(transforms) > 1:
+        raise PlanningError(f"'{entry}' differentiates {len(transforms)} functions; the planner plans a step "
+                            f"that differentiates one", source_loc(transforms[1]) or loc)
+    transform = transforms[0]
+    closure = transform.fn.owner
+    applies = [u.operation for u in transform.result.uses if isinstance(u.operation, M.ApplyOp)]
+    if not isinstance(closure, M.ClosureOp) or len(applies) != 1:
+        raise PlanningError(f"the planner plans a step that applies '{transform.name}' of a named function "
+                            f"once", source_loc(transform) or loc)
+    MsirInline().apply(make_context(), module)  # the loss's calls of helpers and wrappers become its body
+    apply = applies[0]
+    passed = list(apply.args) + list(closure.captures)
+    step = Step(entry, closure.callee.root_reference.data, tuple(transform.argnums_list))
+    for i, v in enumerate(passed):
+        if isinstance(v, BlockArgument) and v.owner is f.body.block:
+            step.loss_arg_of.setdefault(v.index, i)
+    return step
+
+
+def sharded_step_module(graph, mesh, strategies: dict, layouts):
+    """The traced step with the plan's strategies and layouts, differentiated, flattened and partitioned
+    (module docstring): the module and the per-device step's name."""
+    from xdsl.dialects import func
+    from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr
+
+    import msir.dialects.msir_shard as S
+    from msir.compiler import make_context
+    from msir.parallel.emulated import MESH_NAME, annotated_module
+    from msir.pipeline import pass_class
+
+    step = graph.step
+    module = annotated_module(graph, mesh, strategies)
+    f = next(op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == step.entry)
+    attrs = []
+    for j in range(len(f.body.block.args)):
+        k = step.loss_arg_of.get(j)
+        attrs.append(DictionaryAttr({} if k is None else
+                                    {S.LAYOUT_ATTR: S.LayoutAttr(MESH_NAME, layouts[k].dims)}))
+    f.arg_attrs = ArrayAttr(attrs)
+    ctx = make_context()
+    for stage in _FLATTEN:
+        pass_class(stage)().apply(ctx, module)
+    call = next((op for op in f.body.walk() if isinstance(op, func.CallOp)), None)
+    if call is not None:
+        from msir.parallel.op_graph import source_loc
+
+        raise PlanningError(f"the step '{step.entry}' still calls '{call.callee.string_value()}' after "
+                            f"differentiation and inlining (a loop, a recursion or a function used twice): the "
+                            f"planner shards a step that is one body", source_loc(call) or graph.loc)
+    pass_class("msir-shard")(propagate=True).apply(ctx, module)
+    module.verify()
+    return module, step.entry
