@@ -16,8 +16,8 @@ writes, to the images folder (default docs/images):
   `lineage.png`, a screenshot of it in headless Chromium when one is installed.
 
 Needs the `viz` and `demo` extras (matplotlib, tqdm, scikit-learn). The
-network is `build_network`'s: a Dense MLP on the flattened image, which a
-CNN taking the same (N, 1, 8, 8) images replaces there alone.
+network is `build_network`'s: the digits CNN of `lenet_digits.py` (two 3x3
+convolutions with ReLU and 2x2 max pooling, then two Dense layers).
 """
 
 from __future__ import annotations
@@ -43,7 +43,11 @@ SEED = 0
 
 def build_network() -> nn.Cell:
     """The network of every run: images (N, 1, 8, 8) to 10 class scores."""
-    return nn.SequentialCell(nn.Flatten(), nn.Dense(64, 64), nn.ReLU(), nn.Dense(64, 10))
+    return nn.SequentialCell(
+        nn.Conv2d(1, 16, 3, pad_mode="same", has_bias=True), nn.ReLU(), nn.MaxPool2d(kernel_size=2, stride=2),
+        nn.Conv2d(16, 32, 3, pad_mode="same", has_bias=True), nn.ReLU(), nn.MaxPool2d(kernel_size=2, stride=2),
+        nn.Flatten(), nn.Dense(32 * 2 * 2, 64), nn.ReLU(), nn.Dense(64, 10),
+    )
 
 
 def digits(batch_size: int = BATCH_SIZE) -> tuple[list, list]:
@@ -130,9 +134,9 @@ def main(argv: list[str] | None = None) -> None:
         metrics = train_run(rate, train, test, args.epochs, run_dir)
         print(f"   test accuracy {metrics['accuracy']:.3f}, loss {metrics['eval_loss']:.4f}", flush=True)
     curves = msir.viz.curves(runs, args.images / "train-curves.png",
-                             title=f"digits MLP, Momentum {MOMENTUM}, three learning rates")
+                             title=f"digits CNN, Momentum {MOMENTUM}, three learning rates")
     page = msir.viz.lineage(runs, args.images / "lineage.html",
-                            title="Model lineage: the digits MLP at three learning rates")
+                            title="Model lineage: the digits CNN at three learning rates")
     print(f"wrote {curves}\nwrote {page}")
     shot = args.images / "lineage.png"
     if screenshot(page, shot):

@@ -50,6 +50,7 @@ def test_one_run_records_the_accuracy_of_every_epoch(demo, digits, tmp_path, cap
     assert steps == [6, 12] and accuracy[-1] == metrics["accuracy"]
     assert run.series("eval_loss", "eval")[1][-1] == pytest.approx(float(metrics["eval_loss"]), rel=1e-6)
     assert run.hyper_params["learning_rate"] == 0.1 and run.hyper_params["momentum"] == 0.9
-    assert run.model_info["param_count"] == 64 * 64 + 64 + 64 * 10 + 10
+    conv = (16 * 1 * 9 + 16) + (32 * 16 * 9 + 32)  # two 3x3 convolutions with bias
+    assert run.model_info["param_count"] == conv + (128 * 64 + 64) + (64 * 10 + 10)
     printed = capsys.readouterr().out
     assert "epoch: 2 step: 6, loss is " in printed and "Eval result: epoch 2, metrics: " in printed
