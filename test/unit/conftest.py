@@ -6,7 +6,8 @@ or writes the user's real cache directory. `MSIR_VERIFY=1` makes every
 compilation verify the module after each stage (msir.compiler), so a pass that
 produces invalid IR fails the test that triggers it, naming the stage. Every
 test starts and ends in GRAPH_MODE (`msir.set_context`), whatever the one
-before it did.
+before it did; a test taking the `mode` fixture runs in GRAPH_MODE and in
+PYNATIVE_MODE (it gets msir's constant).
 """
 
 import os
@@ -34,3 +35,12 @@ def _graph_mode():
     msir.set_context(mode=msir.GRAPH_MODE)
     yield
     msir.set_context(mode=msir.GRAPH_MODE)
+
+
+@pytest.fixture(params=["graph", "pynative"])
+def mode(request):
+    import msir
+
+    value = msir.GRAPH_MODE if request.param == "graph" else msir.PYNATIVE_MODE
+    msir.set_context(mode=value)
+    return value  # _graph_mode sets GRAPH_MODE again after the test

@@ -31,13 +31,6 @@ def _args(n=32, seed=0):
     return [rng.standard_normal((n, n)) / np.sqrt(n) for _ in range(4)]
 
 
-@pytest.fixture(params=[msir.GRAPH_MODE, msir.PYNATIVE_MODE], ids=["graph", "pynative"])
-def mode(request):
-    old = msir.get_context("mode")
-    msir.set_context(mode=request.param)
-    yield request.param
-    msir.set_context(mode=old)
-
 
 def test_values_and_gradients_match_the_plain_function(mode):
     args = _args()

@@ -26,13 +26,6 @@ def empty_result(x):
 X = np.array([0.5, -1.0, 2.0, 0.25])
 
 
-@pytest.fixture(params=[msir.GRAPH_MODE, msir.PYNATIVE_MODE], ids=["graph", "pynative"])
-def mode(request):
-    before = msir.get_context("mode")
-    msir.set_context(mode=request.param)
-    yield
-    msir.set_context(mode=before)
-
 
 @pytest.mark.parametrize("f", [with_empty_slices, concatenated_with_empty])
 def test_grad_and_jvp(mode, f):

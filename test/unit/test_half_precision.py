@@ -27,12 +27,6 @@ HALF = [F16, BF16]
 HALF_IDS = ["f16", "bf16"]
 
 
-@pytest.fixture(params=[msir.GRAPH_MODE, msir.PYNATIVE_MODE], ids=["graph", "pynative"])
-def mode(request):
-    msir.set_context(mode=request.param)
-    yield request.param
-    msir.set_context(mode=msir.GRAPH_MODE)
-
 
 def rand(shape, dtype, seed=0, low=-2.0, high=2.0):
     return np.random.default_rng(seed).uniform(low, high, shape).astype(dtype)

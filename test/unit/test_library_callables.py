@@ -13,13 +13,6 @@ from gradcheck import numerical_vjp
 X = np.array([0.3, -1.2, 2.0])
 
 
-@pytest.fixture(params=[msir.GRAPH_MODE, msir.PYNATIVE_MODE], ids=["graph", "pynative"])
-def mode(request):
-    before = msir.get_context("mode")
-    msir.set_context(mode=request.param)
-    yield request.param
-    msir.set_context(mode=before)
-
 
 def test_vjp_of_a_ufunc(mode):
     out, vjp_fn = msir.vjp(np.sin, X)
