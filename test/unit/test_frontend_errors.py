@@ -508,3 +508,15 @@ def test_float_division_by_zero_is_not_an_error():
     got = msir.jit(float_divisions)(a, b)
     for g, e in zip(got, expected):
         np.testing.assert_array_equal(g, e)
+
+
+def eye_of_a_float_size(x):
+    return np.eye(x.shape[0], M=2.5) @ x  # E:eye
+
+
+def test_an_error_inside_a_numpy_function_msir_writes_in_python_is_at_the_users_call():
+    # np.eye is translated from msir's own body (msir.frontend.numpy_bodies):
+    # its errors point at the user's call, never into that body or NumPy's source
+    err = raises(UnsupportedSyntaxError, eye_of_a_float_size, np.ones(4))
+    assert "the size of np.eye must be an integer known at compile time" in err.message
+    assert_at(err, "eye", "np.eye")
