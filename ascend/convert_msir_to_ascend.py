@@ -540,6 +540,8 @@ def _lower_elementwise(name: str, spec: A.TargetSpec, fn: func.FuncOp, tile_elem
     for i, out in enumerate(chain.outputs):
         if isinstance(out, float):
             raise refuse(fn, f"result {i} of @{name} is a constant: nothing for the vector unit to compute")
+    if chain.shape is None:  # no result, no tensor op: no kernel to make
+        raise refuse(fn, f"@{name} computes no tensor: nothing for the vector unit to compute")
     dtype = chain.dtype
     element_type = Float16Type() if dtype == "f16" else Float32Type()
     n = math.prod(chain.shape)

@@ -415,3 +415,14 @@ def test_a_gradient_runs_on_the_emulator():
     g = msir.jit(msir.grad(_energy), target="ascend")
     np.testing.assert_allclose(g(x), np.exp(x) * 0.5, rtol=1e-6)
     assert g.profile is not None and g.profile.busy["v"] > 0
+
+
+def test_a_function_that_computes_no_tensor_is_refused():
+    # found by the IR fuzzer: a function with no results made the elementwise
+    # lowering read the shape of a chain that has none
+    text = """func.func @constants() {
+  %0 = msir.constant dense<[1.5, -2.0]> : tensor<2xf32>
+  func.return
+}"""
+    with pytest.raises(CompileError, match="@constants computes no tensor: nothing for the vector unit to compute"):
+        lower(text, "910B")
