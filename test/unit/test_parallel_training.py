@@ -80,6 +80,9 @@ def test_data_parallel_step_syncs_each_gradient_with_one_all_reduce():
     # the weights and the bias: replicated, their gradients partial over the batch split
     assert [m[1] for m in re.finditer(r"msir_shard\.all_reduce %\S+ on @mesh axis 0 kind \"sum\" : (tensor<\S+>)",
                                       ir)] == ["tensor<8x16xf32>", "tensor<16xf32>", "tensor<16x4xf32>"]
+    # the batch arrives split and msir-grad's splat constants are built at the local shape: nothing is sliced
+    assert "msir_shard.all_slice" not in ir
+    assert "msir.constant dense<0.000000e+00> : tensor<8x16xf32>" in ir  # relu's zero, of the local batch of 8
     for got, want in zip(plan.run(*ARGS), _serial(sgd_step)):
         _check(got, want)
 
