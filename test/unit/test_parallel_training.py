@@ -87,6 +87,21 @@ def test_data_parallel_step_syncs_each_gradient_with_one_all_reduce():
         _check(got, want)
 
 
+def test_data_parallel_step_runs_in_two_segments_around_its_gradient_sync():
+    """The emulated runtime cuts by dependence: forward and backward, the three all_reduces, the update."""
+    from msir.parallel.emulated import _Segment
+
+    plan = shard(sgd_step, (2,), strategies=STRATEGIES["data parallel (2)"][1], example_args=ARGS)
+    steps = plan._emulated().steps
+    kinds = ["segment" if isinstance(s, _Segment) else s.name for s in steps]
+    assert kinds == ["segment", *["msir_shard.all_reduce"] * 3, "segment"]
+    assert {op.name for op in steps[-1].ops} <= {"msir.constant", "msir.broadcast_to", "msir.mul", "msir.sub"}
+    first = plan.run(*ARGS)
+    for got, again, want in zip(first, plan.run(*ARGS), _serial(sgd_step)):
+        assert np.array_equal(got, again)  # deterministic
+        _check(got, want)
+
+
 def test_vjp_step_with_captures():
     plan = shard(vjp_step, (2, 2), strategies=STRATEGIES["dp x megatron (2, 2)"][1], example_args=ARGS)
     assert plan.graph.step.argnums == (0, 1)
