@@ -139,3 +139,19 @@ def test_a_step_differentiating_twice_is_refused_at_its_line():
     with pytest.raises(PlanningError, match="differentiates 2 functions") as e:
         shard(_differentiates_twice, (2,), example_args=[np.ones((4, 3), np.float32), np.ones((2, 4), np.float32)])
     assert e.value.loc.line == _differentiates_twice.__code__.co_firstlineno + 2  # the second transformation
+
+
+def _nested_step(weights, x, y):
+    w1, b1, w2 = weights
+    value, grads = msir.value_and_grad(loss, argnums=(0, 1, 2))(w1, b1, w2, x, y)
+    return value, [grads[0], (grads[1], grads[2])]
+
+
+def test_run_returns_the_steps_tuples_and_lists_and_names_a_tuples_arrays():
+    weights = tuple(ARGS[:3])
+    plan = shard(_nested_step, (2,), strategies=STRATEGIES["data parallel (2)"][1],
+                 example_args=[weights, *ARGS[3:]])
+    assert plan.graph.arg_names[:3] == ["weights_0", "weights_1", "weights_2"]
+    value, [g1, (gb, g2)] = plan.run(weights, *ARGS[3:])
+    for got, want in zip((value, g1, gb, g2), _serial(gradient_step)):
+        _check(got, want)
