@@ -13,8 +13,10 @@
   and every op's strategy the one its inputs' layouts imply (propagated in
   program order, as msir-shard propagates): the batch loop split, the
   gradients of the parameters partial and all-reduced.
-  For a training step the parameters are the arguments it differentiates
-  and the data the other array arguments it passes to its loss; for another
+  For a training step the parameters are the arrays it differentiates and
+  the data the other arrays it passes to its loss, also those inside tuple
+  arguments (a Cell's compiled step takes its weights, optimizer state and
+  inputs as tuples: `nn.TrainOneStepCell`, `Model.train`); for another
   function the data are the array arguments whose first dimension is the
   first argument's (the batch). A batch the mesh does not divide is a
   `PlanningError` naming the argument and its line.
