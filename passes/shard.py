@@ -43,7 +43,10 @@ Rewrites, in program order:
   dimensions) carry no strategy: they take the layout their consumer asks of
   their result, ask their operand for the matching layout and are rebuilt
   with local shapes (a bias add reads the bias split as its `n`);
-* constants are replicated, and split locally (`all_slice`) where a
+* a splat constant is built at the local shape each layout a consumer
+  wants gives (once per layout, before its first such consumer): it has the
+  same value everywhere, so slicing a full-size one would be wasted work;
+  other constants are replicated, and split locally (`all_slice`) where a
   consumer wants them split;
 * a function argument without a layout attribute is stored as its first use
   needs it (a tied leaf); one never used is replicated;
@@ -74,6 +77,7 @@ from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     ArrayAttr,
+    BytesAttr,
     DenseIntOrFPElementsAttr,
     DictionaryAttr,
     FunctionType,
@@ -178,6 +182,7 @@ class _Partitioner:
         self.layout: dict[SSAValue, Layout] = {}  # original value -> the layout of its local value
         self.local: dict[SSAValue, SSAValue] = {}  # original value -> its local value
         self.resharded: dict[tuple[SSAValue, Layout], SSAValue] = {}
+        self.splats: set[SSAValue] = set()  # splat constants, built where used at each consumer's local shape
         self.at: Operation | None = None  # the original op new ops go before
         self.args = list(self.block.args)  # the original arguments, each replaced by one of its local type
         for i, arg in enumerate(self.args):
@@ -200,6 +205,8 @@ class _Partitioner:
                 if S.STRATEGY_ATTR in op.attributes:
                     raise CompileError(f"msir-shard: '{op.name}' is a view, which takes its consumer's layout; "
                                        f"put the strategy on the op that reads it", source_loc(op))
+            elif isinstance(op, M.ConstantOp) and op.is_splat():
+                self.splats.add(op.result)
             elif isinstance(op, _CONSTANTS):
                 self._replicated(op)
             elif op.regions:
@@ -377,6 +384,10 @@ class _Partitioner:
             elif isinstance(v.owner, _VIEWS):
                 self.resharded[key] = self._view(v.owner, dst)
                 return self.resharded[key]
+            elif v in self.splats:
+                self._check_split(dst, v)
+                self.resharded[key] = self._local_splat(v.owner, dst)
+                return self.resharded[key]
             else:
                 raise CompileError(f"msir-shard: '{v.owner.name}' is used before it is partitioned",
                                    source_loc(self.at))
@@ -432,6 +443,18 @@ class _Partitioner:
         shape[c.dim] = shape[c.dim] * n if c.kind == "all_gather" else shape[c.dim] // n
         return self._insert(cls(local, self.mesh_name, c.axis, c.dim, TensorType(t.element_type, shape)),
                             self.at).result
+
+    def _local_splat(self, constant: M.ConstantOp, dst: Layout) -> SSAValue:
+        """Splat `constant` at the local shape of layout `dst`."""
+        local_type = _local_type(constant.result.type, dst, self.mesh)
+        data = constant.value.data.data
+        element = data[:len(data) // math.prod(M.shape_of(constant.result.type))]
+        value = DenseIntOrFPElementsAttr(local_type, BytesAttr(element * math.prod(M.shape_of(local_type))))
+        new = M.ConstantOp(value)
+        new.attributes.update({k: v for k, v in constant.attributes.items() if k != S.STRATEGY_ATTR})
+        local = self._insert(new, self.at).result
+        local.name_hint = constant.result.name_hint
+        return local
 
     def _view(self, view: Operation, dst: Layout) -> SSAValue:
         """`view` rebuilt on the devices, its result in layout `dst`."""

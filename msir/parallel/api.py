@@ -60,8 +60,12 @@ def shard(fn, mesh, strategies: Mapping[str, Any] | None = None,
 
 def plan_graph(graph: Graph, mesh: Mesh, strategies: Mapping[str, Any] | None,
                input_layouts: Mapping[int, Layout | str] | None, example_args: Sequence[Any], model: CostModel,
-               argnums: int | Sequence[int] | None, params: int | Sequence[int] | None) -> Plan:
-    """`shard`'s plan of a graph already built (`msir.parallel.context_plan` reads the graph first)."""
+               argnums: int | Sequence[int] | None, params: int | Sequence[int] | None,
+               loss_layouts: Mapping[int, Layout | str] | None = None) -> Plan:
+    """`shard`'s plan of a graph already built (`msir.parallel.context_plan` reads the graph first).
+    `loss_layouts`: for a training step, layouts by the position of the loss's flattened argument, which
+    reach the arrays inside the step's tuple arguments (a Cell's weights and inputs) that `input_layouts`,
+    by the step's own positions, cannot."""
     model.for_mesh(mesh, graph.loc)
     if graph.step is not None:
         # a training step: its transformation says what needs a gradient; positions are the step's parameters
@@ -69,6 +73,7 @@ def plan_graph(graph: Graph, mesh: Mesh, strategies: Mapping[str, Any] | None,
         params = None if params is None else _loss_positions(graph, params, "params")
         input_layouts = {_loss_positions(graph, p, "input_layouts")[0] if isinstance(p, int) else p: layout
                          for p, layout in (input_layouts or {}).items()}
+        input_layouts.update(loss_layouts or {})
     grad, param = _gradient_leaves(graph, example_args, argnums, params)
     fixed_layouts = _input_layouts(graph, input_layouts or {}, mesh)
     setting = Setting(graph, mesh, model, grad, param, frozenset(fixed_layouts))

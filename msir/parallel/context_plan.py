@@ -13,8 +13,10 @@
   and every op's strategy the one its inputs' layouts imply (propagated in
   program order, as msir-shard propagates): the batch loop split, the
   gradients of the parameters partial and all-reduced.
-  For a training step the parameters are the arguments it differentiates
-  and the data the other array arguments it passes to its loss; for another
+  For a training step the parameters are the arrays it differentiates and
+  the data the other arrays it passes to its loss, also those inside tuple
+  arguments (a Cell's compiled step takes its weights, optimizer state and
+  inputs as tuples: `nn.TrainOneStepCell`, `Model.train`); for another
   function the data are the array arguments whose first dimension is the
   first argument's (the batch). A batch the mesh does not divide is a
   `PlanningError` naming the argument and its line.
@@ -45,21 +47,22 @@ def plan_for_context(fn, args: tuple):
         names = {node.name for node in graph.nodes}
         strategies = {name: s for name, s in primitive_strategies.items() if name in names}
     elif mode == "data_parallel":
-        layouts = _data_layouts(graph, args, mesh)
-        strategies = _propagated(graph, layouts, mesh)
+        by_leaf = _data_layouts(graph, args, mesh)
+        strategies = _propagated(graph, by_leaf, mesh)
+        if graph.step is not None:
+            return plan_graph(graph, mesh, strategies, {}, args, model, None, None, loss_layouts=by_leaf)
+        position_of = {leaves[0]: i for i, leaves in enumerate(graph.arg_leaves) if len(leaves) == 1}
+        layouts = {position_of[leaf]: text for leaf, text in by_leaf.items()}
     return plan_graph(graph, mesh, strategies, layouts, args, model, None, None)
 
 
 def _propagated(graph, layouts: dict[int, str], mesh) -> dict[str, str]:
-    """Every op's strategy as the layouts of its inputs imply it, in program order from the arguments'
-    (msir-shard's propagation on the planner's graph): the data parallelism of the batch split."""
+    """Every op's strategy as the layouts of its inputs (by their index in `graph.leaves`) imply it, in
+    program order from the arguments' (msir-shard's propagation on the planner's graph): the data
+    parallelism of the batch split."""
     from msir.parallel.mesh_layout import Layout, format_strategy, split_of
 
-    known: dict[int, Layout] = {}
-    for position, text in layouts.items():
-        leaves = graph.step_arg_leaves[position] if graph.step is not None else graph.arg_leaves[position]
-        leaf = graph.step.loss_arg_of[leaves[0]] if graph.step is not None else leaves[0]
-        known[graph.leaves[leaf]] = Layout.of(text)
+    known: dict[int, Layout] = {graph.leaves[leaf]: Layout.of(text) for leaf, text in layouts.items()}
     strategies = {}
     for node in graph.nodes:
         s: list[str | None] = [None] * mesh.rank
@@ -80,19 +83,20 @@ def _propagated(graph, layouts: dict[int, str], mesh) -> dict[str, str]:
 
 
 def _data_layouts(graph, args: tuple, mesh) -> dict[int, str]:
-    """Step positions of the data arguments -> their batch-split layout text (module docstring)."""
-    arrays = [i for i, a in enumerate(args) if isinstance(a, np.ndarray) and a.ndim >= 1]
-    if graph.step is not None:
-        leaves = graph.step_arg_leaves
-        data = [i for i in arrays if len(leaves[i]) == 1 and leaves[i][0] in graph.step.loss_arg_of
-                and graph.step.loss_arg_of[leaves[i][0]] not in graph.step.argnums]
-    else:
-        batch = args[arrays[0]].shape[0] if arrays else None
-        data = [i for i in arrays if args[i].shape[0] == batch]
+    """The batch-split layout text of each data argument, the replicated one of each parameter (module
+    docstring), by the argument's index in `graph.leaves`: for a training step, every array the step
+    passes to its loss, also those inside tuples (a Cell's weights and inputs)."""
     split = "[" + ",".join(str(a) for a in range(mesh.rank)) + "]"
-    layouts = {i: "dims=[" + ",".join([split] + ["[]"] * (args[i].ndim - 1)) + "], partial=[]" for i in data}
-    for i in arrays:  # the parameters: replicated
-        if i not in layouts and (graph.step is None or len(graph.step_arg_leaves[i]) == 1
-                                 and graph.step_arg_leaves[i][0] in graph.step.loss_arg_of):
-            layouts[i] = "dims=[" + ",".join(["[]"] * args[i].ndim) + "], partial=[]"
-    return layouts
+
+    def layout(rank: int, data: bool) -> str:
+        return "dims=[" + ",".join(([split] + ["[]"] * (rank - 1)) if data else ["[]"] * rank) + "], partial=[]"
+
+    if graph.step is not None:
+        out = {}
+        for k in sorted(set(graph.step.loss_arg_of.values())):
+            rank = len(graph.values[graph.leaves[k]].shape)
+            out[k] = layout(rank, rank >= 1 and k not in graph.step.argnums)
+        return out
+    arrays = [i for i, a in enumerate(args) if isinstance(a, np.ndarray) and a.ndim >= 1]
+    batch = args[arrays[0]].shape[0] if arrays else None
+    return {graph.arg_leaves[i][0]: layout(args[i].ndim, args[i].shape[0] == batch) for i in arrays}

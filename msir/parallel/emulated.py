@@ -3,11 +3,19 @@ one process (`../shared/parallel.md` §7).
 
 `EmulatedProgram(module, entry)` takes a module after `msir-shard` (one
 per-device function `entry` with `msir_shard.layout`s on its arguments and
-results) and cuts the function at its collectives into *segments*: maximal
-runs of msir ops, each made a function of its own (the values it reads from
-before it in, the values read after it out). The segments are compiled
-natively once, together, through the cpu target (`msir.compiler`); the
-collectives run here, in NumPy, between segments.
+results) and cuts the function at its collectives into *segments*, each made
+a function of its own (the values it reads from before it in, the values
+read after it out). The cut is by dependence, not by program order: segment
+k holds the ops k collectives deep (a collective's result is one deeper than
+its input), so the segments are as few as the longest chain of collectives
+allows, and the collectives of one depth run together between two segments.
+A data-parallel training step is then two segments per device (forward and
+backward; the optimizer's update) around its gradients' all_reduces, where
+program order cut it at every all_reduce. Each op is then sunk to the last
+segment before its first reader, so what only a later segment reads (the
+update's constants) is computed there instead of carried across. The
+segments are compiled natively once, together, through the cpu target
+(`msir.compiler`); the collectives run here, in NumPy, between segments.
 
 Why segments rather than calls from native code into the runtime: a
 collective needs every device's piece at once, so with callbacks each
@@ -81,16 +89,15 @@ class EmulatedProgram:
         import msir.dialects.msir_shard as S
 
         block = self.function.body.block
-        groups: list[list] = [[]]
-        for op in block.ops:
-            if isinstance(op, S.ProcessIndexOp):
-                raise CompileError("the emulated runtime does not run msir_shard.process_index yet")
-            if isinstance(op, S.COLLECTIVES):
-                groups.append(op)
-                groups.append([])
-            elif not isinstance(op, func.ReturnOp):
-                groups[-1].append(op)
+        ops = [op for op in block.ops if not isinstance(op, func.ReturnOp)]
+        if any(isinstance(op, S.ProcessIndexOp) for op in ops):
+            raise CompileError("the emulated runtime does not run msir_shard.process_index yet")
         self.returned = list(block.last_op.operands)
+        stage = _stages(ops, self.returned)
+        groups: list = []
+        for k in range(max(stage.values(), default=0) + 1):
+            groups.append([op for op in ops if stage[op] == k and not isinstance(op, S.COLLECTIVES)])
+            groups.extend(op for op in ops if stage[op] == k and isinstance(op, S.COLLECTIVES))
         later_uses: list[set] = []
         needed = set(self.returned)
         for g in reversed(groups):  # the values read at or after each step
@@ -275,6 +282,33 @@ def annotated_module(graph, mesh: Mesh, strategies: dict):
             copy_of[op].attributes[S.STRATEGY_ATTR] = S.StrategyAttr(MESH_NAME, text)
     module.body.block.insert_op_before(S.MeshOp(MESH_NAME, mesh.shape), module.body.block.first_op)
     return module
+
+
+def _stages(ops: list, returned: list) -> dict:
+    """The segment each op runs in (a collective: the segment after which it runs), from 0: the fewest the
+    chains of collectives allow, each op in the last one before its first reader (module docstring)."""
+    import msir.dialects.msir_shard as S
+
+    stage: dict = {}
+    ready: dict = {}  # value -> the first segment that can read it
+    readers: dict = {}
+    for op in ops:  # as early as the operands allow
+        stage[op] = max((ready.get(v, 0) for v in op.operands), default=0)
+        for v in op.operands:
+            readers.setdefault(v, []).append(op)
+        for r in op.results:
+            ready[r] = stage[op] + 1 if isinstance(op, S.COLLECTIVES) else stage[op]
+    last = max(ready.values(), default=0)
+    kept = set(returned)
+    for op in reversed(ops):  # then as late as the readers, whose segments are final, allow
+        if isinstance(op, S.COLLECTIVES):
+            continue  # its readers are already as early as it makes them ready
+        # a reader in segment k, or a collective after segment k, needs the value by segment k
+        bounds = [stage[u] for r in op.results for u in readers.get(r, ())]
+        bounds += [last for r in op.results if r in kept]
+        if bounds:
+            stage[op] = min(bounds)
+    return stage
 
 
 def _layout(attrs) -> Layout:

@@ -151,6 +151,7 @@ class Graph:
     entry: str = ""  # its function
     step: Any = None  # a training step around `entry` (msir.parallel.training.Step), or None
     step_arg_leaves: list[list[int]] = field(default_factory=list)  # the step's user arguments' leaf positions
+    out_structure: Any = None  # the traced entry's result tree (msir.calling's), which `Plan.run` rebuilds
 
     def node(self, name: str) -> Node:
         for n in self.nodes:
@@ -209,6 +210,7 @@ def graph_of_traced(traced, src, arg_leaves: list[list[int]], entry: str | None 
         arg_leaves, names if names is not None else [a.arg for a in params])
     graph.arg_locs = locs if locs is not None else [src.loc(a) for a in params]
     graph.module, graph.entry = traced.module, entry or traced.entry
+    graph.out_structure = traced.out_structure
     return graph
 
 

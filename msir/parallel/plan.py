@@ -98,13 +98,13 @@ class Plan:
 
     def run(self, *global_args):
         """`fn(*global_args)` run sharded on emulated devices, or on the ranks of
-        an MPI job: the global results (one array, or a tuple for several)."""
+        an MPI job: the global results, in the tuples and lists `fn` returns them in."""
         arg_leaves = self.graph.step_arg_leaves if self.graph.step is not None else self.graph.arg_leaves
         leaves = []
         for i, arg in enumerate(global_args):
             leaves.extend(_leaves(arg) if i < len(arg_leaves) and arg_leaves[i] else [])
         results = self._emulated().run(*leaves)
-        return results[0] if len(results) == 1 else tuple(results)
+        return _rebuild(self.graph.out_structure, results)
 
     def _emulated(self):
         if self._program is None:
@@ -184,3 +184,15 @@ def _leaves(arg) -> list:
     if isinstance(arg, (tuple, list)):
         return [x for a in arg for x in _leaves(a)]
     return [arg]
+
+
+def _rebuild(structure, results: list):
+    """`results` (the flat results of the per-device function, global) in the traced result tree."""
+    kind, payload = structure
+    if kind == "leaf":
+        return results[payload]
+    if kind == "tuple":
+        return tuple(_rebuild(s, results) for s in payload)
+    if kind == "list":
+        return [_rebuild(s, results) for s in payload]
+    return payload  # a constant the function returns

@@ -27,6 +27,7 @@ located `PlanningError`.
 
 from __future__ import annotations
 
+import types
 from dataclasses import dataclass, field
 
 from msir.errors import PlanningError
@@ -57,18 +58,24 @@ def build_graph(fn, example_args: tuple):
     traced = trace(fn, [spec_of(a) for a in example_args])
     src = get_source(fn)
     arg_leaves = leaf_positions(traced)
+    # a bound method's (a Cell's step) first parameter is its object, not an argument
+    params = list(src.node.args.args)[1 if isinstance(fn, types.MethodType) else 0:]
     step = find_step(traced.module, traced.entry, src.loc(src.node))
     if step is None:
-        return graph_of_traced(traced, src, arg_leaves)
+        return graph_of_traced(traced, src, arg_leaves, names=[a.arg for a in params],
+                               locs=[src.loc(a) for a in params])
     loss = next(op for op in traced.module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == step.loss)
-    params = list(src.node.args.args)
     user_arg_of = {leaf: i for i, leaves in enumerate(arg_leaves) for leaf in leaves}
     step_param_of = {k: j for j, k in step.loss_arg_of.items()}
     names, locs = [], []
     for k, arg in enumerate(loss.body.block.args):
         j = step_param_of.get(k)
         user = params[user_arg_of[j]] if j is not None and j in user_arg_of else None
-        names.append(user.arg if user is not None else (arg.name_hint or f"arg{k}"))
+        if user is None:
+            names.append(arg.name_hint or f"arg{k}")
+        else:  # an array inside a tuple argument: the argument and its place among its arrays (inputs_0)
+            leaves = arg_leaves[user_arg_of[j]]
+            names.append(user.arg if len(leaves) == 1 else f"{user.arg}_{leaves.index(j)}")
         locs.append(src.loc(user) if user is not None else src.loc(src.node))
         arg.name_hint = names[-1]
     graph = graph_of_traced(traced, src, [[k] for k in range(len(names))], step.loss, names, locs)

@@ -80,7 +80,25 @@ def test_data_parallel_step_syncs_each_gradient_with_one_all_reduce():
     # the weights and the bias: replicated, their gradients partial over the batch split
     assert [m[1] for m in re.finditer(r"msir_shard\.all_reduce %\S+ on @mesh axis 0 kind \"sum\" : (tensor<\S+>)",
                                       ir)] == ["tensor<8x16xf32>", "tensor<16xf32>", "tensor<16x4xf32>"]
+    # the batch arrives split and msir-grad's splat constants are built at the local shape: nothing is sliced
+    assert "msir_shard.all_slice" not in ir
+    assert "msir.constant dense<0.000000e+00> : tensor<8x16xf32>" in ir  # relu's zero, of the local batch of 8
     for got, want in zip(plan.run(*ARGS), _serial(sgd_step)):
+        _check(got, want)
+
+
+def test_data_parallel_step_runs_in_two_segments_around_its_gradient_sync():
+    """The emulated runtime cuts by dependence: forward and backward, the three all_reduces, the update."""
+    from msir.parallel.emulated import _Segment
+
+    plan = shard(sgd_step, (2,), strategies=STRATEGIES["data parallel (2)"][1], example_args=ARGS)
+    steps = plan._emulated().steps
+    kinds = ["segment" if isinstance(s, _Segment) else s.name for s in steps]
+    assert kinds == ["segment", *["msir_shard.all_reduce"] * 3, "segment"]
+    assert {op.name for op in steps[-1].ops} <= {"msir.constant", "msir.broadcast_to", "msir.mul", "msir.sub"}
+    first = plan.run(*ARGS)
+    for got, again, want in zip(first, plan.run(*ARGS), _serial(sgd_step)):
+        assert np.array_equal(got, again)  # deterministic
         _check(got, want)
 
 
@@ -121,3 +139,19 @@ def test_a_step_differentiating_twice_is_refused_at_its_line():
     with pytest.raises(PlanningError, match="differentiates 2 functions") as e:
         shard(_differentiates_twice, (2,), example_args=[np.ones((4, 3), np.float32), np.ones((2, 4), np.float32)])
     assert e.value.loc.line == _differentiates_twice.__code__.co_firstlineno + 2  # the second transformation
+
+
+def _nested_step(weights, x, y):
+    w1, b1, w2 = weights
+    value, grads = msir.value_and_grad(loss, argnums=(0, 1, 2))(w1, b1, w2, x, y)
+    return value, [grads[0], (grads[1], grads[2])]
+
+
+def test_run_returns_the_steps_tuples_and_lists_and_names_a_tuples_arrays():
+    weights = tuple(ARGS[:3])
+    plan = shard(_nested_step, (2,), strategies=STRATEGIES["data parallel (2)"][1],
+                 example_args=[weights, *ARGS[3:]])
+    assert plan.graph.arg_names[:3] == ["weights_0", "weights_1", "weights_2"]
+    value, [g1, (gb, g2)] = plan.run(weights, *ARGS[3:])
+    for got, want in zip((value, g1, gb, g2), _serial(gradient_step)):
+        _check(got, want)

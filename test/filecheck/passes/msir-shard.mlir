@@ -53,6 +53,7 @@ func.func @contraction(%x: tensor<8x4xf32>, %w: tensor<4x6xf32>) -> tensor<8x6xf
 
 // Megatron MLP: fc1 split by columns (n), the bias add and relu follow it, fc2
 // split by its contraction (k): one all_reduce, then fc2's bias is added once.
+// relu's splat zero is built at the local shape (no all_slice of a full one).
 msir_shard.mesh @mesh(shape = 4)
 func.func @mlp(%x: tensor<8x16xf32>, %w1: tensor<16x32xf32>, %b1: tensor<32xf32>, %w2: tensor<32x16xf32>, %b2: tensor<16xf32>) -> tensor<8x16xf32> {
   %h = msir.matmul %x, %w1 {msir_shard.strategy = #msir_shard.strategy<@mesh, "n">} : tensor<8x16xf32>, tensor<16x32xf32> to tensor<8x32xf32>
@@ -71,9 +72,8 @@ func.func @mlp(%x: tensor<8x16xf32>, %w1: tensor<16x32xf32>, %b1: tensor<32xf32>
 // CHECK-NEXT: %h = msir.matmul %x, %w1 : tensor<8x16xf32>, tensor<16x8xf32> to tensor<8x8xf32>
 // CHECK-NEXT: %{{.*}} = msir.broadcast_to %b1 : tensor<8xf32> to tensor<8x8xf32>
 // CHECK-NEXT: %hb = msir.add %h, %{{.*}} : tensor<8x8xf32>
-// CHECK-NEXT: %z = msir.constant dense<0.000000e+00> : tensor<8x32xf32>
-// CHECK-NEXT: %{{.*}} = msir_shard.all_slice %z on @mesh axis 0 dim 1 : tensor<8x32xf32> to tensor<8x8xf32>
-// CHECK-NEXT: %r = msir.maximum %hb, %{{.*}} : tensor<8x8xf32>
+// CHECK-NEXT: %z = msir.constant dense<0.000000e+00> : tensor<8x8xf32>
+// CHECK-NEXT: %r = msir.maximum %hb, %z : tensor<8x8xf32>
 // CHECK-NEXT: %o = msir.matmul %r, %w2 : tensor<8x8xf32>, tensor<8x16xf32> to tensor<8x16xf32>
 // CHECK-NEXT: %[[SUM:.*]] = msir_shard.all_reduce %o on @mesh axis 0 kind "sum" : tensor<8x16xf32>
 // CHECK-NEXT: %[[B2:.*]] = msir.broadcast_to %b2 : tensor<16xf32> to tensor<8x16xf32>
@@ -158,3 +158,28 @@ func.func @softmax(%l: tensor<8x8xf32>) -> tensor<8x8xf32> {
 // CHECK-NEXT: %[[SB:.*]] = msir.broadcast_to %[[S]] : tensor<8x1xf32> to tensor<8x2xf32>
 // CHECK-NEXT: %p = msir.div %e, %[[SB]] : tensor<8x2xf32>
 // CHECK-NEXT: func.return %p : tensor<8x2xf32>
+
+// -----
+
+// Constants: a splat is built at each local shape its consumers want, once per
+// layout, before the first of them, keeping its attributes; a constant of
+// several values is replicated and sliced (all_slice).
+msir_shard.mesh @mesh(shape = 2x2)
+func.func @constants(%x: tensor<4x6xf32>) -> (tensor<4x6xf32>, tensor<4x6xf32>, tensor<4x6xf32>, tensor<4x2xf32>) {
+  %one = msir.constant dense<1.0> : tensor<4x6xf32> {msir.name = "one"}
+  %c = msir.constant dense<[[1.0, 2.0], [3.0, 4.0], [5.0, 6.0], [7.0, 8.0]]> : tensor<4x2xf32>
+  %a = msir.add %x, %one {msir_shard.strategy = #msir_shard.strategy<@mesh, "m,n">} : tensor<4x6xf32>
+  %b = msir.mul %x, %one {msir_shard.strategy = #msir_shard.strategy<@mesh, "m,n">} : tensor<4x6xf32>
+  %d = msir.sub %x, %one {msir_shard.strategy = #msir_shard.strategy<@mesh, "n,-">} : tensor<4x6xf32>
+  %e = msir.exp %c {msir_shard.strategy = #msir_shard.strategy<@mesh, "m,-">} : tensor<4x2xf32>
+  func.return %a, %b, %d, %e : tensor<4x6xf32>, tensor<4x6xf32>, tensor<4x6xf32>, tensor<4x2xf32>
+}
+// CHECK-LABEL: func.func @constants
+// CHECK-NEXT: %c = msir.constant dense<{{.*}}> : tensor<4x2xf32>
+// CHECK-NEXT: %[[ONE:.*]] = msir.constant dense<1.000000e+00> : tensor<2x3xf32> {msir.name = "one"}
+// CHECK-NEXT: %a = msir.add %x, %[[ONE]] : tensor<2x3xf32>
+// CHECK-NEXT: %b = msir.mul %x, %[[ONE]] : tensor<2x3xf32>
+// CHECK:      %[[ONE6:.*]] = msir.constant dense<1.000000e+00> : tensor<4x3xf32> {msir.name = "one"}
+// CHECK-NEXT: %d = msir.sub %{{.*}}, %[[ONE6]] : tensor<4x3xf32>
+// CHECK-NEXT: %[[C:.*]] = msir_shard.all_slice %c on @mesh axis 0 dim 0 : tensor<4x2xf32> to tensor<2x2xf32>
+// CHECK-NEXT: %e = msir.exp %[[C]] : tensor<2x2xf32>

@@ -7,14 +7,16 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from sharded_cases import MLP_ARGS, cases, mlp
+from sharded_cases import MLP_ARGS, cases, flat, mlp
 
 import msir
 from msir.parallel import get_group_size, get_rank, shard
 
 out_dir = Path(sys.argv[1])
 rank, size = get_rank(), get_group_size()
-results = {name: make().run(*args) for name, (make, args, _) in cases(size).items()}
+results = {}
+for name, (make, args, _) in cases(size).items():
+    results.update(flat(name, make().run(*args)))
 try:
     shard(mlp, 2 * size, strategies={"fc1": "n", "fc2": "k"}, example_args=MLP_ARGS, argnums=()).run(*MLP_ARGS)
     too_large = ""
