@@ -30,7 +30,7 @@ def worker():
     w.close()
 
 
-@settings(derandomize=True, max_examples=150, deadline=None, database=None,
+@settings(derandomize=True, max_examples=80, deadline=None, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                  HealthCheck.function_scoped_fixture])
 @given(program=programs.hypothesis_programs())
