@@ -185,3 +185,17 @@ def test_native_expand_with_too_few_rows_is_an_index_error():
     np.testing.assert_array_equal(got, [[0, 0], [1, 1], [0, 0]])
     with pytest.raises(MsirIndexError):
         f(np.ones((1, 2)), np.array([True, False, True]))
+
+
+def _ms_loss(x):
+    return np.sum(np.sin(x[x > 0])) + np.mean(x[x > 0] * 2.0)
+
+
+def test_matches_mindspore(mode):
+    """`ops.sum(ops.sin(x[x > 0])) + ops.mean(x[x > 0] * 2.0)` and its `ms.grad`,
+    computed by MindSpore 2.10.0 (CPU, PYNATIVE, float64) on this input."""
+    x = np.array([[0.5, -1.0, 2.0], [-0.3, 0.7, 1.5]])
+    ms_value = 5.38043564
+    ms_grad = np.array([[1.37758256, 0.0, 0.08385316], [0.0, 1.26484219, 0.5707372]])
+    np.testing.assert_allclose(msir.jit(_ms_loss)(x), ms_value, rtol=1e-8)
+    np.testing.assert_allclose(msir.grad(_ms_loss)(x), ms_grad, rtol=1e-7, atol=1e-8)
