@@ -1390,6 +1390,90 @@ class ScatterAddOp(IRDLOperation):
         _verify(self, check)
 
 
+def infer_compress(shape: Sequence[int], mask_shape: Sequence[int]) -> tuple[int, ...]:
+    """The shape of `x[mask]` for a boolean `mask` of x's leading dims: one dim of
+    runtime size (the number of true elements) followed by x's remaining dims."""
+    k = len(mask_shape)
+    if k == 0 or tuple(shape[:k]) != tuple(mask_shape):
+        raise ShapeOrTypeError(
+            f"a mask of shape {fmt_shape(mask_shape)} does not match the leading dims of shape {fmt_shape(shape)}",
+            "index",
+        )
+    return (DYNAMIC, *shape[k:])
+
+
+@irdl_op_definition
+class CompressOp(IRDLOperation):
+    """The elements (or sub-arrays) of `input` where the boolean `mask`, of
+    input's leading dims, is true, in row-major order (`x[mask]`). The
+    result's first dim is the number of true elements, known at run time.
+
+    ```mlir
+    %r = msir.compress %a[%m] : tensor<5x4xf32>, tensor<5xi1> to tensor<?x4xf32>
+    ```
+    """
+
+    name = "msir.compress"
+    input = operand_def(_TensorT)
+    mask = operand_def(_TensorT)
+    result = result_def(_TensorT)
+    traits = traits_def(Pure())
+    assembly_format = "$input `[` $mask `]` attr-dict `:` type($input) `,` type($mask) `to` type($result)"
+
+    def __init__(self, input, mask):
+        t = SSAValue.get(input).type
+        shape = infer_compress(shape_of(t), shape_of(SSAValue.get(mask).type))
+        super().__init__(operands=[input, mask], result_types=[TensorType(t.element_type, list(shape))])
+
+    def verify_(self) -> None:
+        _expect_dtype(self, "input", self.input.type, ALL)
+        _expect_dtype(self, "mask", self.mask.type, ("bool",))
+
+        def check():
+            shape = infer_compress(shape_of(self.input.type), shape_of(self.mask.type))
+            expected = TensorType(self.input.type.element_type, list(shape))  # type: ignore[attr-defined]
+            _expect_type(self, "result", self.result.type, expected)
+
+        _verify(self, check)
+
+
+@irdl_op_definition
+class ExpandOp(IRDLOperation):
+    """Zeros of the result type with the rows of `updates` written, in order,
+    where `mask` (of the result's leading dims) is true: the inverse of
+    `msir.compress` and its adjoint. The first dim of `updates` (static or
+    `?`) must be at least the number of true elements, or an IndexError is
+    reported at run time.
+
+    ```mlir
+    %r = msir.expand %u[%m] : tensor<?x4xf32>, tensor<5xi1> to tensor<5x4xf32>
+    ```
+    """
+
+    name = "msir.expand"
+    updates = operand_def(_TensorT)
+    mask = operand_def(_TensorT)
+    result = result_def(_TensorT)
+    traits = traits_def(Pure())
+    assembly_format = "$updates `[` $mask `]` attr-dict `:` type($updates) `,` type($mask) `to` type($result)"
+
+    def __init__(self, updates, mask, shape: Sequence[int]):
+        t = SSAValue.get(updates).type
+        super().__init__(operands=[updates, mask], result_types=[TensorType(t.element_type, list(shape))])
+
+    def verify_(self) -> None:
+        _expect_dtype(self, "updates", self.updates.type, ALL)
+        _expect_dtype(self, "mask", self.mask.type, ("bool",))
+
+        def check():
+            rows, *rest = infer_compress(shape_of(self.result.type), shape_of(self.mask.type))
+            given = shape_of(self.updates.type)
+            expected = TensorType(self.result.type.element_type, [given[0] if given else rows, *rest])  # type: ignore[attr-defined]
+            _expect_type(self, "updates", self.updates.type, expected)
+
+        _verify(self, check)
+
+
 @irdl_op_definition
 class StopGradientOp(IRDLOperation):
     """The identity, whose derivative is zero (`msir.stop_gradient(x)`).
@@ -2500,6 +2584,8 @@ Msir = Dialect(
         YieldOp,
         ScatterSliceOp,
         ScatterAddOp,
+        CompressOp,
+        ExpandOp,
         StopGradientOp,
         ClosureOp,
         ApplyOp,

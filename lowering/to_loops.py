@@ -1123,6 +1123,64 @@ def _scatter_slice(L: _Lowering, op: msir.ScatterSliceOp) -> None:
     L.loops(L.dims_of(op.input), body)
 
 
+def _count_true(L: _Lowering, mask: SSAValue, dims: Sequence[Dim]) -> SSAValue:
+    """The number of true elements of the i1 buffer `mask` (of sizes `dims`), as an index."""
+    one = L.index(1)
+    (count,) = L.loops(dims, lambda ivs, it: [L.select(L.load(mask, ivs), L.v(arith.AddiOp, it[0], one), it[0])],
+                       [L.index(0)])
+    return count
+
+
+def _compress(L: _Lowering, op: msir.CompressOp) -> None:
+    """Two passes over the mask: the count of true elements sizes the result,
+    then the selected rows are copied to consecutive rows of it."""
+    src, mask = L.get(op.input), L.get(op.mask)
+    mask_dims = L.dims_of(op.mask)
+    row_dims = L.dims_of(op.input)[len(mask_dims):]
+    out = L.result(op.result, [_count_true(L, mask, mask_dims), *row_dims])
+    one = L.index(1)
+
+    def at(ivs, it):
+        def copy_row():
+            L.loops(row_dims, lambda jvs, _: L.store(L.load(src, [*ivs, *jvs]), out, [it[0], *jvs]))
+            return [L.v(arith.AddiOp, it[0], one)]
+
+        return L.if_(L.load(mask, ivs), copy_row, lambda: [it[0]], [INDEX])
+
+    L.loops(mask_dims, at, [L.index(0)])
+
+
+def _expand(L: _Lowering, op: msir.ExpandOp) -> None:
+    """Zeros, then the rows of the updates written in order where the mask is
+    true (the transpose of `_compress`). A true element past the last row of
+    the updates is reported (code 1) and skipped, so no memory outside the
+    updates is read."""
+    upd, mask = L.get(op.updates), L.get(op.mask)
+    mask_dims = L.dims_of(op.mask)
+    upd_dims = L.dims_of(op.updates)
+    row_dims = upd_dims[1:]
+    shape = _shape(op.result.type)
+    given = [*mask_dims, *row_dims]
+    dims: list[Dim] = [s if s != DYN else given[i] for i, s in enumerate(shape)]
+    et = op.result.type.element_type  # type: ignore[attr-defined]
+    out = L.result(op.result, dims)
+    _zero_fill(L, out, dims, et)
+    one, rows = L.index(1), L.index(upd_dims[0])
+
+    def at(ivs, it):
+        def write_row():
+            def copy_row():
+                L.loops(row_dims, lambda jvs, _: L.store(L.load(upd, [it[0], *jvs]), out, [*ivs, *jvs]))
+
+            L.report(ERR_INDEX, L.cmpi("uge", it[0], rows))
+            L.if_(L.cmpi("ult", it[0], rows), copy_row)
+            return [L.v(arith.AddiOp, it[0], one)]
+
+        return L.if_(L.load(mask, ivs), write_row, lambda: [it[0]], [INDEX])
+
+    L.loops(mask_dims, at, [L.index(0)])
+
+
 def _scatter_add(L: _Lowering, op: msir.ScatterAddOp) -> None:
     """Zeros, then every update added at its index along `axis` (the transpose of
     `_take`). An index outside [-n, n) is reported (code 1) and its update dropped,
@@ -2062,6 +2120,8 @@ EMITTERS: dict[type[Operation], Callable[[_Lowering, Operation], None]] = {
     msir.TakeOp: _take,
     msir.ScatterSliceOp: _scatter_slice,
     msir.ScatterAddOp: _scatter_add,
+    msir.CompressOp: _compress,
+    msir.ExpandOp: _expand,
     msir.StopGradientOp: _stop_gradient,
     msir.CheckOp: _check,
     msir.ConcatenateOp: _concatenate,

@@ -200,6 +200,29 @@ class IRBuilder:
     def scatter_add(self, u: Any, idx: Any, axis: int, shape) -> SSAValue:
         return self.emit(M.ScatterAddOp(self.val(u), self.val(idx), axis, shape))
 
+    def compress(self, x: Any, mask: Any) -> SSAValue:
+        return self.emit(M.CompressOp(self.val(x), self.val(mask)))
+
+    def expand(self, u: Any, mask: Any, shape) -> SSAValue:
+        v, m = self.val(u), self.val(mask)
+        if isinstance(v.owner, M.BroadcastToOp) and M.DYNAMIC not in M.shape_of(v.owner.input.type):
+            # A reduction's cotangent spread over a runtime length (no buffer can be sized
+            # for that broadcast alone): the same values where the mask is true, from a
+            # broadcast to the static result instead.
+            return self._expand_broadcast(v.owner.input, m, tuple(shape))
+        return self.emit(M.ExpandOp(v, m, shape))
+
+    def _expand_broadcast(self, small: SSAValue, mask: SSAValue, shape: tuple[int, ...]) -> SSAValue:
+        """`expand(broadcast_to(small, (?, *rows)), mask)` without the runtime-length broadcast."""
+        k = len(M.shape_of(mask.type))
+        rows = shape[k:]
+        s_shape = M.shape_of(small.type)
+        if len(s_shape) == len(rows) + 1:  # its first dim is 1: the same for every selected row
+            small = self.reshape(small, s_shape[1:])
+        full = self.broadcast_to(small, shape)
+        where = self.broadcast_to(self.reshape(mask, (*M.shape_of(mask.type), *[1] * len(rows))), shape)
+        return self.select(where, full, self.constant(0.0, M.dtype_of(small.type), shape))
+
     def concatenate(self, xs: Sequence[Any], axis: int) -> SSAValue:
         return self.emit(M.ConcatenateOp([self.val(x) for x in xs], axis))
 

@@ -54,6 +54,8 @@ class Builder(Protocol):
     def scatter_slice(self, x: V, starts: Sequence[int], steps: Sequence[int], shape: Sequence[int]) -> V: ...
     def take(self, x: V, idx: V, axis: int) -> V: ...
     def scatter_add(self, u: V, idx: V, axis: int, shape: Sequence[int]) -> V: ...
+    def compress(self, x: V, mask: V) -> V: ...  # x[mask], a bool mask of x's leading dims
+    def expand(self, u: V, mask: V, shape: Sequence[int]) -> V: ...  # zeros of `shape` with u's rows where mask
     def concatenate(self, xs: Sequence[V], axis: int) -> V: ...
     def apply(self, name: str, p: dict, xs: Sequence[V]) -> V: ...  # any op by name
     # tapes (rows of a `tensor<?x...>`, IRBuilder only: they appear in derivatives of loops)
@@ -103,7 +105,11 @@ def is_float(dtype: str) -> bool:
 
 
 def _scalar(B: Builder, value: float, like: V) -> V:
-    return B.constant(value, B.dtype(like), B.shape(like))
+    shape = B.shape(like)
+    if any(d < 0 for d in shape):
+        # a runtime length (a mask read) sizes no constant: spread a 0-d one over it
+        return B.broadcast_to(B.constant(value, B.dtype(like), ()), shape)
+    return B.constant(value, B.dtype(like), shape)
 
 
 def _sq(B: Builder, x: V) -> V:
@@ -344,6 +350,16 @@ def _(B, p, xs, y, ct):
     return [B.take(ct, xs[1], p["axis"]), None]
 
 
+@vjp("compress")
+def _(B, p, xs, y, ct):
+    return [B.expand(ct, xs[1], B.shape(xs[0])), None]
+
+
+@vjp("expand")
+def _(B, p, xs, y, ct):
+    return [B.compress(ct, xs[1]), None]
+
+
 @vjp("concatenate")
 def _(B, p, xs, y, ct):
     axis, out, start = p["axis"], [], 0
@@ -527,6 +543,17 @@ def _(B, p, xs, y, ts):
 @jvp("scatter_add")
 def _(B, p, xs, y, ts):
     return B.scatter_add(_t(B, ts[0], xs[0]), xs[1], p["axis"], B.shape(y))
+
+
+@jvp("compress")
+def _(B, p, xs, y, ts):
+    return B.compress(_t(B, ts[0], xs[0]), xs[1])
+
+
+@jvp("expand")
+def _(B, p, xs, y, ts):
+    # a missing tangent is zero rows: expand zeros of the static result instead
+    return B.expand(ts[0], xs[1], B.shape(y)) if ts[0] is not None else _scalar(B, 0.0, y)
 
 
 @jvp("cast")

@@ -179,7 +179,9 @@ NOTES: dict[str, Note] = {
     "expr.Attribute": Note(YES, "array attributes and methods, module attributes, plain objects' attributes"),
     "expr.Subscript": Note(YES, "ints (also runtime scalars), static slices, None, Ellipsis, one integer array; "
                            "a runtime start with a static length (`x[i:i + k]`, an IndexError at run time when "
-                           "outside the axis); no boolean masks"),
+                           "outside the axis); a boolean mask of the leading dims, alone (`x[x > 0]`, `x[m, ...]`): "
+                           "a runtime length, which combines with scalars, static arrays along the other dims "
+                           "and reads through the same mask, and reduces (sum, mean, max, min)"),
     "expr.Call": Note(YES, "the functions on this page, user functions (inlined or outlined) and closures"),
     "expr.Lambda": Note(YES, "a closure"),
     "expr.JoinedStr": Note(NONE, "f-strings: static ones anywhere; with runtime scalars (at most 4) only as the "

@@ -168,6 +168,15 @@ class NumpyBuilder:
         np.add.at(out, (slice(None),) * axis + (_arr(idx),), u)
         return out
 
+    def compress(self, x, mask) -> np.ndarray:
+        return _arr(x)[_arr(mask)]
+
+    def expand(self, u, mask, shape: Sequence[int]) -> np.ndarray:
+        u = _arr(u)
+        out = np.zeros(tuple(shape), u.dtype)
+        out[_arr(mask)] = u
+        return out
+
     def concatenate(self, xs: Sequence, axis: int) -> np.ndarray:
         return np.concatenate([_arr(x) for x in xs], axis=axis)
 
@@ -206,6 +215,10 @@ class NumpyBuilder:
                 return self.take(xs[0], xs[1], p["axis"])
             case "scatter_add":
                 return self.scatter_add(xs[0], xs[1], p["axis"], p["shape"])
+            case "compress":
+                return self.compress(xs[0], xs[1])
+            case "expand":
+                return self.expand(xs[0], xs[1], p["shape"])
             case "matmul":
                 return self.matmul(xs[0], xs[1])
             case "einsum":

@@ -35,7 +35,7 @@ import numpy as np
 
 from msir.dialects import primitives
 from msir.eager.numpy_builder import NumpyBuilder
-from msir.frontend import numpy_bodies
+from msir.frontend import masks, numpy_bodies
 from msir.frontend.einsum_subscripts import contract, plan_einsum
 from msir.frontend.elementwise import binary_typing, check_square, unary_typing
 from msir.dialects.primitives import DTYPES
@@ -499,6 +499,12 @@ class TracingBuilder:
 
     def scatter_add(self, u, idx, axis, shape):
         return bind("scatter_add", {"axis": axis, "shape": tuple(shape)}, [u, idx])
+
+    def compress(self, x, mask):
+        return bind("compress", {}, [x, mask])
+
+    def expand(self, u, mask, shape):
+        return bind("expand", {"shape": tuple(shape)}, [u, mask])
 
     def concatenate(self, xs, axis):
         return bind("concatenate", {"axis": axis}, list(xs))
@@ -1040,9 +1046,33 @@ def diag(v: Any, k: Any = 0) -> Any:
 # -- indexing ------------------------------------------------------------------
 
 
+def _is_mask(it: Any) -> bool:
+    """Whether the index item `it` is a boolean array of rank >= 1 (a mask)."""
+    if type(it) is Tracer:
+        return it._dtype == "bool" and it.ndim > 0
+    if isinstance(it, (np.ndarray, list, tuple)):
+        a = np.asarray(it)
+        return a.dtype == bool and a.ndim > 0
+    return False
+
+
+def _mask_read(t: _T, items: list) -> _T:
+    """`x[mask]` (also `x[mask, ...]`, `x[mask, :]`): the rows of x where the
+    mask, of x's leading dims, is true; their number is the result's first dim."""
+    if not _is_mask(items[0]) or not all(it is Ellipsis or it == slice(None) for it in items[1:]):
+        raise UnsupportedSyntaxError(masks.MIXED_INDEX)
+    mask = _T.of(items[0])
+    problem = masks.mask_shape_error(t.shape, mask.shape)
+    if problem is not None:
+        raise MsirIndexError(problem)
+    return _emit("compress", {}, [t, mask], t.weak)
+
+
 def subscript(x: Any, idx: Any) -> Any:
     t = _T.of(x)
     items = list(idx) if isinstance(idx, tuple) else [idx]
+    if any(_is_mask(it) for it in items):
+        return _out(_mask_read(t, items))
     n_ellipsis = sum(1 for it in items if it is Ellipsis)
     if n_ellipsis > 1:
         raise MsirIndexError("an index can only have a single ellipsis ('...')")

@@ -41,6 +41,8 @@ class ArrayOpsMixin:
                 "which has no identity",
                 node,
             )
+        if any(t.shape[a] == M.DYNAMIC for a in axes):
+            return self.reduce_runtime_length(name, t, axes, keep, node)
         op = {
             "sum": M.ReduceSumOp,
             "prod": M.ReduceProdOp,
@@ -48,6 +50,27 @@ class ArrayOpsMixin:
             "min": M.ReduceMinOp,
             "mean": M.ReduceMeanOp,
         }[name]
+        return self.tensor(op(t.ssa, axes, keep), False)
+
+    def reduce_runtime_length(self, name: str, t: Tensor, axes: tuple[int, ...], keep: bool,
+                              node: ast.AST) -> Tensor:
+        """A reduction over the runtime-length dim of a mask read. A mean divides
+        the sum by the count of true elements of the mask (so its derivative
+        needs no size known at compile time); max and min of an empty selection
+        raise NumPy's ValueError at run time."""
+        if name == "mean":
+            total = self.tensor(M.ReduceSumOp(t.ssa, axes, keep), False)
+            count = self.runtime_count(t, t.dtype, node)
+            rest = math.prod(t.shape[a] for a in axes if t.shape[a] != M.DYNAMIC)
+            if rest != 1:
+                count = self.elementwise("mul", count, self.constant(rest, t.dtype), node)
+            return self.elementwise("div", total, count, node)
+        if name in ("max", "min"):
+            nonempty = self.compare("gt", self.runtime_count(t, "int64", node), 0, node)
+            message = (f"zero-size array to reduction operation {'maximum' if name == 'max' else 'minimum'} "
+                       "which has no identity")
+            self.emit(M.CheckOp(nonempty.ssa, "ValueError", message))
+        op = {"sum": M.ReduceSumOp, "prod": M.ReduceProdOp, "max": M.ReduceMaxOp, "min": M.ReduceMinOp}[name]
         return self.tensor(op(t.ssa, axes, keep), False)
 
     def arg_reduce(self, name: str, x: Any, axis: Any, keepdims: Any, node: ast.AST) -> Tensor:

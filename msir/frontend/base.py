@@ -164,6 +164,11 @@ class TranslatorBase:
     def broadcast(self, t: Tensor, shape: tuple[int, ...]) -> Tensor:
         if t.shape == shape:
             return t
+        if any(d == M.DYNAMIC and (i < len(shape) - t.ndim or t.shape[i - len(shape) + t.ndim] != d)
+               for i, d in enumerate(shape)):
+            # the size of a runtime dim comes from its operand (convert-msir-to-loops)
+            raise self.error(ShapeError, f"cannot broadcast {self.describe(t)} to shape {M.fmt_shape(shape)}: "
+                             "a dimension of runtime size (from a boolean mask) needs one in the operand", None)
         return self.tensor(M.BroadcastToOp(t.ssa, shape), t.weak)
 
     def static_int(self, value: Any, what: str, node: ast.AST | None = None) -> int:
@@ -260,6 +265,8 @@ class TranslatorBase:
             result = tr.run_body(node.body)
             value = None if result is None else result[1]
         structure, leaves = flatten_result(value, tr, node)
+        if public:
+            structure, leaves = static_results_first(structure, leaves)
         ret = func.ReturnOp(*[leaf.ssa for leaf in leaves])
         ret.location = _loc_attr(tr.loc)
         block.add_op(ret)
@@ -293,6 +300,26 @@ def flatten_result(value: Any, tr: TranslatorBase, node: ast.AST) -> tuple[Any, 
         raise tr.error(UnsupportedSyntaxError, f"returning {tr.describe(v)} from a compiled function is not supported", node)
 
     return walk(value), leaves
+
+
+def static_results_first(structure: Any, leaves: list[Tensor]) -> tuple[Any, list[Tensor]]:
+    """An entry's results reordered so that those of static shape come first
+    (the structure renumbered to match): the native function fills its
+    static-shape results into output buffers and returns those of runtime size
+    (a mask read's) after them (convert-msir-to-loops), so this is the order in
+    which the native call hands them back."""
+    order = sorted(range(len(leaves)), key=lambda i: M.DYNAMIC in leaves[i].shape)
+    position = {old: new for new, old in enumerate(order)}
+
+    def renumber(s):
+        kind, payload = s
+        if kind == "leaf":
+            return ("leaf", position[payload])
+        if kind in ("tuple", "list"):
+            return (kind, [renumber(x) for x in payload])
+        return s
+
+    return renumber(structure), [leaves[i] for i in order]
 
 
 def _constant_scalar(t: Tensor) -> float | int | None:

@@ -276,6 +276,7 @@ def module_from_file(path: str, entry: str, arg_types: str) -> ModuleOp:
 def _trace_transformed(t, specs: list[Spec], recorder=None) -> Traced:
     """Trace an entry that applies a differentiation transform to its arguments,
     or calls a method of an object or a callable object on them."""
+    from msir.frontend.base import static_results_first
     from msir.frontend.translate import Translator, flatten_result
 
     jvp_entry = isinstance(t, JvpEntry)
@@ -297,7 +298,7 @@ def _trace_transformed(t, specs: list[Spec], recorder=None) -> Traced:
         value = tr.call_value(t, params, {}, src.node)
     else:
         value = tr.call_value(_root_value(tr, t), params, {}, src.node)
-    structure, leaves = flatten_result(value, tr, src.node)
+    structure, leaves = static_results_first(*flatten_result(value, tr, src.node))
     from xdsl.dialects import func as func_dialect
     from xdsl.dialects.builtin import FunctionType
     from xdsl.ir import Region

@@ -224,6 +224,9 @@ class ExpressionsMixin:
 
     def _apply_binary(self, op: type[Operation], a: Tensor, b: Tensor, dtype: str, weak: bool) -> Tensor:
         shape = M.infer_broadcast(a.shape, b.shape)
+        if M.DYNAMIC in shape:  # an operand read through a boolean mask
+            a2, b2 = self.align_runtime_lengths(self.cast(a, dtype), self.cast(b, dtype), shape, None)
+            return self.tensor(op(a2.ssa, b2.ssa), weak)
         a2 = self.broadcast(self.cast(a, dtype), shape)
         b2 = self.broadcast(self.cast(b, dtype), shape)
         return self.tensor(op(a2.ssa, b2.ssa), weak)

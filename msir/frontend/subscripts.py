@@ -5,7 +5,9 @@ dict subscripts (constant keys, read by `msir.frontend.objects`). An array
 subscript is NumPy's basic and integer-array indexing: ints, slices,
 `None`, `...` and one integer array, lowered to `msir.slice` (a strided
 window), `msir.take` (an integer array) and `msir.reshape` (dropped and new
-axes). Boolean masks are refused (their result shape depends on the data).
+axes). A boolean mask of the array's leading dims, alone in the index, is
+`msir.compress`: its result's first dim is only known at run time (see
+`msir.frontend.masks`); masks mixed with other indices are refused.
 
 A slice with a runtime start and a length known at compile time (`x[i:i + k]`,
 `x[i - 1:i + 2]`, with `i` a runtime scalar such as a loop counter) is a
@@ -26,8 +28,11 @@ from typing import Any
 
 import numpy as np
 
+from xdsl.ir import OpResult, SSAValue
+
 from msir.dialects import msir as M
-from msir.errors import MsirIndexError, UnsupportedSyntaxError
+from msir.errors import MsirIndexError, ShapeError, UnsupportedSyntaxError
+from msir.frontend import masks
 from msir.frontend.base import ValueError_
 from msir.frontend.state import ObjectValue
 from msir.frontend.values import Tensor, kind
@@ -49,6 +54,28 @@ def _base_and_offset(node: ast.expr) -> tuple[str, ast.expr | None, int]:
             return ast.dump(node.left), node.right, sign
         return ast.dump(node.right), node.left, 1
     return ast.dump(node), None, 0
+
+
+def _is_mask(it: Any) -> bool:
+    return isinstance(it, Tensor) and it.dtype == "bool" and it.ndim > 0
+
+
+def _runtime_length(shape: tuple[int, ...]) -> bool:
+    """Whether `shape` is that of a mask read: a runtime first dim, the rest static."""
+    return bool(shape) and shape[0] == M.DYNAMIC and M.DYNAMIC not in shape[1:]
+
+
+def _same_value(a: SSAValue, b: SSAValue) -> bool:
+    """Whether `a` and `b` are one value, or results of pure ops computed alike
+    from the same values (`x > 0` written twice)."""
+    if a is b:
+        return True
+    if not (isinstance(a, OpResult) and isinstance(b, OpResult)) or a.index != b.index:
+        return False
+    x, y = a.owner, b.owner
+    return (type(x) is type(y) and not x.regions and not y.regions and x.properties == y.properties
+            and x.attributes == y.attributes and len(x.operands) == len(y.operands)
+            and all(_same_value(p, q) for p, q in zip(x.operands, y.operands)))
 
 
 class SubscriptsMixin:
@@ -120,8 +147,65 @@ class SubscriptsMixin:
             return self.object_item(value, idx, node)
         raise self.error(UnsupportedSyntaxError, f"cannot index {self.describe(value)}", node)
 
+    def read_mask(self, t: Tensor, items: list, node: ast.AST) -> Tensor:
+        """`x[mask]` (also `x[mask, ...]`, `x[mask, :]`) as `msir.compress`."""
+        if not _is_mask(items[0]) or not all(it is Ellipsis or it == slice(None) for it in items[1:]):
+            raise self.error(UnsupportedSyntaxError, masks.MIXED_INDEX, node)
+        problem = masks.mask_shape_error(t.shape, items[0].shape)
+        if problem is not None:
+            raise self.error(MsirIndexError, problem, node)
+        return self.tensor(M.CompressOp(t.ssa, items[0].ssa), t.weak)
+
+    def mask_of(self, t: Tensor, node: ast.AST | None) -> Tensor:
+        """The mask whose number of true elements is the runtime length (first
+        dim) of `t`: that of the `msir.compress` that `t` derives from through
+        ops keeping that dim (elementwise ops, casts, reductions of other axes)."""
+        v = t.ssa
+        while isinstance(v, OpResult) and not isinstance(v.owner, M.CompressOp):
+            v = next((o for o in v.owner.operands if _runtime_length(M.shape_of(o.type))), None)
+        if not isinstance(v, OpResult):
+            raise self.error(ShapeError, "cannot tell which mask the runtime length of "
+                             f"{self.describe(t)} comes from: only values computed from one x[mask] in this "
+                             "function combine with other arrays", node)
+        mask = v.owner.mask
+        return Tensor(mask, M.dtype_of(mask.type), M.shape_of(mask.type), False)
+
+    def runtime_count(self, t: Tensor, dtype: str, node: ast.AST | None) -> Tensor:
+        """The runtime length of `t` (the true elements of its mask) as a 0-d `dtype`."""
+        mask = self.mask_of(t, node)
+        ones = self.cast(mask, "int64")
+        return self.cast(self.tensor(M.ReduceSumOp(ones.ssa, tuple(range(mask.ndim)), False)), dtype)
+
+    def align_runtime_lengths(self, a: Tensor, b: Tensor, shape: tuple[int, ...],
+                              node: ast.AST | None) -> tuple[Tensor, Tensor]:
+        """`a` and `b` broadcast to `shape`, whose first dim is a runtime length.
+        A static operand is broadcast to the mask's shape and compressed by the
+        same mask; two runtime lengths must come from one mask (masks computed
+        alike count as one), since values of unrelated lengths cannot be proved
+        to broadcast."""
+        if not _runtime_length(shape):
+            raise self.error(ShapeError, f"cannot broadcast shape {M.fmt_shape(shape)}: only the first dim "
+                             "of an array may have a runtime size", node)
+        masks_ = [self.mask_of(t, node) for t in (a, b) if _runtime_length(t.shape) and t.ndim == len(shape)]
+        if len(masks_) == 2 and not _same_value(masks_[0].ssa, masks_[1].ssa):
+            raise self.error(ShapeError, f"cannot broadcast {self.describe(a)} with {self.describe(b)}: their "
+                             "runtime lengths come from different masks; index both with one mask", node)
+        mask = masks_[0]
+        out = []
+        for t in (a, b):
+            if _runtime_length(t.shape) and t.ndim == len(shape):
+                out.append(self.broadcast(t, shape))
+                continue
+            if t.ndim == len(shape):  # its first dim is 1: it repeats along the selected rows
+                t = self.tensor(M.ReshapeOp(t.ssa, list(t.shape[1:])), t.weak)
+            full = self.broadcast(t, (*mask.shape, *shape[1:]))
+            out.append(self.tensor(M.CompressOp(full.ssa, mask.ssa), t.weak))
+        return out[0], out[1]
+
     def subscript_value(self, t: Tensor, idx: Any, node: ast.AST) -> Tensor:
         items = list(idx) if isinstance(idx, tuple) else [idx]
+        if any(_is_mask(it) for it in items):
+            return self.read_mask(t, items, node)
         n_ellipsis = sum(1 for it in items if it is Ellipsis)
         if n_ellipsis > 1:
             raise self.error(MsirIndexError, "an index can only have a single ellipsis ('...')", node)

@@ -229,13 +229,13 @@ def test_if_on_a_whole_array_is_ambiguous():
     assert_at(err, "if", "x > 0")
 
 
-def mask_index(x):
-    return x[x > 0]  # E:mask
+def mask_with_other_index(x):
+    return x[x > 0, None]  # E:mask
 
 
-def test_boolean_mask_indexing():
-    err = raises(UnsupportedSyntaxError, mask_index, X)
-    assert "boolean mask indexing" in err.message and "np.where" in err.message
+def test_boolean_mask_with_other_indices():
+    err = raises(UnsupportedSyntaxError, mask_with_other_index, X)
+    assert "a boolean mask index is supported alone" in err.message
     assert_at(err, "mask", "x[")
 
 

@@ -187,6 +187,15 @@ def _shape_cases() -> list[Case]:
         Case("scatter_add-2d-indices-axis1", lambda u, i: M.ScatterAddOp(u, i, 1, (2, 3)),
              inputs(normal(2, 2, 2), np.array([[2, 0], [1, -3]], np.int32)),
              lambda u, i: _np_scatter_add(u, i, 1, (2, 3))),
+        Case("compress-whole-shape", lambda x, m: M.CompressOp(x, m),
+             inputs(normal(2, 3), np.array([[True, False, True], [False, True, True]])), lambda x, m: x[m]),
+        Case("compress-leading-dim", lambda x, m: M.CompressOp(x, m),
+             inputs(normal(4, 2), np.array([False, True, True, False])), lambda x, m: x[m]),
+        Case("expand-leading-dim", lambda u, m: M.ExpandOp(u, m, (4, 2)),
+             inputs(normal(2, 2), np.array([False, True, True, False])), lambda u, m: _np_expand(u, m, (4, 2))),
+        Case("expand-whole-shape", lambda u, m: M.ExpandOp(u, m, (2, 3)),
+             inputs(normal(4), np.array([[True, False, True], [False, True, True]])),
+             lambda u, m: _np_expand(u, m, (2, 3))),
         Case("concatenate-axis0", lambda a, b: M.ConcatenateOp([a, b], 0), inputs(normal(2, 3), normal(1, 3)),
              lambda a, b: np.concatenate([a, b], 0)),
         Case("concatenate-three-1d", lambda a, b, c: M.ConcatenateOp([a, b, c], 0),
@@ -205,6 +214,12 @@ def _shape_cases() -> list[Case]:
 def _np_scatter_slice(x, index, shape):
     out = np.zeros(shape, x.dtype)
     out[index] = x
+    return out
+
+
+def _np_expand(u, m, shape):
+    out = np.zeros(shape, u.dtype)
+    out[m] = u
     return out
 
 
