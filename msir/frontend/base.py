@@ -28,6 +28,7 @@ from xdsl.ir import Block, Operation, Region
 
 from msir.dialects import msir as M
 from msir.errors import DTypeError, MsirError, SourceLoc, UnsupportedSyntaxError
+from msir.frontend.parameter_writes import entry_write_results, refuse_callee_writes
 from msir.frontend.source import FunctionSource
 from msir.frontend.state import MethodValue, ObjectValue, TraceContext
 from msir.frontend.structure import _leaves
@@ -260,6 +261,10 @@ class TranslatorBase:
             result = tr.run_body(node.body)
             value = None if result is None else result[1]
         structure, leaves = flatten_result(value, tr, node)
+        if entry:
+            leaves += entry_write_results(tr)
+        else:
+            refuse_callee_writes(tr, block, node)
         ret = func.ReturnOp(*[leaf.ssa for leaf in leaves])
         ret.location = _loc_attr(tr.loc)
         block.add_op(ret)
