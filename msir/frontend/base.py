@@ -264,7 +264,7 @@ class TranslatorBase:
         if entry:
             leaves += entry_write_results(tr)
         else:
-            refuse_callee_writes(tr, block, node)
+            refuse_callee_writes(tr, block)
         ret = func.ReturnOp(*[leaf.ssa for leaf in leaves])
         ret.location = _loc_attr(tr.loc)
         block.add_op(ret)

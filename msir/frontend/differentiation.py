@@ -72,7 +72,7 @@ class DifferentiationMixin:
             value = _numbers_as_tensors(sub, value, node)
         elif differentiated == "first" and isinstance(value, tuple) and value:
             value = (_numbers_as_tensors(sub, value[0], node), *value[1:])
-        value, writes = lift_outlined_writes(sub, block, value, differentiated, node)
+        value, writes = lift_outlined_writes(sub, block, value, differentiated)
         structure, results = flatten_result(value, sub, node)
         ret = func.ReturnOp(*[r.ssa for r in results])
         ret.location = _loc_attr(self.loc)

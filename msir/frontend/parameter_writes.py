@@ -94,7 +94,7 @@ def record_write(tr: Any, parameter: Any, value: Tensor, node: ast.AST) -> None:
                 f"the Parameter '{parameter.name}' is assigned by code that is differentiated with respect to it",
                 node,
             )
-    tr.tc.parameter_writes[id(parameter)] = ParameterWrite(parameter, value, tr.block)
+    tr.tc.parameter_writes[id(parameter)] = ParameterWrite(parameter, value, tr.block, tr.source.loc(node))
     remember_parameter_read(tr, parameter, value)
 
 
@@ -106,7 +106,7 @@ def take_writes(tr: Any, block: Block) -> list[ParameterWrite]:
     return writes
 
 
-def lift_outlined_writes(tr: Any, block: Block, value: Any, differentiated: str, node: ast.AST) -> tuple[Any, list]:
+def lift_outlined_writes(tr: Any, block: Block, value: Any, differentiated: str) -> tuple[Any, list]:
     """The result of a function outlined for a transform, with the values of
     the Parameters it assigned as one more (auxiliary) result, and those
     Parameters (`Outlined.writes`)."""
@@ -114,26 +114,24 @@ def lift_outlined_writes(tr: Any, block: Block, value: Any, differentiated: str,
     if not writes:
         return value, []
     if not differentiated:
-        raise tr.error(
-            UnsupportedSyntaxError,
+        raise UnsupportedSyntaxError(
             f"the Parameter '{writes[0].parameter.name}' is assigned in a function that this transform "
             "outlines; only grad and value_and_grad carry Parameter updates out",
-            node,
+            writes[0].loc,
         )
     new_values = tuple(w.value for w in writes)
     lifted = (*value, new_values) if differentiated == "first" and isinstance(value, tuple) else (value, new_values)
     return lifted, [w.parameter for w in writes]
 
 
-def refuse_callee_writes(tr: Any, block: Block, node: ast.AST) -> None:
+def refuse_callee_writes(tr: Any, block: Block) -> None:
     """A function compiled as a call of its own may not assign Parameters (its values stay in it)."""
     writes = take_writes(tr, block)
     if writes:
-        raise tr.error(
-            UnsupportedSyntaxError,
+        raise UnsupportedSyntaxError(
             f"the Parameter '{writes[0].parameter.name}' is assigned in a function called as a separate "
             "function (all its arguments are arrays); assign it in the Cell's construct",
-            node,
+            writes[0].loc,
         )
 
 
@@ -144,9 +142,8 @@ def entry_write_results(tr: Any) -> list[Tensor]:
     writes = take_writes(tr, tr.tc.entry_block)
     if tr.tc.parameter_writes:
         stray = next(iter(tr.tc.parameter_writes.values()))
-        raise tr.error(
-            UnsupportedSyntaxError,
-            f"the Parameter '{stray.parameter.name}' is assigned where its value cannot be returned", None,
+        raise UnsupportedSyntaxError(
+            f"the Parameter '{stray.parameter.name}' is assigned where its value cannot be returned", stray.loc,
         )
     # Every assigned Parameter was read first (ops.assign's first argument), so its array is a capture.
     tr.tc.written_captures = [

@@ -213,11 +213,13 @@ class Outlined:
 @dataclass
 class ParameterWrite:
     """`ops.assign(parameter, value)` in traced code: the Parameter, its new
-    value, and the function body (block) that value belongs to."""
+    value, the function body (block) that value belongs to, and where in the
+    user's source it was assigned."""
 
     parameter: Any
     value: Tensor
     block: Block
+    loc: SourceLoc | None
 
 
 @dataclass

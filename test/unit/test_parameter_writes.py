@@ -209,8 +209,21 @@ class AssignsInABranch(Counter):
         return x
 
 
-def _line_of(cls, text):
-    lines, first = inspect.getsourcelines(cls.construct)
+SHARED = Counter()
+
+
+def _assign_shared(x):
+    ops.assign(SHARED.total, x)
+    return x * 2.0
+
+
+class AssignsInASeparateFunction(Counter):
+    def construct(self, x):
+        return _assign_shared(x)  # its arguments are all arrays: compiled as a function of its own
+
+
+def _line_of(fn, text):
+    lines, first = inspect.getsourcelines(fn)
     return first + next(i for i, line in enumerate(lines) if text in line)
 
 
@@ -219,11 +232,14 @@ def _line_of(cls, text):
     (AssignsAnotherShape, ShapeError, r"ops.assign: the value of shape \(3, 1\) does not match the Parameter "
                                       r"'total' of shape \(3,\)"),
     (AssignsInABranch, UnsupportedSyntaxError, r"assigning the Parameter 'total' inside a compiled loop or branch"),
+    (AssignsInASeparateFunction, UnsupportedSyntaxError, r"the Parameter 'total' is assigned in a function called "
+                                                         r"as a separate function"),
 ])
 def test_bad_assignments_are_refused_at_the_line(cls, error, message):
     with pytest.raises(error, match=message) as e:
         cls()(Tensor(np.ones(3, np.float32)))
-    assert f"test_parameter_writes.py:{_line_of(cls, 'ops.assign')}:" in str(e.value)
+    where = _assign_shared if cls is AssignsInASeparateFunction else cls.construct
+    assert f"test_parameter_writes.py:{_line_of(where, 'ops.assign')}:" in str(e.value)
 
 
 def test_assignment_under_vjp_is_refused():
