@@ -18,7 +18,10 @@ computed in as an extra result:
   value the transform returned), so the update travels out of the
   differentiated function like any has_aux output.
 
-Refused with a clear error at the user's line: a first argument that is not
+Runners of traced code that would drop the updates (the compiled
+`msir.vjp` called from Python, auto-parallel plans) refuse such a trace by
+the Parameter's name (`refuse_parameter_writes`). Refused with a clear error
+at the user's line: a first argument that is not
 a Parameter read from an object (`self.moving_mean`), a value of another
 shape, a write inside a compiled loop or branch (the value would not exist
 after it), a write in a function called as a separate function or under a
@@ -150,3 +153,14 @@ def entry_write_results(tr: Any) -> list[Tensor]:
         next(i for i, c in enumerate(tr.tc.captures) if c.get() is w.parameter._data) for w in writes
     ]
     return [w.value for w in writes]
+
+
+def refuse_parameter_writes(traced: Any, what: str) -> None:
+    """Refuse a trace that assigns Parameters where `what` (a runner of
+    traced code that does not write them back) would drop the updates."""
+    if traced.writes:
+        name = traced.captures[traced.writes[0]].name
+        raise UnsupportedSyntaxError(
+            f"{what} does not update Parameters yet, and the code assigns '{name}' (ops.assign, or a "
+            "BatchNorm in training mode): call it with msir.jit, or without the transform"
+        )

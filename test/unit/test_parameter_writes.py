@@ -246,3 +246,21 @@ def test_assignment_under_vjp_is_refused():
     counter = Counter()
     with pytest.raises(UnsupportedSyntaxError, match="assigned in a function differentiated by vjp; only grad"):
         msir.jit(lambda v: msir.vjp(lambda u: counter(u), v)[0])(np.ones(3, np.float32))
+
+
+def _call_shared(x):
+    return SHARED(x)
+
+
+def test_runners_that_would_drop_the_updates_refuse():
+    x = np.ones(3, np.float32)
+    with pytest.raises(UnsupportedSyntaxError, match="msir.vjp in GRAPH_MODE does not update Parameters yet, "
+                                                     "and the code assigns 'Counter_calls'"):
+        msir.vjp(Counter(), x)
+    msir.set_auto_parallel_context(parallel_mode="semi_auto_parallel", device_num=2)
+    try:
+        with pytest.raises(UnsupportedSyntaxError, match="auto-parallel planning does not update Parameters yet"):
+            msir.jit(_call_shared)(x)
+    finally:
+        msir.reset_auto_parallel_context()
+    np.testing.assert_array_equal(SHARED.total.asnumpy(), np.zeros(3))
