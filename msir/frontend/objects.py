@@ -24,7 +24,9 @@ cache's recorder notes it in the manifest. Changing what a compiled method
 read (`obj.scale = 3.0`, `obj.w` rebound to an array of another shape, a
 layer appended) therefore compiles again; arrays are read anew at every call
 anyway. Compiled code does not change objects: assigning to an attribute or
-item is refused (`msir.frontend.statements`).
+item is refused (`msir.frontend.statements`), except a Parameter's value
+(`ops.assign`, `self.p = v`: `msir.frontend.parameter_writes`), which a read
+of it later in the trace sees.
 """
 
 from __future__ import annotations
