@@ -32,13 +32,14 @@ the same trace differentiates (`weights=`, `TrainOneStepCell`'s weights).
 from __future__ import annotations
 
 import ast
-from typing import Any
-
-from xdsl.ir import Block
+from typing import TYPE_CHECKING, Any
 
 from msir.errors import MsirTypeError, ShapeError, UnsupportedSyntaxError
 from msir.frontend.state import ParameterWrite
 from msir.frontend.values import Tensor
+
+if TYPE_CHECKING:
+    from xdsl.ir import Block
 
 
 def remember_parameter_read(tr: Any, parameter: Any, value: Any) -> Any:
