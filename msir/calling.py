@@ -85,7 +85,17 @@ class Entry:
                 return STALE
             inputs.append(value)
         outs = self.native(*inputs)
+        if self.traced.writes:
+            self.write_parameters(inputs, outs)
         return self.rebuild(self.traced.out_structure, outs)
+
+    def write_parameters(self, inputs: list, outs) -> None:
+        """Copy the new values of the Parameters the code assigned (its last
+        results) into their arrays (the captures they were read from), in place
+        as MindSpore's Graph mode updates them."""
+        first = len(outs) - len(self.traced.writes)
+        for k, capture in enumerate(self.traced.writes):
+            np.copyto(inputs[self.n_leaves + capture], outs[first + k])
 
     def rebuild(self, structure, outs):
         """The results of the native call `outs` in the traced function's result structure."""

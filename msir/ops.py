@@ -30,7 +30,9 @@ promotion throughout):
 * shapes: `reshape(input, shape)`, `transpose(input, input_perm)`,
   `concat(tensors, axis=0)`;
 * losses: `cross_entropy(input, target, ..., reduction='mean')` (class indices
-  or class probabilities, class axis 1) and `mse_loss(input, target, reduction='mean')`.
+  or class probabilities, class axis 1) and `mse_loss(input, target, reduction='mean')`;
+* `assign(variable, value)`: a Parameter takes a new value, also in compiled
+  code (BatchNorm's moving statistics; `msir.frontend.parameter_writes`).
 
 Every function takes a keyword `name=` (a string). In compiled code
 (GRAPH_MODE) each op the call emits carries it as the attribute
@@ -102,7 +104,7 @@ __all__ = [
     # MindSpore's spelling of what its tutorials and layers call (issue 14)
     "argmax", "binary_cross_entropy_with_logits", "cast", "cat", "expand_dims", "flatten", "full", "mean",
     "ones", "ones_like", "squeeze", "stack", "stop_gradient", "sum", "unsqueeze", "zeros", "zeros_like",
-    "GradOperation", "MatMul",
+    "GradOperation", "MatMul", "assign",
 ]
 
 
@@ -888,6 +890,36 @@ class MatMul:
         return tr.call_value(matmul, [a, b], {"name": self.name}, node)
 
 
+class _Assign:
+    """`assign(variable, value)`: the Parameter `variable` takes `value`
+    (mindspore.ops.assign), cast to its dtype; gives the new value. In Python
+    (PYNATIVE_MODE) it sets the Parameter's data now (from the value of a
+    traced one: the update is not differentiated); compiled code returns the
+    new value as an extra result that the call writes into the Parameter's
+    array (`msir.frontend.parameter_writes`)."""
+
+    __name__ = "assign"
+    __msir_effect__ = True
+    """A statement `ops.assign(p, v)` is allowed in compiled code: its effect is the Parameter's update."""
+
+    def __call__(self, variable, value):
+        from msir.common.parameter import Parameter
+        from msir.eager.tracer import base_value
+
+        if not isinstance(variable, Parameter):
+            raise BadArgumentError(f"msir.ops.assign: the variable must be a Parameter, got {type(variable).__name__}")
+        variable.set_data(np.asarray(base_value(unwrap(value))))
+        return variable
+
+    def __msir_translate__(self, tr, args: list, kwargs: dict, node) -> Any:
+        from msir.frontend.parameter_writes import translate_assign
+
+        return translate_assign(tr, args, kwargs, node)
+
+
+assign = _Assign()
+
+
 def _tensor_io(fn):
     """`fn` on `msir.Tensor`s: called with their arrays (no copies), its
     results come back as Tensors when an argument was one. Compiled code
@@ -905,6 +937,6 @@ def _tensor_io(fn):
 _CREATING = ("ones", "zeros", "full")
 """They give Tensors from Python without a Tensor argument, as MindSpore's do."""
 for _name in __all__:
-    if _name not in _CREATING and _name not in ("GradOperation", "MatMul"):
+    if _name not in _CREATING and _name not in ("GradOperation", "MatMul", "assign"):
         globals()[_name] = _tensor_io(globals()[_name])
 del _name

@@ -99,7 +99,7 @@ from msir import cache, targets
 from msir.common.tensor import Tensor as UserTensor
 from msir.transforms import CustomVjp, Jitted, JvpEntry, Transform, checkpoint, compiled_call_name
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 SUFFIX = ".msirt"
 
 
@@ -707,6 +707,7 @@ class CachedTrace:
     out_structure: Any
     out_weak: list[bool]
     guards: list[Guard]
+    writes: list[int]
 
 
 @dataclass
@@ -827,7 +828,8 @@ class Probe:
         ]
         # The manifest was checked just now: what the guards read is what the trace read.
         guards = [Guard.of(mode, getter(ref, self.fn), resolve(ref, self.fn)) for ref, mode in entry["guards"]]
-        traced = CachedTrace(entry["specs"], captures, _decode_structure(entry["out"]), list(entry["weak"]), guards)
+        traced = CachedTrace(entry["specs"], captures, _decode_structure(entry["out"]), list(entry["weak"]), guards,
+                             list(entry["writes"]))
         return Hit(native, traced, frozenset(entry["static"]))
 
     def store(self, traced: Any, symbol: str, ir_key: str | None, locs: list) -> bool:
@@ -870,6 +872,7 @@ class Probe:
                 "guards": recorder.guards,
                 "out": _encode_structure(traced.out_structure),
                 "weak": [bool(w) for w in traced.out_weak],
+                "writes": list(traced.writes),
                 "manifest": manifest,
             }
             json.dumps(entry)  # everything must be JSON (specs hold only names, shapes and ints)

@@ -56,10 +56,12 @@ def _public_wrapper(module, name: str, callee, arg_types, result_types) -> None:
 def _build(t, primals: tuple) -> _CompiledVjp:
     from msir.compiler import compile_module
     from msir.frontend.driver import spec_of, trace
+    from msir.frontend.parameter_writes import refuse_parameter_writes
     from msir.passes.grad import ModuleAD
     from msir.passes.jvp import differentiate_all
 
     traced = trace(t.fn, [spec_of(p) for p in primals])
+    refuse_parameter_writes(traced, "msir.vjp in GRAPH_MODE")
     module = traced.module
     differentiate_all(module)
     ad = ModuleAD(module)

@@ -28,6 +28,7 @@ from xdsl.ir import Block, Operation, Region
 
 from msir.dialects import msir as M
 from msir.errors import DTypeError, MsirError, SourceLoc, UnsupportedSyntaxError
+from msir.frontend.parameter_writes import entry_write_results, refuse_callee_writes
 from msir.frontend.source import FunctionSource
 from msir.frontend.state import MethodValue, ObjectValue, TraceContext
 from msir.frontend.structure import _leaves
@@ -267,6 +268,10 @@ class TranslatorBase:
         structure, leaves = flatten_result(value, tr, node)
         if public:
             structure, leaves = static_results_first(structure, leaves)
+        if entry:
+            leaves = with_parameter_writes(leaves, tr, node)
+        else:
+            refuse_callee_writes(tr, block)
         ret = func.ReturnOp(*[leaf.ssa for leaf in leaves])
         ret.location = _loc_attr(tr.loc)
         block.add_op(ret)
@@ -320,6 +325,18 @@ def static_results_first(structure: Any, leaves: list[Tensor]) -> tuple[Any, lis
         return s
 
     return renumber(structure), [leaves[i] for i in order]
+
+
+def with_parameter_writes(leaves: list[Tensor], tr: Any, node: ast.AST) -> list[Tensor]:
+    """An entry's results followed by the new values of the Parameters its
+    trace assigned (`msir.frontend.parameter_writes`), which the caller takes
+    from the end. Results of runtime size come back after every static one
+    (`static_results_first`), so they cannot be combined with writes yet."""
+    writes = entry_write_results(tr)
+    if writes and any(M.DYNAMIC in leaf.shape for leaf in leaves):
+        raise tr.error(UnsupportedSyntaxError, "a function that assigns Parameters cannot return a value of "
+                       "runtime size (a boolean-mask read) yet", node)
+    return leaves + writes
 
 
 def _constant_scalar(t: Tensor) -> float | int | None:

@@ -22,6 +22,7 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from msir.dialects import msir as M
 from msir.errors import MsirError, NotDifferentiableError, ShapeError, SourceLoc, UnsupportedSyntaxError
 from msir.frontend.base import ValueError_, _loc_attr, flatten_result
+from msir.frontend.parameter_writes import lift_outlined_writes, record_write
 from msir.frontend.state import FunctionValue, Outlined
 from msir.frontend.structure import _rebuild, _rebuild_like, _runtime_leaves, _struct_leaves, _structure_of, _tensors
 from msir.frontend.values import Closure, KnownInt, Tensor
@@ -71,6 +72,7 @@ class DifferentiationMixin:
             value = _numbers_as_tensors(sub, value, node)
         elif differentiated == "first" and isinstance(value, tuple) and value:
             value = (_numbers_as_tensors(sub, value[0], node), *value[1:])
+        value, writes = lift_outlined_writes(sub, block, value, differentiated)
         structure, results = flatten_result(value, sub, node)
         ret = func.ReturnOp(*[r.ssa for r in results])
         ret.location = _loc_attr(self.loc)
@@ -82,7 +84,7 @@ class DifferentiationMixin:
         self.tc.module_ops.append(f)
         captured = [self.localize(c) for c in self.tc.fn_captures[block][1]]
         visible = FunctionType.from_lists([a.type for a in block.args[:n_params]], [r.ssa.type for r in results])
-        return Outlined(name, visible, leaves, captured, structure, [r.weak for r in results])
+        return Outlined(name, visible, leaves, captured, structure, [r.weak for r in results], writes)
 
     def not_differentiable_output(self, o: "Outlined", node: ast.AST) -> MsirError:
         """An error naming the op that made the (integer or boolean) output."""
@@ -309,16 +311,27 @@ class DifferentiationMixin:
                         f"{o.leaves[i].dtype}; only float arguments have derivatives",
                         node,
                     )
-        has_aux = bool(getattr(t, "has_aux", False))
-        main_struct, aux_struct = o.structure, None
-        if has_aux:
-            if o.structure[0] != "tuple" or len(o.structure[1]) < 2:
+        if o.writes and t.kind not in ("grad", "value_and_grad"):
+            raise self.error(
+                UnsupportedSyntaxError,
+                f"the Parameter '{o.writes[0].name}' is assigned in a function differentiated by {t.kind}; "
+                "only grad and value_and_grad carry Parameter updates out",
+                node,
+            )
+        user_aux = bool(getattr(t, "has_aux", False))
+        # The new values of assigned Parameters are the last auxiliary output (never differentiated).
+        has_aux = user_aux or bool(o.writes)
+        main_struct, single_aux = o.structure, False
+        if user_aux:
+            if o.structure[0] != "tuple" or len(o.structure[1]) < 2 + bool(o.writes):
                 raise self.error(
                     ValueError_, "with has_aux=True the function must return a pair (output, aux)", node
                 )
+        if has_aux:
             # MindSpore's has_aux: the first output is differentiated, the others come back as they are.
             main_struct, *aux_structs = o.structure[1]
-            aux_struct = aux_structs[0] if len(aux_structs) == 1 and not t.aux_tuple else ("tuple", aux_structs)
+            user_structs = aux_structs[:-1] if o.writes else aux_structs
+            single_aux = len(user_structs) == 1 and not t.aux_tuple
         n_main = len(_struct_leaves(main_struct))
         if t.kind in ("grad", "value_and_grad"):
             if n_main != 1:
@@ -350,12 +363,20 @@ class DifferentiationMixin:
             n_out = len(o.type.outputs.data)
             if t.kind == "grad":
                 grads = grads_of(outs[: len(leaf_nums)])
-                if has_aux:
-                    aux = _rebuild(aux_struct, iter(_tensors(outs[len(leaf_nums) :], o.weak[1:])))
-                    return grads, aux
-                return grads
+                if not has_aux:
+                    return grads
+                aux_values = _rebuild(("tuple", aux_structs), iter(_tensors(outs[len(leaf_nums) :], o.weak[1:])))
+                if o.writes:
+                    self.write_back_lifted(o, aux_values[-1], node)
+                    aux_values = aux_values[:-1]
+                if not user_aux:
+                    return grads
+                return grads, aux_values[0] if single_aux else aux_values
             n_vals = n_out if has_aux else 1
             values = _rebuild(o.structure if has_aux else main_struct, iter(_tensors(outs[:n_vals], o.weak)))
+            if o.writes:
+                self.write_back_lifted(o, values[-1], node)
+                values = values[:-1] if user_aux else values[0]
             return values, grads_of(outs[n_vals:])
         if t.kind == "vjp":
             v = self.emit(M.VjpOp(closure, leaf_nums, has_aux)).results[0]
@@ -397,6 +418,12 @@ class DifferentiationMixin:
                 return primal_out[0], tangent_out, primal_out[1]
             return primal_out, tangent_out
         raise AssertionError(t.kind)
+
+
+    def write_back_lifted(self, o: "Outlined", new_values: tuple, node: ast.AST) -> None:
+        """The Parameters `o` assigned are now the values its transform returned."""
+        for parameter, value in zip(o.writes, new_values):
+            record_write(self, parameter, value, node)
 
 
 def _numbers_as_tensors(tr: Any, value: Any, node: ast.AST) -> Any:

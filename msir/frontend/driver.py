@@ -61,6 +61,10 @@ class Traced:
     out_types: list[TensorType]
     recorder: Any = None
     guards: list[Guard] = field(default_factory=list)
+    writes: list[int] = field(default_factory=list)
+    """The entry's last results are the new values of Parameters the code
+    assigned (`msir.frontend.parameter_writes`): per one, the capture whose
+    array the call writes it into."""
 
 
 def spec_of(value: Any) -> Spec:
@@ -193,6 +197,7 @@ def trace(fn, specs: list[Spec], kwargs_specs: dict[str, Spec] | None = None, re
         list(ftype.outputs.data),
         recorder,
         tc.guards,
+        tc.written_captures,
     )
 
 
@@ -276,7 +281,7 @@ def module_from_file(path: str, entry: str, arg_types: str) -> ModuleOp:
 def _trace_transformed(t, specs: list[Spec], recorder=None) -> Traced:
     """Trace an entry that applies a differentiation transform to its arguments,
     or calls a method of an object or a callable object on them."""
-    from msir.frontend.base import static_results_first
+    from msir.frontend.base import static_results_first, with_parameter_writes
     from msir.frontend.translate import Translator, flatten_result
 
     jvp_entry = isinstance(t, JvpEntry)
@@ -299,6 +304,7 @@ def _trace_transformed(t, specs: list[Spec], recorder=None) -> Traced:
     else:
         value = tr.call_value(_root_value(tr, t), params, {}, src.node)
     structure, leaves = static_results_first(*flatten_result(value, tr, src.node))
+    leaves = with_parameter_writes(leaves, tr, src.node)
     from xdsl.dialects import func as func_dialect
     from xdsl.dialects.builtin import FunctionType
     from xdsl.ir import Region
@@ -310,7 +316,7 @@ def _trace_transformed(t, specs: list[Spec], recorder=None) -> Traced:
     module = ModuleOp([entry, *tc.module_ops])
     return Traced(
         module, name, specs, frozenset(tc.static_positions), tc.captures, structure,
-        [leaf.weak for leaf in leaves], list(ftype.outputs.data), recorder, tc.guards,
+        [leaf.weak for leaf in leaves], list(ftype.outputs.data), recorder, tc.guards, tc.written_captures,
     )
 
 

@@ -24,7 +24,9 @@ cache's recorder notes it in the manifest. Changing what a compiled method
 read (`obj.scale = 3.0`, `obj.w` rebound to an array of another shape, a
 layer appended) therefore compiles again; arrays are read anew at every call
 anyway. Compiled code does not change objects: assigning to an attribute or
-item is refused (`msir.frontend.statements`).
+item is refused (`msir.frontend.statements`), except a Parameter's value
+(`ops.assign`, `self.p = v`: `msir.frontend.parameter_writes`), which a read
+of it later in the trace sees.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from msir.common.tensor import Tensor as UserTensor
 from msir.common.tensor import TracedTensorRead, is_traced
 from msir.errors import MsirError, UnsupportedSyntaxError
 from msir.frontend.base import AttributeError_, KeyError_, TypeError_
+from msir.frontend.parameter_writes import remember_parameter_read, written_value
 from msir.frontend.state import MethodValue, ObjectValue, Path
 from msir.frontend.values import KnownInt, Tensor
 from msir.trace_cache import ABSENT, Guard, is_plain_object, item_or_absent
@@ -100,7 +103,8 @@ class ObjectsMixin:
         if is_method_of_object(v) and v.__self__ is obj:
             self.guard("method", path, v)
             return MethodValue(value, v.__func__, attr)
-        return self.localize(self.read_through(v, path, node))
+        read = self.localize(self.read_through(v, path, node))
+        return remember_parameter_read(self, v, read) if isinstance(v, UserTensor) else read
 
     def object_item(self, value: ObjectValue, key: Any, node: ast.AST) -> Any:
         obj = value.obj
@@ -118,7 +122,8 @@ class ObjectsMixin:
         if key not in obj:
             raise self.error(KeyError_, f"the dict '{_source_of(node, 'value', value.path.name)}' has no key {key!r}", node)
         v = obj[key]
-        return self.localize(self.read_through(v, self.item_path(value.path, key, v), node))
+        read = self.localize(self.read_through(v, self.item_path(value.path, key, v), node))
+        return remember_parameter_read(self, v, read) if isinstance(v, UserTensor) else read
 
     def read_through(self, v: Any, path: Path, node: ast.AST) -> Any:
         """The frontend value of `v`, read through an object at `path`, guarded."""
@@ -183,7 +188,11 @@ class ObjectsMixin:
         """A `msir.Tensor` (or Parameter) read by the traced code: the value
         it is bound to (`bind_parameters`), else its array as a hidden runtime
         argument that `getter` reads again at every call (a Parameter updated
-        in place or by `set_data` is read anew, without compiling again)."""
+        in place or by `set_data` is read anew, without compiling again). A
+        Parameter the trace assigned reads as its new value."""
+        written = written_value(self, t)
+        if written is not None:
+            return written
         for _, bound in reversed(self.tc.bound_parameters):
             if id(t) in bound:
                 return bound[id(t)]

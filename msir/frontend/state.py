@@ -74,6 +74,16 @@ class TraceContext:
     translated (innermost last), by id: (the binding's number, the values)."""
     bound_parameters_seen: list[Any] = field(default_factory=list)
     """Every binding of the trace (numbers them; keeps the parameters alive)."""
+    parameter_reads: dict[int, tuple[Tensor, Any]] = field(default_factory=dict)
+    """The Parameters read by the traced code, by the id of the frontend Tensor
+    the read gave: (that Tensor, kept alive, the Parameter), so that
+    `ops.assign(self.moving_mean, ...)` knows which Parameter it writes."""
+    parameter_writes: dict[int, "ParameterWrite"] = field(default_factory=dict)
+    """The Parameters the traced code assigned (`ops.assign`), by id: the last
+    value of each, not yet returned (`msir.frontend.parameter_writes`)."""
+    written_captures: list[int] = field(default_factory=list)
+    """Per extra result of the entry function, the capture its Parameter's
+    array is: the call writes the result into it (`Traced.writes`)."""
     python_values: dict[int, tuple[Any, Any]] = field(default_factory=dict)
     """Objects given to Python code while tracing (`msir.grad(self.loss)`), by
     id: (the Python object, the frontend value it was), so that a call of it
@@ -195,6 +205,21 @@ class Outlined:
     captured: list[Tensor]
     structure: Any
     weak: list[bool]
+    writes: list[Any] = field(default_factory=list)
+    """The Parameters the callable assigned: their new values are its last
+    result (a tuple), which the transform returns as an auxiliary output."""
+
+
+@dataclass
+class ParameterWrite:
+    """`ops.assign(parameter, value)` in traced code: the Parameter, its new
+    value, the function body (block) that value belongs to, and where in the
+    user's source it was assigned."""
+
+    parameter: Any
+    value: Tensor
+    block: Block
+    loc: SourceLoc | None
 
 
 @dataclass

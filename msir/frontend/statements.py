@@ -7,7 +7,8 @@ Assignments bind names (tuples unpack, one starred target allowed); writes
 into arrays and in-place updates of arrays another name sees are refused,
 since arrays are values, and so are changes of objects (assigning to an
 attribute or a dict item, `self.items.append(x)`), which compiled code only
-reads.
+reads, except assigning to an object's Parameter (`self.moving_mean = v`,
+`self.count += 1`), which is `ops.assign` (`msir.frontend.parameter_writes`).
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ import ast
 from collections.abc import Sequence
 from typing import Any
 
+from msir.common.parameter import Parameter
 from msir.errors import ShapeError, UnsupportedSyntaxError
 from msir.frontend.expressions import _BINOPS, _op_symbol
+from msir.frontend.parameter_writes import translate_assign
 from msir.frontend.rewrites import _may_return
 from msir.frontend.state import _RETURN, ObjectValue
 from msir.frontend.values import Closure, Tensor
@@ -96,6 +99,8 @@ class StatementsMixin:
                 )
             case ast.Expr(value=ast.Yield() | ast.YieldFrom() | ast.Await() as value):
                 self.expr(value)
+            case ast.Expr(value=ast.Call(func=func) as call) if getattr(type(self.expr(func)), "__msir_effect__", False):
+                self.expr(call)  # ops.assign: its effect is recorded by the trace (msir.frontend.parameter_writes)
             case ast.Expr(value=ast.Call(func=func) as call) if compile_time_kind(self.expr(func)) == "python":
                 self.expr(call)  # a check at compile time (msir.nn.cell.check_input): nothing to emit
             case ast.Expr(value=value):
@@ -151,6 +156,10 @@ class StatementsMixin:
                     items = self.unpack(value, len(elts), target)
                 for t, v in zip(elts, items):
                     self.assign(t, v)
+            case ast.Attribute(value=ast.Name() | ast.Attribute() as owner, attr=attr) if self.holds_parameter(
+                owner, attr
+            ):  # `self.moving_mean = v` sets the Parameter, as MindSpore's Graph mode does
+                translate_assign(self, [self.object_attribute(self.expr(owner), attr, target), value], {}, target)
             case ast.Subscript(value=ast.Name() | ast.Attribute() as container) if isinstance(
                 self.expr(container), ObjectValue
             ):
@@ -190,7 +199,16 @@ class StatementsMixin:
             )
         return items
 
+    def holds_parameter(self, owner: ast.expr, attr: str) -> bool:
+        """Is `owner.attr` a Parameter of an object (an assignment to it is `ops.assign`)?"""
+        obj = self.expr(owner)
+        return isinstance(obj, ObjectValue) and isinstance(getattr(obj.obj, attr, None), Parameter)
+
     def aug_assign(self, node: ast.AugAssign, target: ast.expr, op: ast.operator, value: ast.expr) -> None:
+        if isinstance(target, ast.Attribute) and isinstance(target.value, (ast.Name, ast.Attribute)) \
+                and self.holds_parameter(target.value, target.attr):
+            self.assign(target, self.binary(_BINOPS[type(op)], self.expr(target), self.expr(value), node))
+            return
         if not isinstance(target, ast.Name):
             if isinstance(target, (ast.Subscript, ast.Attribute)):
                 self.assign(target, None)

@@ -14,6 +14,11 @@ calling it runs `construct`:
   attribute compiles again instead of running stale code;
 * in PYNATIVE_MODE `construct` runs as Python, op by op, on Tensors.
 
+A `construct` may update its Parameters in both modes, as MindSpore's may:
+`ops.assign(self.p, v)`, or `self.p = v` with a Tensor `v` (which sets the
+Parameter, not the attribute). Compiled code returns the new values and the
+call writes them into the Parameters (`msir.frontend.parameter_writes`).
+
 Either way the results are Tensors (`msir.common.tensor`), whatever the
 arguments were. A compiled Cell is found again by the persistent trace cache
 (`msir.trace_cache`: keyed by its class, with what `construct` read from
@@ -39,8 +44,9 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
 
+from msir import ops
 from msir.common.parameter import PARAMETER_NAME_DEFAULT, Parameter
-from msir.common.tensor import unwrap, wrap
+from msir.common.tensor import Tensor, unwrap, wrap
 from msir.context import pynative
 from msir.errors import ShapeError, UnsupportedSyntaxError
 from msir.transforms import CustomVjp, compile_time
@@ -74,6 +80,9 @@ class Cell:
             )
         if isinstance(value, Parameter):
             self.insert_param_to_cell(name, value)
+        elif registry is not None and registry.get(name) is not None and _is_tensor_value(value):
+            # MindSpore: a Tensor assigned to a Parameter attribute sets the Parameter's value
+            ops.assign(registry[name], value)
         elif isinstance(value, Cell):
             self.insert_child_to_cell(name, value)
         else:
@@ -245,6 +254,12 @@ class Cell:
             child = repr(cell).replace("\n", "\n  ")
             lines.append(f"  ({name}): {child}")
         return "\n".join(lines) + (">" if len(lines) == 1 else "\n  >")
+
+
+def _is_tensor_value(value: Any) -> bool:
+    from msir.eager.tracer import Tracer
+
+    return isinstance(value, Tensor) or type(value) is Tracer
 
 
 def _has_bprop(cell: Cell) -> bool:

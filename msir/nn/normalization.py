@@ -17,12 +17,12 @@ of an NCHW input (`BatchNorm1d`: of an (N, C) input):
 `y = (x - mean) / sqrt(var + eps) * gamma + beta` (`gamma`, `beta` trainable
 when `affine`).
 
-Decision: the moving statistics are updated where Python runs the layer —
-PYNATIVE_MODE, and plain calls — from the batch statistics' values (the
-update is not differentiated, as in MindSpore). Compiled code (GRAPH_MODE)
-cannot write Parameters yet, so a BatchNorm compiled in training mode is
-refused with a clear error naming the layer (evaluation compiles); train
-networks with BatchNorm in PYNATIVE_MODE.
+The moving statistics are updated by `ops.assign` in `construct`, in both
+modes: PYNATIVE_MODE sets the Parameters' data at the call; compiled code
+(GRAPH_MODE: `net(x)`, `msir.jit`, `TrainOneStepCell`, `Model.train`)
+returns their new values as extra results that the call writes into the
+Parameters (`msir.frontend.parameter_writes`). The update is not
+differentiated (`stop_gradient`), as in MindSpore.
 """
 
 from __future__ import annotations
@@ -34,41 +34,16 @@ import numpy as np
 from msir import ops
 from msir.common import dtype as mstype
 from msir.common.parameter import Parameter
-from msir.common.tensor import unwrap
 from msir.errors import UnsupportedSyntaxError
 from msir.nn.cell import Cell, check_input
 from msir.nn.layers import _initial, _positive_int
+from msir.transforms import compile_time
 
 
-class _BatchStatistics:
-    """`batch_statistics(layer, x)`: the batch's mean and biased variance per
-    channel (kept broadcastable, differentiable), after updating the layer's
-    moving statistics from their values in Python; compiled code refuses it at
-    its line."""
-
-    __name__ = "batch_statistics"
-
-    def __call__(self, layer: "_BatchNorm", x: Any) -> tuple[Any, Any]:
-        from msir.eager.tracer import base_value
-
-        mean = ops.mean(x, layer._axes, keep_dims=True)
-        centred = x - mean
-        var = ops.mean(centred * centred, layer._axes, keep_dims=True)
-        count = int(np.prod([d for i, d in enumerate(x.shape) if i != 1]))
-        m = layer.momentum
-        mean_now, var_now = (np.asarray(base_value(unwrap(v))).reshape(-1) for v in (mean, var))
-        layer.moving_mean.set_data(m * layer.moving_mean.asnumpy() + (1 - m) * mean_now)
-        layer.moving_variance.set_data(m * layer.moving_variance.asnumpy() + (1 - m) * var_now * count / (count - 1))
-        return mean, var
-
-    def __msir_translate__(self, tr, args: list, kwargs: dict, node) -> Any:
-        raise tr.error(
-            UnsupportedSyntaxError,
-            "BatchNorm in training mode updates moving_mean and moving_variance, which compiled code cannot "
-            "write yet: train networks with BatchNorm in PYNATIVE_MODE (evaluation compiles)", node)
-
-
-batch_statistics = _BatchStatistics()
+@compile_time("python")
+def _values_per_channel(shape: tuple) -> int:
+    """How many values of an input of `shape` (N, C, ...) each channel's statistics reduce."""
+    return int(np.prod([d for i, d in enumerate(shape) if i != 1]))
 
 
 class _BatchNorm(Cell):
@@ -103,13 +78,25 @@ class _BatchNorm(Cell):
         check_input(self, x.shape, (None, self.num_features) + (None,) * (self._RANK - 2))
         batch = self.training if self.use_batch_statistics is None else self.use_batch_statistics
         if batch:
-            mean, var = batch_statistics(self, x)
+            mean = ops.mean(x, self._axes, keep_dims=True)
             centred = x - mean
+            var = ops.mean(centred * centred, self._axes, keep_dims=True)
+            new_mean, new_var = self._moving_statistics(mean, var, _values_per_channel(x.shape))
+            ops.assign(self.moving_mean, new_mean)
+            ops.assign(self.moving_variance, new_var)
         else:
             centred = x - ops.reshape(self.moving_mean, self._channel_shape)
             var = ops.reshape(self.moving_variance, self._channel_shape)
         scale = ops.reshape(self.gamma, self._channel_shape) / ops.sqrt(var + self.eps)
         return centred * scale + ops.reshape(self.beta, self._channel_shape)
+
+    def _moving_statistics(self, mean, var, count):
+        """The new moving mean and variance: `momentum * moving + (1 - momentum) * batch`,
+        with the unbiased batch variance (`count` values per channel)."""
+        m = self.momentum
+        batch_mean = ops.reshape(ops.stop_gradient(mean), (self.num_features,))
+        batch_var = ops.reshape(ops.stop_gradient(var), (self.num_features,)) * (count / (count - 1))
+        return m * self.moving_mean + (1 - m) * batch_mean, m * self.moving_variance + (1 - m) * batch_var
 
     def extend_repr(self) -> str:
         return (f"num_features={self.num_features}, eps={self.eps}, momentum={self.momentum}, "

@@ -183,10 +183,12 @@ def build_graph(fn, example_args: tuple) -> Graph:
     """The graph of `fn` traced for `example_args` (a training step: the graph of its loss,
     `msir.parallel.training.build_graph`)."""
     from msir.frontend.driver import spec_of, trace
+    from msir.frontend.parameter_writes import refuse_parameter_writes
     from msir.frontend.source import get_source
 
     fn = getattr(fn, "__wrapped__", fn)
     traced = trace(fn, [spec_of(a) for a in example_args])
+    refuse_parameter_writes(traced, "auto-parallel planning")
     src = get_source(fn)
     return graph_of_traced(traced, src, leaf_positions(traced))
 

@@ -51,11 +51,13 @@ def build_graph(fn, example_args: tuple):
     from xdsl.dialects import func
 
     from msir.frontend.driver import spec_of, trace
+    from msir.frontend.parameter_writes import refuse_parameter_writes
     from msir.frontend.source import get_source
     from msir.parallel.op_graph import graph_of_traced, leaf_positions
 
     fn = getattr(fn, "__wrapped__", fn)
     traced = trace(fn, [spec_of(a) for a in example_args])
+    refuse_parameter_writes(traced, "auto-parallel planning")
     src = get_source(fn)
     arg_leaves = leaf_positions(traced)
     # a bound method's (a Cell's step) first parameter is its object, not an argument

@@ -135,15 +135,6 @@ def test_batchnorm1d_matches_mindspore():
                                                               1.1256239414215088], rtol=1e-6)
 
 
-def test_batchnorm_training_in_graph_mode_is_refused_at_the_line():
-    bn = nn.BatchNorm2d(3)
-    bn.set_train()
-    with pytest.raises(UnsupportedSyntaxError, match="BatchNorm in training mode updates moving_mean and "
-                                                     "moving_variance.*PYNATIVE_MODE") as e:
-        bn(Tensor(np.ones((2, 3, 2, 2), np.float32)))
-    assert "normalization.py" in str(e.value) and "batch_statistics(self, x)" in str(e.value)
-
-
 def test_wrong_input_shapes_name_the_layer():
     x = Tensor(np.zeros((2, 3, 8, 8), np.float32))
     cases = [
