@@ -199,7 +199,76 @@ def call_transformed(t: Any, args: tuple, kwargs: dict) -> Any:
         return _vjp(t, args)
     if t.kind == "jvp":
         return _jvp(t, args)
+    if t.kind in ("jacrev", "jacfwd"):
+        return _jacobian(t, args)
     raise ValueError(f"unknown transformation kind {t.kind!r}")
+
+
+class _Restricted:
+    """`t.fn` as a function of its differentiated arguments only (the others
+    held at `args`), for the eager vjp/jvp a Jacobian is built from."""
+
+    def __init__(self, t: Any, args: tuple, argnums: tuple[int, ...], tangents: tuple = ()):
+        self.has_aux, self.aux_tuple, self.tangents = t.has_aux, False, tangents
+        self._fn, self._args, self._argnums = t.fn, args, argnums
+
+    def fn(self, *diff: Any) -> Any:
+        full = list(self._args)
+        for a, v in zip(self._argnums, diff):
+            full[a] = v
+        return self._fn(*full)
+
+
+def _shape_and_dtype(v: Any) -> tuple[tuple[int, ...], str]:
+    if type(v) is Tracer:
+        return tuple(v.shape), v._dtype
+    return tuple(np.shape(v)), _T.of(v).dtype
+
+
+def _basis(k: int, shape: tuple[int, ...], dtype: str) -> np.ndarray:
+    e = np.zeros(int(np.prod(shape, dtype=np.int64)), dtype)
+    e[k] = 1
+    return e.reshape(shape)
+
+
+def _jacobian(t: Any, args: tuple) -> Any:
+    """`jacrev` / `jacfwd` eagerly, as the compiled path builds them
+    (msir.frontend.differentiation): one vjp and an adjoint per output
+    element, or one jvp per input element; each Jacobian has the output's
+    shape followed by its argument's."""
+    argnums = _argnums(t, len(args))
+    diff = tuple(args[a] for a in argnums)
+    for a, x in zip(argnums, diff):
+        if isinstance(x, (tuple, list, dict)) or x is None:
+            raise UnsupportedSyntaxError(f"{t.kind} needs array (or float) arguments at argnums, got {type(x).__name__}")
+    aux = None
+    if t.kind == "jacrev":
+        res = _vjp(_Restricted(t, args, argnums), diff)
+        out, pullback = res[0], res[1]
+        aux = res[2] if t.has_aux else None
+        if isinstance(out, (tuple, list)):
+            raise UnsupportedSyntaxError("jacrev needs a function returning one array")
+        shape, dtype = _shape_and_dtype(out)
+        rows = [pullback(_basis(k, shape, dtype)) for k in range(int(np.prod(shape, dtype=np.int64)))]
+        jac = [np.reshape(np.stack([r[i] for r in rows]), shape + _shape_and_dtype(x)[0]) for i, x in enumerate(diff)]
+    else:
+        jac = []
+        for i, x in enumerate(diff):
+            x_shape, x_dtype = _shape_and_dtype(x)
+            zeros = tuple(np.zeros(*_shape_and_dtype(v)) for v in diff)
+            cols, out = [], None
+            for j in range(int(np.prod(x_shape, dtype=np.int64))):
+                tangents = zeros[:i] + (_basis(j, x_shape, x_dtype),) + zeros[i + 1:]
+                res = _jvp(_Restricted(t, args, argnums, tangents), diff)
+                out, tangent = res[0], res[1]
+                aux = res[2] if t.has_aux else aux
+                if isinstance(tangent, (tuple, list)):
+                    raise UnsupportedSyntaxError("jacfwd needs a function returning one array")
+                cols.append(tangent)
+            out_shape = _shape_and_dtype(out)[0]
+            jac.append(np.reshape(np.stack(cols, axis=len(out_shape)), out_shape + x_shape))
+    result = jac[0] if isinstance(t.argnums, int) else tuple(jac)
+    return (result, aux) if t.has_aux else result
 
 
 _MSIR_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
