@@ -384,6 +384,9 @@ class _Core:
             if what == "dst" and op.name in _VECTOR_REDUCTIONS:  # one element per repeat
                 operands.append(self._lanes(op, buf, what, self.values[offset], np.zeros(1, np.int64), repeats,
                                             1, 0, element_stride=1))
+            elif what == "src" and op.name == "ascend.vbrcb":  # 8 consecutive elements per repeat
+                operands.append(self._lanes(op, buf, what, self.values[offset], np.arange(8), repeats, 0, 0,
+                                            element_stride=8))
             else:
                 operands.append(self._lanes(op, buf, what, self.values[offset], lanes, repeats, bs, rs))
         views = [self._view(self.buffers[v], op) for v, _ in op.operand_buffers()]
@@ -396,6 +399,8 @@ class _Core:
             args = [view[idx] for view, (_, idx) in zip(src_views, sources)]
             if op.name in _VECTOR_REDUCTIONS:
                 args = [a.reshape(repeats, len(lanes)) for a in args]
+            elif op.name == "ascend.vbrcb":  # element b of a repeat fills the repeat's block b
+                args = [np.repeat(args[0].reshape(repeats, 8), 32 // dst_view.itemsize, axis=1).reshape(-1)]
             if scalar is not None:
                 args.append(dst_view.dtype.type(scalar))
             with np.errstate(all="ignore"):
@@ -517,6 +522,7 @@ _VECTOR_FUNCTIONS = {
     "ascend.vdup": lambda dtype, s: s,
     "ascend.vcadd": lambda dtype, x: x.sum(axis=1, dtype=np.float32),
     "ascend.vcmax": lambda dtype, x: x.max(axis=1),
+    "ascend.vbrcb": lambda dtype, x: x,
     "ascend.vconv": lambda dtype, x: np.rint(x) if np.issubdtype(dtype, np.integer) else x,
 }
 

@@ -987,6 +987,26 @@ VECTOR_REDUCE_OPS = [
     for n, f in VREDUCE.items()]
 
 
+@op_definition
+class VbrcbOp(VectorUnaryOp):
+    """Broadcast each element to a 32-byte block (Ascend C's `Brcb`): repeat
+    r reads 8 consecutive elements `src[src_offset + 8 r + b]` and fills
+    block b of the destination's repeat r (placed by dst's strides) with
+    copies of element b. A row's scalar as a block, which a vector op then
+    reads with blk_stride 0 and rep_stride 0 (subtract a row's maximum).
+    Every lane is written: no mask.
+
+        ascend.vbrcb %z[%c0], %x[%c0] repeat 2 : !ascend.buf<ub, 128xf32>, !ascend.buf<ub, 16xf32>
+    """
+
+    name = "ascend.vbrcb"
+
+    def verify_dtypes(self) -> None:
+        super().verify_dtypes()
+        if self.mask is not None or self.mask_bits is not None:
+            raise AscendVerifyException(self, "vector", "fills whole repeats: it takes no mask")
+
+
 # ---------------------------------------------------------------------------
 # Synchronisation
 # ---------------------------------------------------------------------------
@@ -1068,7 +1088,7 @@ class PipeBarrierOp(IRDLOperation):
 
 Ascend = Dialect(
     "ascend",
-    [KernelOp, BlockIdxOp, AllocOp, CopyOp, InitConstOp, MmadOp, *VECTOR_OPS, *VECTOR_REDUCE_OPS, VdupOp, VconvOp,
+    [KernelOp, BlockIdxOp, AllocOp, CopyOp, InitConstOp, MmadOp, *VECTOR_OPS, *VECTOR_REDUCE_OPS, VdupOp, VconvOp, VbrcbOp,
      SetFlagOp, WaitFlagOp,
      PipeBarrierOp],
     [TargetAttr, PipeAttr, BufferType],

@@ -713,3 +713,18 @@ def test_reduction_destination_not_32_byte_aligned():
         "  %u = ", "  %c4 = arith.constant 4 : index\n  %u = ")
     expect(E.AlignmentError, text, [np.zeros(64, np.float32)], r"operand dst starts at byte 16 of ub buffer %r",
            "ascend.vcmax")
+
+
+def test_vbrcb_fills_each_block_with_one_source_element():
+    # 16 f32 row values -> 2 repeats of 8 blocks of 8 copies each
+    x = np.zeros(128, np.float32)
+    x[:16] = np.arange(1, 17)
+    text = reduce_kernel("ascend.vbrcb %r[%c0], %u[%c0] repeat 2 : {r}, {t}", "f32", 128, 128)
+    (y,) = emulator.run(parse(text), "k", [x]).outputs
+    np.testing.assert_array_equal(y, np.repeat(np.arange(1, 17, dtype=np.float32), 8))
+
+
+def test_vbrcb_source_outside_its_buffer():
+    text = reduce_kernel("ascend.vbrcb %r[%c0], %u[%c0] repeat 2 : {r}, {t}", "f32", 8, 128)
+    expect(E.BoundsError, text, [np.zeros(8, np.float32)], r"the footprint of operand src, bytes \[0, 64\) of ub "
+           r"buffer %u, is outside its 32 bytes", "ascend.vbrcb")

@@ -469,6 +469,16 @@ ascend.kernel @k #ascend.target<"910B"> block_dim 1 ins() outs(%y : !ascend.buf<
 
 // -----
 
+// vbrcb: a mask (it fills whole repeats)
+ascend.kernel @k #ascend.target<"910B"> block_dim 1 ins() outs(%y : !ascend.buf<gm, 256xf16>) {
+  %c0 = arith.constant 0 : index
+  %u = ascend.alloc at 0 : !ascend.buf<ub, 128xf32>
+  ascend.vbrcb %u[%c0], %u[%c0] mask 8 : !ascend.buf<ub, 128xf32>, !ascend.buf<ub, 128xf32>
+}
+// CHECK: {{^}}'ascend.vbrcb' fills whole repeats: it takes no mask{{$}}
+
+// -----
+
 // set_flag: a pipe that takes no flags
 ascend.kernel @k #ascend.target<"910B"> block_dim 1 ins() outs(%y : !ascend.buf<gm, 256xf16>) {
   ascend.set_flag s to v event 0
