@@ -748,31 +748,9 @@ def _lower_row_reduction(name: str, spec: A.TargetSpec, fn: func.FuncOp, op, til
             if work != dtype:
                 _repeated(k, body, vconv, [(x_work, 0, per_repeat), (x_ub, 0, per_repeat)], rows * C // per_repeat,
                           rep_stride=[A.BLOCKS_PER_REPEAT, halves])
-            first_stride = plan.levels[0][1]
-            if first_stride == C // per_repeat and plan.chunks == 1:  # the rows' partials are contiguous
-                _repeated(k, body, reduce, [(partials[0], 0, 1), (x_work, 0, per_repeat)], rows * C // per_repeat)
-            else:
-                for r in range(rows):
-                    _repeated(k, body, reduce, [(partials[0], r * first_stride + j * C // per_repeat, 1),
-                                                (x_work, r * C, per_repeat)], C // per_repeat)
-        for level, (valid, stride) in enumerate(plan.levels):
-            src = partials[level]
-            if valid <= per_repeat:  # one repeat per row, masked to its valid elements, to the result
-                for r0 in range(0, rows, _REDUCE_REPEATS):
-                    count = min(_REDUCE_REPEATS, rows - r0)
-                    _repeated(k, body, reduce, [(acc, r0, 1), (src, r0 * stride, stride)], count,
-                              mask=valid if valid < per_repeat else None,
-                              rep_stride=[A.BLOCKS_PER_REPEAT, stride * A.DTYPE_BYTES[work] // 32],
-                              extents=[count, (count - 1) * stride + valid])
-                break
-            next_stride = plan.levels[level + 1][1]
-            repeats = stride // per_repeat
-            if next_stride == repeats:
-                _repeated(k, body, reduce, [(partials[level + 1], 0, 1), (src, 0, per_repeat)], rows * repeats)
-            else:
-                for r in range(rows):
-                    _repeated(k, body, reduce, [(partials[level + 1], r * next_stride, 1),
-                                                (src, r * stride, per_repeat)], repeats)
+            _reduce_chunk(k, body, reduce, x_work, partials[0], plan.levels[0][1], rows, C, j, plan.chunks,
+                          per_repeat)
+        _reduce_partials(k, body, reduce, partials, plan.levels, acc, rows, per_repeat, work)
         if out is not acc:
             full, rest = divmod(rows, per_repeat)
             if full:
@@ -792,6 +770,43 @@ def _lower_row_reduction(name: str, spec: A.TargetSpec, fn: func.FuncOp, op, til
         loop, _ = k.round_robin(k.body, 1, block_dim)
         tile_body(loop.body, k.index(full * R), tail)
     return k.finish(block_dim, {})
+
+
+def _reduce_chunk(k: _Kernel, body: list, reduce, src: SSAValue, partial: SSAValue, stride: int, rows: int, C: int,
+                  chunk: int, chunks: int, per_repeat: int) -> None:
+    """The first level: each repeat of chunk `chunk` of `rows` rows of `src`
+    (C columns a row) to one element of `partial` (rows `stride` apart)."""
+    if stride == C // per_repeat and chunks == 1:  # the rows' partials are contiguous
+        _repeated(k, body, reduce, [(partial, 0, 1), (src, 0, per_repeat)], rows * C // per_repeat)
+        return
+    for r in range(rows):
+        _repeated(k, body, reduce, [(partial, r * stride + chunk * C // per_repeat, 1), (src, r * C, per_repeat)],
+                  C // per_repeat)
+
+
+def _reduce_partials(k: _Kernel, body: list, reduce, partials: list, levels: tuple, acc: SSAValue, rows: int,
+                     per_repeat: int, work: str) -> None:
+    """The later levels, down to one element per row in `acc`: a level whose
+    rows hold at most a repeat is one masked repeat per row, strided by its
+    row stride; a longer one is reduced repeat by repeat again."""
+    for level, (valid, stride) in enumerate(levels):
+        src = partials[level]
+        if valid <= per_repeat:
+            for r0 in range(0, rows, _REDUCE_REPEATS):
+                count = min(_REDUCE_REPEATS, rows - r0)
+                _repeated(k, body, reduce, [(acc, r0, 1), (src, r0 * stride, stride)], count,
+                          mask=valid if valid < per_repeat else None,
+                          rep_stride=[A.BLOCKS_PER_REPEAT, stride * A.DTYPE_BYTES[work] // 32],
+                          extents=[count, (count - 1) * stride + valid])
+            return
+        next_stride = levels[level + 1][1]
+        repeats = stride // per_repeat
+        if next_stride == repeats:
+            _repeated(k, body, reduce, [(partials[level + 1], 0, 1), (src, 0, per_repeat)], rows * repeats)
+        else:
+            for r in range(rows):
+                _repeated(k, body, reduce, [(partials[level + 1], r * next_stride, 1), (src, r * stride, per_repeat)],
+                          repeats)
 
 
 def _repeated(k: _Kernel, into: list, cls, operands: list[tuple[SSAValue, int, int]], repeats: int,
