@@ -49,6 +49,16 @@ A function lowers when its body is one of:
   a tile's UB share (or 240 repeats) goes one row per tile in chunks whose
   partials the next levels combine.
 
+* **a softmax** over the last axis of a rank-2 f16 or f32 argument, as
+  `msir.ops.softmax` writes it (reduce_max, stop_gradient, broadcast_to,
+  sub, exp, reduce_sum, broadcast_to, div): one kernel, one pass over UB
+  per tile of rows, in f32 (f16 converted in and out). The rows' maxima
+  and sums are the row reduction's levels; `vbrcb` turns each row's
+  scalar into a block that `vsub` / `vmul` read with strides 0; rows are
+  padded with -inf, which exp turns into zeros for the sum; the division
+  is a multiplication by `vrec` of the sum. A row must fit UB (online
+  softmax is not lowered yet).
+
 Anything else (another op, a broadcast of a tensor, an integer dtype) is a
 `CompileError` naming the op and its source location.
 
@@ -102,7 +112,7 @@ _FOLD = {"msir.add": np.add, "msir.sub": np.subtract, "msir.mul": np.multiply, "
          "msir.maximum": np.maximum, "msir.minimum": np.minimum, "msir.neg": np.negative, "msir.abs": np.abs,
          "msir.exp": np.exp, "msir.log": np.log, "msir.sqrt": np.sqrt}
 _VECTOR_CLASSES = {cls.name.removeprefix("ascend."): cls
-                   for cls in (*A.VECTOR_OPS, *A.VECTOR_REDUCE_OPS, A.VdupOp, A.VconvOp)}
+                   for cls in (*A.VECTOR_OPS, *A.VECTOR_REDUCE_OPS, A.VdupOp, A.VconvOp, A.VbrcbOp)}
 _DTYPES = {"f16": np.float16, "f32": np.float32}
 
 
@@ -811,7 +821,7 @@ def _reduce_partials(k: _Kernel, body: list, reduce, partials: list, levels: tup
 
 def _repeated(k: _Kernel, into: list, cls, operands: list[tuple[SSAValue, int, int]], repeats: int,
               scalar: SSAValue | None = None, mask: int | None = None, rep_stride: list[int] | None = None,
-              extents: list[int] | None = None) -> None:
+              extents: list[int] | None = None, blk_stride: list[int] | None = None) -> None:
     """`repeats` repeats of vector op `cls` in instructions of at most 240:
     each operand (buffer, first element, elements per repeat) advances by
     its elements per repeat from one instruction to the next. `extents`
@@ -831,10 +841,132 @@ def _repeated(k: _Kernel, into: list, cls, operands: list[tuple[SSAValue, int, i
             props["mask"] = IntegerAttr(mask, i64)
         if rep_stride is not None:
             props["rep_stride"] = DenseArrayBase.from_list(i64, rep_stride)
+        if blk_stride is not None:
+            props["blk_stride"] = DenseArrayBase.from_list(i64, blk_stride)
         op = cls.build(operands=values, properties=props)
         accesses = [_range_access(buffer, start + r0 * step, extents[i] if extents else max(count * step, 1))
                     for i, (buffer, start, step) in enumerate(operands)]
         into.append(Instr(op, "v", accesses[1:], accesses[:1]))
+
+
+# ---------------------------------------------------------------------------
+# Softmax
+# ---------------------------------------------------------------------------
+
+_SOFTMAX = ("msir.reduce_max", "msir.broadcast_to", "msir.sub", "msir.exp", "msir.reduce_sum", "msir.broadcast_to",
+            "msir.div")
+"""The ops of `msir.ops.softmax` over the last axis (`softmax_body`), in order."""
+
+
+def _match_softmax(fn: func.FuncOp):
+    """The reduce_max of `fn` if its body is exactly a softmax of its one
+    argument over the last axis (as `msir.ops.softmax` builds it, the
+    maximum under `stop_gradient` or not), else None."""
+    ops = [o for o in fn.body.block.ops if o.name not in ("func.return", "msir.stop_gradient")]
+    if tuple(o.name for o in ops) != _SOFTMAX or len(fn.body.block.args) != 1:
+        return None
+    mx, b1, sub, exp, sm, b2, div = ops
+    x = fn.body.block.args[0]
+
+    def source(value):  # through stop_gradient
+        owner = value.owner
+        return owner.operands[0] if getattr(owner, "name", None) == "msir.stop_gradient" else value
+
+    flows = (mx.input == x and source(b1.operands[0]) == mx.result and list(sub.operands) == [x, b1.results[0]]
+             and exp.operands[0] == sub.results[0] and sm.input == exp.results[0]
+             and b2.operands[0] == sm.result and list(div.operands) == [exp.results[0], b2.results[0]]
+             and list(fn.body.block.last_op.operands) == [div.results[0]])
+    rank2 = len(x.type.get_shape()) == 2
+    if not (flows and rank2 and mx.axes_list in ((1,), (-1,)) and sm.axes_list in ((1,), (-1,))):
+        return None
+    return mx
+
+
+def _lower_softmax(name: str, spec: A.TargetSpec, fn: func.FuncOp, mx, tile_elements: int) -> A.KernelOp:
+    """One kernel: per tile of rows, GM -> UB, (f16: to f32), the rows'
+    maxima (vcmax levels), x - max (the maximum broadcast to a block by
+    vbrcb, read with strides 0), exp, the rows' sums (vcadd levels), times
+    the reciprocal of the sum (vrec, vbrcb), (f16: back to f16), UB -> GM.
+    Rows are padded with -inf: exp makes the padding 0 for the sum."""
+    x = fn.body.block.args[0]
+    t = x.type
+    M, N = t.get_shape()
+    dtype = _dtype(mx, t)
+    work, per_repeat = "f32", A.REPEAT_BYTES // 4
+    C = _up(N, 128)  # whole repeats of f32 and of f16
+    levels = tuple(_partial_levels(C // per_repeat, per_repeat, 8))
+    convert = dtype != work
+    column_bytes = A.DTYPE_BYTES[dtype] * (2 if convert else 1) + 4
+    row_bytes = C * column_bytes + sum(stride for _, stride in levels) * 4 + 4 + 32
+    ub = spec.capacity["ub"] - 32 * 8
+    if C // per_repeat > _REDUCE_REPEATS or row_bytes > ub:
+        raise refuse(mx, f"a softmax row of {N} elements does not fit UB on {spec.name} ({spec.capacity['ub']} "
+                     "bytes); online softmax has no Ascend lowering yet")
+    R = min(-(-M // spec.vector_cores), ub // row_bytes, max(1, tile_elements // C) if tile_elements else M)
+    hint = x.name_hint or "arg0"
+    k = _Kernel(name, spec, [A.BufferType("gm", (M, N), t.element_type)],
+                [A.BufferType("gm", (M, N), t.element_type)], [hint, "result"])
+    x_ub = k.alloc("ub", (R, C), dtype, "nd", f"{hint}_ub")
+    e_ub = k.alloc("ub", (R, C), work, "nd", "e_ub")  # x in f32, then exp(x - max), then the result
+    out = k.alloc("ub", (R, C), dtype, "nd", "out_ub") if convert else e_ub
+    partials = [k.alloc("ub", (R * stride,), work, "nd", f"partial{i}_ub") for i, (_, stride) in enumerate(levels)]
+    acc = k.alloc("ub", (_up(R, 16),), work, "nd", "acc_ub")
+    blocks = k.alloc("ub", (_up(R, 16) * 8,), work, "nd", "row_blocks_ub")  # a block per row: max, then 1 / sum
+    cls = _VECTOR_CLASSES
+    in_repeat = A.REPEAT_BYTES // A.DTYPE_BYTES[dtype]
+    halves = A.BLOCKS_PER_REPEAT * A.DTYPE_BYTES[dtype] // 4
+    if N < C:
+        _repeated(k, k.body, cls["vdup"], [(x_ub, 0, in_repeat)], R * C // in_repeat,
+                  scalar=k.scalar(-math.inf, dtype))
+    gm_in, gm_out = k.block.args
+    c0 = k.index(0)
+    repeats_per_row = C // per_repeat
+
+    def per_row(body: list, op: str, src: SSAValue, rows: int) -> None:
+        """e[r] = src[r] (op) row r's block, for each row."""
+        for r in range(rows):
+            _repeated(k, body, cls[op], [(e_ub, r * C, per_repeat), (src, r * C, per_repeat), (blocks, r * 8, 0)],
+                      repeats_per_row, blk_stride=[1, 1, 0], rep_stride=[8, 8, 0], extents=[C, C, 8])
+
+    def row_blocks(body: list, rows: int) -> None:
+        _repeated(k, body, cls["vbrcb"], [(blocks, 0, per_repeat), (acc, 0, 8)], -(-rows // 8))
+
+    def tile_body(body: list, row, rows: int) -> None:
+        _copy(k, body, "mte2", gm_in, [row, c0], x_ub, [c0, c0], (rows, N))
+        src = x_ub
+        if convert:
+            _repeated(k, body, cls["vconv"], [(e_ub, 0, per_repeat), (x_ub, 0, per_repeat)], rows * repeats_per_row,
+                      rep_stride=[A.BLOCKS_PER_REPEAT, halves])
+            src = e_ub
+        _reduce_chunk(k, body, cls["vcmax"], src, partials[0], levels[0][1], rows, C, 0, 1, per_repeat)
+        _reduce_partials(k, body, cls["vcmax"], partials, levels, acc, rows, per_repeat, work)
+        row_blocks(body, rows)
+        per_row(body, "vsub", src, rows)
+        _repeated(k, body, cls["vexp"], [(e_ub, 0, per_repeat), (e_ub, 0, per_repeat)], rows * repeats_per_row)
+        _reduce_chunk(k, body, cls["vcadd"], e_ub, partials[0], levels[0][1], rows, C, 0, 1, per_repeat)
+        _reduce_partials(k, body, cls["vcadd"], partials, levels, acc, rows, per_repeat, work)
+        full, rest = divmod(rows, per_repeat)
+        if full:
+            _repeated(k, body, cls["vrec"], [(acc, 0, per_repeat), (acc, 0, per_repeat)], full)
+        if rest:
+            _repeated(k, body, cls["vrec"], [(acc, full * per_repeat, 0), (acc, full * per_repeat, 0)], 1, mask=rest,
+                      extents=[rest, rest])
+        row_blocks(body, rows)
+        per_row(body, "vmul", e_ub, rows)
+        if convert:
+            _repeated(k, body, cls["vconv"], [(out, 0, per_repeat), (e_ub, 0, per_repeat)], rows * repeats_per_row,
+                      rep_stride=[halves, A.BLOCKS_PER_REPEAT])
+        _copy(k, body, "mte3", out, [c0, c0], gm_out, [row, c0], (rows, N))
+
+    full, tail = divmod(M, R)
+    block_dim = min(spec.vector_cores, max(full, 1))
+    if full:
+        loop, t_idx = k.round_robin(k.body, full, block_dim)
+        tile_body(loop.body, k.arith(loop.body, arith.MuliOp, t_idx, k.index(R)), R)
+    if tail:
+        loop, _ = k.round_robin(k.body, 1, block_dim)
+        tile_body(loop.body, k.index(full * R), tail)
+    return k.finish(block_dim, {})
 
 
 # ---------------------------------------------------------------------------
@@ -856,7 +988,7 @@ class ConvertMsirToAscend(ModulePass):
     """The target chip: 910A (coupled) or 910B (separated cube and vector cores)."""
     tile_elements: int = 0
     """The largest UB tile of an elementwise kernel or of a row reduction's
-    input, in elements (0: as UB allows)."""
+    or softmax's input, in elements (0: as UB allows)."""
     max_block_dim: int = 0
     """The most cores a kernel runs on (0: every core of its kind on the chip)."""
     matmul_buffers: int = 2
@@ -898,6 +1030,9 @@ class ConvertMsirToAscend(ModulePass):
         for inner in fn.walk():
             if inner.name == "func.call":
                 raise refuse(inner, "calls have no Ascend lowering: a kernel is one straight-line function")
+        softmax = _match_softmax(fn)
+        if softmax is not None:
+            return _lower_softmax(name, spec, fn, softmax, self.tile_elements)
         ops = _compute_ops(fn)
         matmuls = [o for o in ops if o.name == "msir.matmul"]
         if matmuls:
