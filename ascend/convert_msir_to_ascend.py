@@ -39,8 +39,8 @@ A function lowers when its body is one of:
 
 * **a row reduction**: `msir.reduce_sum` or `msir.reduce_max` over the last
   axis of a rank-2 f16 or f32 argument (keepdims or not). Tiles of rows
-  (`plan_row_reduction`: as many as UB holds, few enough for every vector
-  core to get one) go GM -> UB (MTE2); the padding of a row to whole repeats
+  (`plan_row_reduction`: as many as UB holds, and `rows_per_tile`: the
+  least time on the busiest core) go GM -> UB (MTE2); the padding of a row to whole repeats
   holds the reduction's identity (`vdup`); f16 sums are converted to f32
   first (`vconv`), as the vector unit accumulates in f32, and back at the
   end (a maximum is exact in f16). `vcadd` / `vcmax` reduce each repeat to
@@ -664,6 +664,23 @@ def _up(x: int, m: int) -> int:
     return -(-x // m) * m
 
 
+def rows_per_tile(spec: A.TargetSpec, M: int, row_bytes: int, most: int) -> int:
+    """The rows per tile, at most `most`, that minimise the time of core 0,
+    which runs every loop's first tile and the tail tile (full tiles go
+    round-robin over the vector cores): per tile the latencies of a load
+    and a store, per row its bytes at MTE2's rate."""
+    cores = spec.vector_cores
+    latency = spec.pipes["mte2"].latency + spec.pipes["mte3"].latency
+    rate = spec.pipes["mte2"].bytes_per_cycle
+
+    def core0_cycles(rows: int) -> float:
+        full, tail = divmod(M, rows)
+        tiles = -(-full // min(cores, max(full, 1))) if full else 0
+        return (tiles + (tail > 0)) * latency + (tiles * rows + tail) * row_bytes / rate
+
+    return min(range(1, max(1, most) + 1), key=lambda rows: (core0_cycles(rows), -rows))
+
+
 def _partial_levels(valid: int, per_repeat: int, align: int) -> list[tuple[int, int]]:
     """The partial buffers after the first level gives `valid` elements per
     row: a buffer whose row is reduced by full repeats again has a row stride
@@ -695,9 +712,9 @@ def plan_row_reduction(spec: A.TargetSpec, M: int, N: int, dtype: str, work: str
     whole = _up(N, max(per_repeat, A.REPEAT_BYTES // A.DTYPE_BYTES[dtype]))  # whole repeats of both types
     if whole // per_repeat <= _REDUCE_REPEATS and row_bytes(whole, 1) <= ub and (
             not tile_elements or whole <= tile_elements):
-        # rows as UB allows, but few enough that every vector core gets a tile
-        rows = min(-(-M // spec.vector_cores), ub // row_bytes(whole, 1),
-                   max(1, tile_elements // whole) if tile_elements else M)
+        rows = rows_per_tile(spec, M, N * A.DTYPE_BYTES[dtype], min(M, ub // row_bytes(whole, 1),
+                                                                   max(1, tile_elements // whole) if tile_elements
+                                                                   else M))
         chunk, chunks = whole, 1
     else:
         unit = 16 * per_repeat  # a chunk's partials start 32-byte aligned
@@ -902,7 +919,8 @@ def _lower_softmax(name: str, spec: A.TargetSpec, fn: func.FuncOp, mx, tile_elem
     if C // per_repeat > _REDUCE_REPEATS or row_bytes > ub:
         raise refuse(mx, f"a softmax row of {N} elements does not fit UB on {spec.name} ({spec.capacity['ub']} "
                      "bytes); online softmax has no Ascend lowering yet")
-    R = min(-(-M // spec.vector_cores), ub // row_bytes, max(1, tile_elements // C) if tile_elements else M)
+    R = rows_per_tile(spec, M, N * A.DTYPE_BYTES[dtype], min(M, ub // row_bytes, max(1, tile_elements // C)
+                                                             if tile_elements else M))
     hint = x.name_hint or "arg0"
     k = _Kernel(name, spec, [A.BufferType("gm", (M, N), t.element_type)],
                 [A.BufferType("gm", (M, N), t.element_type)], [hint, "result"])

@@ -17,8 +17,8 @@ what a chip would do.
 Each kernel's result is checked against NumPy's at f16 first.
 
 Targets (issue 13): matmul 512^3 f16 within 1.25x of its bound; an
-elementwise chain within 1.5x (row reductions are reported against theirs
-too); double buffering <= 0.75x the
+elementwise chain and softmax 128x1024 within 1.5x (row reductions are
+reported against theirs too); double buffering <= 0.75x the
 single-buffered cycles of a matmul. Emulation takes seconds per kernel on
 a loaded 2-core machine; the times printed are rough.
 """
@@ -113,6 +113,35 @@ def chain_bound(spec, kernel, n: int, ops: int) -> dict[str, float]:
             "mte3": n * 2 / _shared(spec, cores, spec.pipes["mte3"].bytes_per_cycle)}
 
 
+def softmax_ir(M: int, N: int) -> str:
+    t, k = f"tensor<{M}x{N}xf32>", f"tensor<{M}x1xf32>"
+    return f"""
+func.func @softmax(%x: {t}) -> {t} {{
+  %0 = msir.reduce_max %x axes array<i64: 1> : {t} to {k}
+  %1 = msir.broadcast_to %0 : {k} to {t}
+  %2 = msir.sub %x, %1 : {t}
+  %3 = msir.exp %2 : {t}
+  %4 = msir.reduce_sum %3 axes array<i64: 1> : {t} to {k}
+  %5 = msir.broadcast_to %4 : {k} to {t}
+  %6 = msir.div %3, %5 : {t}
+  func.return %6 : {t}
+}}"""
+
+
+def softmax_bound(spec, kernel, M: int, N: int) -> dict[str, float]:
+    """MTE2 reads and MTE3 writes the rows once; the vector unit's passes
+    over the busiest core's rows in f32: max, sub, exp (its cycles per
+    repeat), sum, mul."""
+    from msir.dialects.ascend import REPEAT_BYTES
+
+    cores = kernel.block_dim.value.data
+    repeats = math.ceil(M / cores) * math.ceil(N * 4 / REPEAT_BYTES)
+    passes = 4 + spec.vector_cpi.get("vexp", 1)
+    return {"v": repeats * passes,
+            "mte2": M * N * 4 / _shared(spec, cores, spec.pipes["mte2"].bytes_per_cycle),
+            "mte3": M * N * 4 / _shared(spec, cores, spec.pipes["mte3"].bytes_per_cycle)}
+
+
 def row_reduction_bound(spec, kernel, M: int, N: int, element_bytes: int, convert: bool) -> dict[str, float]:
     """MTE2 reads the rows once; the vector unit makes at least one pass over
     the busiest core's rows in the work type (f32 for an f16 sum, whose
@@ -183,6 +212,11 @@ def main() -> None:
                                         op == "reduce_sum" and dtype == np.float16)
             results.append(measure(f"row {op[7:]} {M}x{N} {name}", chip, module, "rows", [x], expected, bound,
                                    args.timeline))
+        x = rng.uniform(-3, 3, (128, 1024)).astype(np.float32)
+        module = lower(softmax_ir(128, 1024), chip)
+        e = np.exp(x - x.max(axis=1, keepdims=True))
+        results.append(measure("softmax 128x1024 f32", chip, module, "softmax", [x], e / e.sum(axis=1, keepdims=True),
+                               softmax_bound(spec, next(iter(module.ops)), 128, 1024), args.timeline))
         # double against single buffering, one core, K in many steps
         M, K, N = 128, 1024, 128
         a, b = rng.uniform(-1, 1, (M, K)).astype(np.float16), rng.uniform(-1, 1, (K, N)).astype(np.float16)
