@@ -1088,8 +1088,8 @@ class PipeBarrierOp(IRDLOperation):
 
 Ascend = Dialect(
     "ascend",
-    [KernelOp, BlockIdxOp, AllocOp, CopyOp, InitConstOp, MmadOp, *VECTOR_OPS, *VECTOR_REDUCE_OPS, VdupOp, VconvOp, VbrcbOp,
-     SetFlagOp, WaitFlagOp,
+    [KernelOp, BlockIdxOp, AllocOp, CopyOp, InitConstOp, MmadOp, *VECTOR_OPS, *VECTOR_REDUCE_OPS, VdupOp, VconvOp,
+     VbrcbOp, SetFlagOp, WaitFlagOp,
      PipeBarrierOp],
     [TargetAttr, PipeAttr, BufferType],
 )

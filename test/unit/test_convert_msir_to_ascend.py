@@ -475,7 +475,8 @@ def test_row_reduction_from_python_keepdims_and_a_row_of_minus_infinities(chip, 
 
 
 @pytest.mark.parametrize("chip", CHIPS)
-@pytest.mark.parametrize("op,dtype,M,N,tile", [("reduce_sum", "f16", 40, 200, 1024), ("reduce_max", "f32", 2, 3000, 1024)])
+@pytest.mark.parametrize("op,dtype,M,N,tile", [("reduce_sum", "f16", 40, 200, 1024),
+                                                ("reduce_max", "f32", 2, 3000, 1024)])
 def test_every_sync_of_a_row_reduction_is_needed(chip, op, dtype, M, N, tile):
     # one core: several row tiles (back edges) and, for 3000 columns, chunks
     np_dtype = np.float16 if dtype == "f16" else np.float32
