@@ -21,7 +21,8 @@ they never share written bytes). For each core:
 Numerics: copies move bytes (narrowing out of L0C rounds to nearest even),
 mmad multiplies in f32 (f16/bf16 products are exact there) and accumulates
 in f32 (i32 for i8), vector instructions compute in their element type as
-NumPy does (float16 arithmetic is correctly rounded). bf16 needs `ml_dtypes`.
+NumPy does (float16 arithmetic is correctly rounded; `vcadd` sums in f32 and
+rounds once). bf16 needs `ml_dtypes`.
 """
 
 from __future__ import annotations
@@ -380,7 +381,14 @@ class _Core:
         operands = []
         for (value, offset), what, bs, rs in zip(op.operand_buffers(), op.OPERANDS, blk, rep):
             buf = self.buffers[value]
-            operands.append(self._lanes(op, buf, what, self.values[offset], lanes, repeats, bs, rs))
+            if what == "dst" and op.name in _VECTOR_REDUCTIONS:  # one element per repeat
+                operands.append(self._lanes(op, buf, what, self.values[offset], np.zeros(1, np.int64), repeats,
+                                            1, 0, element_stride=1))
+            elif what == "src" and op.name == "ascend.vbrcb":  # 8 consecutive elements per repeat
+                operands.append(self._lanes(op, buf, what, self.values[offset], np.arange(8), repeats, 0, 0,
+                                            element_stride=8))
+            else:
+                operands.append(self._lanes(op, buf, what, self.values[offset], lanes, repeats, bs, rs))
         views = [self._view(self.buffers[v], op) for v, _ in op.operand_buffers()]
         scalar = self.values[op.scalar] if hasattr(op, "scalar") else None
         compute = _VECTOR_FUNCTIONS[op.name]
@@ -389,6 +397,10 @@ class _Core:
 
         def execute() -> None:
             args = [view[idx] for view, (_, idx) in zip(src_views, sources)]
+            if op.name in _VECTOR_REDUCTIONS:
+                args = [a.reshape(repeats, len(lanes)) for a in args]
+            elif op.name == "ascend.vbrcb":  # element b of a repeat fills the repeat's block b
+                args = [np.repeat(args[0].reshape(repeats, 8), 32 // dst_view.itemsize, axis=1).reshape(-1)]
             if scalar is not None:
                 args.append(dst_view.dtype.type(scalar))
             with np.errstate(all="ignore"):
@@ -400,7 +412,10 @@ class _Core:
                     execute=execute)
 
     def _lanes(self, op, buf: _Buffer, what: str, offset: int, lanes: np.ndarray, repeats: int, blk: int,
-               rep: int) -> tuple[_Buffer, np.ndarray]:
+               rep: int, element_stride: int = 0) -> tuple[_Buffer, np.ndarray]:
+        """The elements of `buf` that operand `what` addresses: `lanes` of
+        each repeat, placed by the block and repeat strides (in 32-byte
+        blocks), plus `element_stride` elements per repeat."""
         t = buf.type
         size = t.element_bytes
         start = offset * size
@@ -409,7 +424,8 @@ class _Core:
                                    f"(ub[{buf.base + start}]), not 32-byte aligned", E.source_loc(op))
         per_block = 32 // size
         byte = (start + np.arange(repeats, dtype=np.int64)[:, None] * rep * 32
-                + (lanes // per_block)[None, :] * blk * 32 + (lanes % per_block)[None, :] * size)
+                + (lanes // per_block)[None, :] * blk * 32 + (lanes % per_block)[None, :] * size
+                + np.arange(repeats, dtype=np.int64)[:, None] * element_stride * size)
         lo, hi = int(byte.min()), int(byte.max()) + size
         if lo < 0 or hi > t.size_bytes:
             raise E.BoundsError(f"{op.name}: the footprint of operand {what}, bytes [{lo}, {hi}) of ub buffer "
@@ -504,8 +520,14 @@ _VECTOR_FUNCTIONS = {
     "ascend.vadds": _dtype_fn(np.add), "ascend.vmuls": _dtype_fn(np.multiply),
     "ascend.vmaxs": _dtype_fn(np.maximum), "ascend.vmins": _dtype_fn(np.minimum),
     "ascend.vdup": lambda dtype, s: s,
+    "ascend.vcadd": lambda dtype, x: x.sum(axis=1, dtype=np.float32),
+    "ascend.vcmax": lambda dtype, x: x.max(axis=1),
+    "ascend.vbrcb": lambda dtype, x: x,
     "ascend.vconv": lambda dtype, x: np.rint(x) if np.issubdtype(dtype, np.integer) else x,
 }
+
+_VECTOR_REDUCTIONS = frozenset({"ascend.vcadd", "ascend.vcmax"})
+"""The vector ops that reduce each repeat to one destination element."""
 
 for _name in _VECTOR_FUNCTIONS:
     setattr(_Core, "_" + _name.replace(".", "_"), _Core._vector)

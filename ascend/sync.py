@@ -199,8 +199,11 @@ class _State:
         return latest
 
     def needs(self, ins: Instr) -> list[str]:
-        """The pipes `ins` depends on without a happens-before edge yet."""
-        return sorted(self.producers(ins), key=PIPES.index)
+        """The pipes `ins` depends on without a happens-before edge yet, its
+        own pipe last: a flag from another pipe that had itself waited for
+        this pipe's producer orders that producer too, and then the barrier
+        is not needed."""
+        return sorted(self.producers(ins), key=lambda q: (q == ins.pipe, PIPES.index(q)))
 
     def record(self, ins: Instr) -> None:
         p = ins.pipe

@@ -961,6 +961,52 @@ class VconvOp(VectorUnaryOp):
             raise AscendVerifyException(self, "vector", f"does not convert {pair[0]} to {pair[1]}")
 
 
+class VectorReduceOp(VectorUnaryOp):
+    """Reduce the enabled lanes of each repeat of `src` to one element:
+    repeat r writes `dst[dst_offset + r]` (Ascend C's `WholeReduceSum` /
+    `WholeReduceMax`, the `vcadd` / `vcmax` instructions). The destination is
+    written one element per repeat, contiguous: its strides keep their
+    defaults (1, 8). `src` follows `VectorOp`'s strides and mask."""
+
+    def verify_dtypes(self) -> None:
+        super().verify_dtypes()
+        blk, rep = self.strides()
+        if (blk[0], rep[0]) != (1, BLOCKS_PER_REPEAT):
+            raise AscendVerifyException(self, "vector", f"writes one element per repeat: the strides of dst are "
+                                        f"blk_stride 1 and rep_stride {BLOCKS_PER_REPEAT}, got {blk[0]} and {rep[0]}")
+
+
+_RED_EX = ("ascend.{0} %z[%c0], %x[%c0] mask 16 repeat 4 rep_stride [8, 2] : !ascend.buf<ub, 8xf32>, "
+           "!ascend.buf<ub, 64xf32>")
+
+VREDUCE = {"vcadd": "the sum (accumulated in f32, rounded once to the element type)", "vcmax": "the maximum"}
+
+VECTOR_REDUCE_OPS = [
+    _vector(VectorReduceOp, n, f"Each repeat's enabled lanes of x to {f}, one element of z per repeat (see "
+            f"`VectorReduceOp`): here rows of 16 f32 stored 16 apart.\n\n    {_RED_EX.format(n)}\n")
+    for n, f in VREDUCE.items()]
+
+
+@op_definition
+class VbrcbOp(VectorUnaryOp):
+    """Broadcast each element to a 32-byte block (Ascend C's `Brcb`): repeat
+    r reads 8 consecutive elements `src[src_offset + 8 r + b]` and fills
+    block b of the destination's repeat r (placed by dst's strides) with
+    copies of element b. A row's scalar as a block, which a vector op then
+    reads with blk_stride 0 and rep_stride 0 (subtract a row's maximum).
+    Every lane is written: no mask.
+
+        ascend.vbrcb %z[%c0], %x[%c0] repeat 2 : !ascend.buf<ub, 128xf32>, !ascend.buf<ub, 16xf32>
+    """
+
+    name = "ascend.vbrcb"
+
+    def verify_dtypes(self) -> None:
+        super().verify_dtypes()
+        if self.mask is not None or self.mask_bits is not None:
+            raise AscendVerifyException(self, "vector", "fills whole repeats: it takes no mask")
+
+
 # ---------------------------------------------------------------------------
 # Synchronisation
 # ---------------------------------------------------------------------------
@@ -1042,7 +1088,8 @@ class PipeBarrierOp(IRDLOperation):
 
 Ascend = Dialect(
     "ascend",
-    [KernelOp, BlockIdxOp, AllocOp, CopyOp, InitConstOp, MmadOp, *VECTOR_OPS, VdupOp, VconvOp, SetFlagOp, WaitFlagOp,
+    [KernelOp, BlockIdxOp, AllocOp, CopyOp, InitConstOp, MmadOp, *VECTOR_OPS, *VECTOR_REDUCE_OPS, VdupOp, VconvOp,
+     VbrcbOp, SetFlagOp, WaitFlagOp,
      PipeBarrierOp],
     [TargetAttr, PipeAttr, BufferType],
 )

@@ -653,3 +653,78 @@ def test_vector_scalar_ops(op, reference):
     x = RNG.uniform(-10, 10, 512).astype(np.float16)
     (y,) = emulator.run(parse(text), "k", [x]).outputs
     np.testing.assert_array_equal(y, reference(x, np.float16(7)))
+
+
+# ---------------------------------------------------------------------------
+# Reductions per repeat (vcadd, vcmax)
+# ---------------------------------------------------------------------------
+
+
+def reduce_kernel(instruction: str, dtype: str, n: int, out: int) -> str:
+    t, g = f"!ascend.buf<ub, {n}x{dtype}>", f"!ascend.buf<gm, {n}x{dtype}>"
+    r, h = f"!ascend.buf<ub, {out}x{dtype}>", f"!ascend.buf<gm, {out}x{dtype}>"
+    return kernel(f"""  %u = ascend.alloc at 0 : {t}
+  %r = ascend.alloc at {n * 4} : {r}
+  ascend.copy mte2 %x[%c0] to %u[%c0] sizes [{n}] : {g} to {t}
+  ascend.set_flag mte2 to v event 0
+  ascend.wait_flag mte2 to v event 0
+  {instruction.format(t=t, r=r)}
+  ascend.set_flag v to mte3 event 0
+  ascend.wait_flag v to mte3 event 0
+  ascend.copy mte3 %r[%c0] to %y[%c0] sizes [{out}] : {r} to {h}
+""", ins=f"%x : {g}", outs=f"%y : {h}")
+
+
+def test_vcadd_sums_the_masked_lanes_of_each_strided_repeat_into_one_element_each():
+    # rows of 16 f32 stored 16 apart: 4 repeats, mask 16, rep_stride 2 blocks
+    x = np.arange(64, dtype=np.float32)
+    text = reduce_kernel("ascend.vcadd %r[%c0], %u[%c0] mask 16 repeat 4 rep_stride [8, 2] : {r}, {t}", "f32", 64, 8)
+    (y,) = emulator.run(parse(text), "k", [x]).outputs
+    np.testing.assert_array_equal(y[:4], x.reshape(4, 16).sum(axis=1))
+
+
+def test_vcmax_takes_the_maximum_of_each_repeat():
+    x = np.random.default_rng(0).uniform(-1, 1, 256).astype(np.float16)
+    text = reduce_kernel("ascend.vcmax %r[%c0], %u[%c0] repeat 2 : {r}, {t}", "f16", 256, 16)
+    (y,) = emulator.run(parse(text), "k", [x]).outputs
+    np.testing.assert_array_equal(y[:2], x.reshape(2, 128).max(axis=1))
+
+
+def test_f16_vcadd_accumulates_in_f32_and_rounds_once():
+    # 2048 then 127 ones: an f16 running sum stays at 2048 (2049 rounds to
+    # even); in f32 the sum is 2175, which rounds once to 2176
+    x = np.ones(128, np.float16)
+    x[0] = 2048
+    assert np.add.accumulate(x)[-1] == 2048
+    text = reduce_kernel("ascend.vcadd %r[%c0], %u[%c0] : {r}, {t}", "f16", 128, 16)
+    (y,) = emulator.run(parse(text), "k", [x]).outputs
+    assert y[0] == 2176
+
+
+def test_reduction_destination_outside_its_buffer():
+    # 20 repeats write 20 elements; the destination holds 16
+    text = reduce_kernel("ascend.vcadd %r[%c0], %u[%c0] repeat 20 rep_stride [8, 0] : {r}, {t}", "f32", 64, 16)
+    expect(E.BoundsError, text, [np.zeros(64, np.float32)], r"the footprint of operand dst, bytes \[0, 80\) of ub "
+           r"buffer %r, is outside its 64 bytes", "ascend.vcadd")
+
+
+def test_reduction_destination_not_32_byte_aligned():
+    text = reduce_kernel("ascend.vcmax %r[%c4], %u[%c0] : {r}, {t}", "f32", 64, 16).replace(
+        "  %u = ", "  %c4 = arith.constant 4 : index\n  %u = ")
+    expect(E.AlignmentError, text, [np.zeros(64, np.float32)], r"operand dst starts at byte 16 of ub buffer %r",
+           "ascend.vcmax")
+
+
+def test_vbrcb_fills_each_block_with_one_source_element():
+    # 16 f32 row values -> 2 repeats of 8 blocks of 8 copies each
+    x = np.zeros(128, np.float32)
+    x[:16] = np.arange(1, 17)
+    text = reduce_kernel("ascend.vbrcb %r[%c0], %u[%c0] repeat 2 : {r}, {t}", "f32", 128, 128)
+    (y,) = emulator.run(parse(text), "k", [x]).outputs
+    np.testing.assert_array_equal(y, np.repeat(np.arange(1, 17, dtype=np.float32), 8))
+
+
+def test_vbrcb_source_outside_its_buffer():
+    text = reduce_kernel("ascend.vbrcb %r[%c0], %u[%c0] repeat 2 : {r}, {t}", "f32", 8, 128)
+    expect(E.BoundsError, text, [np.zeros(8, np.float32)], r"the footprint of operand src, bytes \[0, 64\) of ub "
+           r"buffer %u, is outside its 32 bytes", "ascend.vbrcb")

@@ -426,3 +426,158 @@ def test_a_function_that_computes_no_tensor_is_refused():
 }"""
     with pytest.raises(CompileError, match="@constants computes no tensor: nothing for the vector unit to compute"):
         lower(text, "910B")
+
+
+# -- row reductions -------------------------------------------------------------
+
+
+def row_reduction_ir(op: str, M: int, N: int, dtype: str, keepdims: bool = False) -> str:
+    out = f"tensor<{M}x1x{dtype}>" if keepdims else f"tensor<{M}x{dtype}>"
+    return f"""
+func.func @rows(%x: tensor<{M}x{N}x{dtype}>) -> {out} {{
+  %0 = msir.{op} %x axes array<i64: 1> : tensor<{M}x{N}x{dtype}> to {out}
+  func.return %0 : {out}
+}}"""
+
+
+def row_reduction_ref(op: str, x: np.ndarray) -> np.ndarray:
+    """The row sums in f32 (the vector unit's accumulator) rounded once to
+    the input's type; the row maxima exactly."""
+    if op == "reduce_sum":
+        return x.astype(np.float64).sum(axis=1).astype(np.float32).astype(x.dtype)
+    return x.max(axis=1)
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+@pytest.mark.parametrize("op", ["reduce_sum", "reduce_max"])
+@pytest.mark.parametrize("dtype", ["f16", "f32"])
+@pytest.mark.parametrize("M,N,tile", [(64, 1000, 0), (33, 77, 0), (300, 10, 0), (5, 3000, 1024), (3, 20000, 0)])
+def test_row_reduction_matches_numpy(chip, op, dtype, M, N, tile):
+    # (64, 1000): ascend.md's case; 77 and 10 columns: rows padded with the
+    # identity to whole repeats; 300 rows: more rows than one instruction's
+    # repeats; 3000 with 1024-element tiles and 20000 (over 240 repeats): a
+    # row in chunks, 20000 also with a third level of partials
+    np_dtype = np.float16 if dtype == "f16" else np.float32
+    x = np.random.default_rng(M * N).uniform(-1, 1, (M, N)).astype(np_dtype)
+    (y,) = run(lower(row_reduction_ir(op, M, N, dtype), chip, tile_elements=tile), "rows", [x]).outputs
+    assert y.dtype == np_dtype and y.shape == (M,)
+    ref = row_reduction_ref(op, x)
+    if op == "reduce_max":
+        np.testing.assert_array_equal(y, ref)
+    elif dtype == "f32":
+        np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-5 * np.sqrt(N))
+    else:  # f32 sums in another order, rounded to f16: at most one f16 ulp apart
+        np.testing.assert_array_less(np.abs(y.astype(np.float32) - ref.astype(np.float32)),
+                                     np.spacing(np.abs(ref)).astype(np.float32) * 1.01)
+
+
+def _row_max_keepdims(x):
+    return x.max(axis=-1, keepdims=True)
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+def test_row_reduction_from_python_keepdims_and_a_row_of_minus_infinities(chip, monkeypatch):
+    monkeypatch.setenv("MSIR_ASCEND_CHIP", chip)
+    x = np.random.default_rng(7).uniform(-5, 5, (20, 130)).astype(np.float32)
+    x[3] = -np.inf
+    y = msir.jit(_row_max_keepdims, target="ascend")(x)
+    assert y.shape == (20, 1) and y.dtype == np.float32
+    np.testing.assert_array_equal(y, x.max(axis=1, keepdims=True))
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+@pytest.mark.parametrize("op,dtype,M,N,tile", [("reduce_sum", "f16", 40, 200, 1024),
+                                                ("reduce_max", "f32", 2, 3000, 1024)])
+def test_every_sync_of_a_row_reduction_is_needed(chip, op, dtype, M, N, tile):
+    # one core: several row tiles (back edges) and, for 3000 columns, chunks
+    np_dtype = np.float16 if dtype == "f16" else np.float32
+    x = np.random.default_rng(5).uniform(-1, 1, (M, N)).astype(np_dtype)
+    text = lower(row_reduction_ir(op, M, N, dtype), chip, tile_elements=tile, max_block_dim=1)
+    assert "(back edge)" in " ".join(w for w, _ in sync_removals(text))
+    assert check_every_sync_needed(text, "rows", [x]) >= 4
+
+
+def test_row_reduction_of_another_axis_is_refused():
+    text = """
+func.func @cols(%x: tensor<8x16xf32>) -> tensor<16xf32> {
+  %0 = msir.reduce_sum %x axes array<i64: 0> : tensor<8x16xf32> to tensor<16xf32>
+  func.return %0 : tensor<16xf32>
+}"""
+    with pytest.raises(CompileError, match=r"msir.reduce_sum: the Ascend target reduces the last axis of a rank-2 "
+                                           r"tensor, not axes \[0\] of tensor<8x16xf32>"):
+        lower(text, "910A")
+
+
+def _sum_of_exp(x):
+    return np.sum(np.exp(x), axis=1)
+
+
+def test_a_reduction_with_other_ops_is_refused_at_their_line():
+    with pytest.raises(CompileError) as e:
+        msir.jit(_sum_of_exp, target="ascend")(np.ones((4, 8), np.float32))
+    assert "lowers a row reduction as a kernel of its own" in e.value.message
+    assert e.value.loc is not None and e.value.loc.line == _sum_of_exp.__code__.co_firstlineno + 1
+
+
+# -- softmax ----------------------------------------------------------------------
+
+
+def _softmax(x):
+    return msir.ops.softmax(x)
+
+
+def softmax_ref(x: np.ndarray) -> np.ndarray:
+    x = x.astype(np.float64)
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def softmax_kernel(shape: tuple[int, int], dtype: str, chip: str, **options) -> str:
+    """ops.softmax as the frontend writes it, through convert-msir-to-ascend."""
+
+    M, N = shape
+    t = f"tensor<{M}x{N}x{dtype}>"
+    k = f"tensor<{M}x1x{dtype}>"
+    return lower(f"""
+func.func @softmax(%x: {t}) -> {t} {{
+  %0 = msir.reduce_max %x axes array<i64: 1> : {t} to {k}
+  %1 = msir.stop_gradient %0 : {k}
+  %2 = msir.broadcast_to %1 : {k} to {t}
+  %3 = msir.sub %x, %2 : {t}
+  %4 = msir.exp %3 : {t}
+  %5 = msir.reduce_sum %4 axes array<i64: 1> : {t} to {k}
+  %6 = msir.broadcast_to %5 : {k} to {t}
+  %7 = msir.div %4, %6 : {t}
+  func.return %7 : {t}
+}}""", chip, **options)
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+@pytest.mark.parametrize("shape", [(128, 1024), (33, 77), (300, 10)])
+def test_softmax_from_python_matches_numpy(chip, dtype, shape, monkeypatch):
+    # 128 x 1024: ascend.md's case, its tiles in UB on both chips; 77 and 10
+    # columns padded with -inf to whole repeats; 300 rows over the cores
+    monkeypatch.setenv("MSIR_ASCEND_CHIP", chip)
+    x = np.random.default_rng(shape[1]).uniform(-3, 3, shape).astype(dtype)
+    f = msir.jit(_softmax, target="ascend")
+    y = f(x)
+    assert y.dtype == dtype and y.shape == shape
+    tol = 1e-3 if dtype == np.float16 else 1e-6
+    np.testing.assert_allclose(y.astype(np.float64), softmax_ref(x), rtol=tol, atol=tol)
+    assert f.profile.cycles > 0
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+def test_every_sync_of_a_softmax_is_needed(chip):
+    x = np.random.default_rng(9).uniform(-3, 3, (12, 200)).astype(np.float16)
+    # one core, tiles of 2 rows: the tile loop's back edges
+    text = softmax_kernel((12, 200), "f16", chip, max_block_dim=1, tile_elements=512)
+    assert "ascend.vbrcb" in text and "(back edge)" in " ".join(w for w, _ in sync_removals(text))
+    assert check_every_sync_needed(text, "softmax", [x]) >= 4
+
+
+def test_a_softmax_row_longer_than_ub_is_refused():
+    with pytest.raises(CompileError, match=r"msir.reduce_max: a softmax row of 20000 elements does not fit UB on "
+                                           r"910B \(196608 bytes\); online softmax has no Ascend lowering yet"):
+        softmax_kernel((2, 20000), "f32", "910B")

@@ -459,6 +459,26 @@ ascend.kernel @k #ascend.target<"910B"> block_dim 1 ins() outs(%y : !ascend.buf<
 
 // -----
 
+// vcadd: a destination strided like a source (it takes one element per repeat)
+ascend.kernel @k #ascend.target<"910B"> block_dim 1 ins() outs(%y : !ascend.buf<gm, 256xf16>) {
+  %c0 = arith.constant 0 : index
+  %u = ascend.alloc at 0 : !ascend.buf<ub, 256xf16>
+  ascend.vcadd %u[%c0], %u[%c0] repeat 2 rep_stride [2, 8] : !ascend.buf<ub, 256xf16>, !ascend.buf<ub, 256xf16>
+}
+// CHECK: {{^}}'ascend.vcadd' writes one element per repeat: the strides of dst are blk_stride 1 and rep_stride 8, got 1 and 2{{$}}
+
+// -----
+
+// vbrcb: a mask (it fills whole repeats)
+ascend.kernel @k #ascend.target<"910B"> block_dim 1 ins() outs(%y : !ascend.buf<gm, 256xf16>) {
+  %c0 = arith.constant 0 : index
+  %u = ascend.alloc at 0 : !ascend.buf<ub, 128xf32>
+  ascend.vbrcb %u[%c0], %u[%c0] mask 8 : !ascend.buf<ub, 128xf32>, !ascend.buf<ub, 128xf32>
+}
+// CHECK: {{^}}'ascend.vbrcb' fills whole repeats: it takes no mask{{$}}
+
+// -----
+
 // set_flag: a pipe that takes no flags
 ascend.kernel @k #ascend.target<"910B"> block_dim 1 ins() outs(%y : !ascend.buf<gm, 256xf16>) {
   ascend.set_flag s to v event 0

@@ -78,6 +78,9 @@ ascend.kernel @cube #ascend.target<"910B"> block_dim 4 ins(%a: !ascend.buf<gm, 6
 // CHECK-NEXT:   ascend.vmins %v[%c0], %v[%c0], %s : !ascend.buf<ub, 256xf16>, !ascend.buf<ub, 256xf16>, f16
 // CHECK-NEXT:   ascend.vdup %v[%c0], %s mask 16 : !ascend.buf<ub, 256xf16>, f16
 // CHECK-NEXT:   ascend.vconv %w[%c0], %v[%c0] repeat 2 : !ascend.buf<ub, 128xf32>, !ascend.buf<ub, 256xf16>
+// CHECK-NEXT:   ascend.vcadd %w[%c0], %w[%c0] mask 16 repeat 4 rep_stride [8, 2] : !ascend.buf<ub, 128xf32>, !ascend.buf<ub, 128xf32>
+// CHECK-NEXT:   ascend.vcmax %v[%c0], %v[%c0] repeat 2 : !ascend.buf<ub, 256xf16>, !ascend.buf<ub, 256xf16>
+// CHECK-NEXT:   ascend.vbrcb %w[%c0], %w[%c0] : !ascend.buf<ub, 128xf32>, !ascend.buf<ub, 128xf32>
 // CHECK-NEXT:   ascend.set_flag v to mte3 event 3
 // CHECK-NEXT:   ascend.wait_flag v to mte3 event 3
 // CHECK-NEXT:   ascend.copy mte3 %u[%c0, %c0, %c0, %c0] to %y[%c0, %c0, %c0, %c0] sizes [1, 16, 4, 4] : !ascend.buf<ub, 1x16x4x4xf16, nc1hwc0> to !ascend.buf<gm, 1x16x4x4xf16>
@@ -111,6 +114,9 @@ ascend.kernel @vector #ascend.target<"910A"> block_dim 1 ins(%x: !ascend.buf<gm,
   ascend.vmins %v[%c0], %v[%c0], %s : !ascend.buf<ub, 256xf16>, !ascend.buf<ub, 256xf16>, f16
   ascend.vdup %v[%c0], %s mask 16 : !ascend.buf<ub, 256xf16>, f16
   ascend.vconv %w[%c0], %v[%c0] repeat 2 : !ascend.buf<ub, 128xf32>, !ascend.buf<ub, 256xf16>
+  ascend.vcadd %w[%c0], %w[%c0] mask 16 repeat 4 rep_stride [8, 2] : !ascend.buf<ub, 128xf32>, !ascend.buf<ub, 128xf32>
+  ascend.vcmax %v[%c0], %v[%c0] repeat 2 : !ascend.buf<ub, 256xf16>, !ascend.buf<ub, 256xf16>
+  ascend.vbrcb %w[%c0], %w[%c0] : !ascend.buf<ub, 128xf32>, !ascend.buf<ub, 128xf32>
   ascend.set_flag v to mte3 event 3
   ascend.wait_flag v to mte3 event 3
   ascend.copy mte3 %u[%c0, %c0, %c0, %c0] to %y[%c0, %c0, %c0, %c0] sizes [1, 16, 4, 4] : !ascend.buf<ub, 1x16x4x4xf16, nc1hwc0> to !ascend.buf<gm, 1x16x4x4xf16>
