@@ -790,6 +790,13 @@ def _lower_row_reduction(name: str, spec: A.TargetSpec, fn: func.FuncOp, op, til
                           extents=[rest, rest])
         _copy(k, body, "mte3", out, [c0], gm_out, [row], (rows,))
 
+    return _row_tiles_over_cores(k, spec, M, R, tile_body)
+
+
+def _row_tiles_over_cores(k: _Kernel, spec: A.TargetSpec, M: int, R: int, tile_body) -> A.KernelOp:
+    """The kernel over M rows in tiles of R: the whole tiles dealt round-robin
+    to the vector cores, then the tail tile of M mod R rows on one core;
+    `tile_body(body, first_row, rows)` emits one tile."""
     full, tail = divmod(M, R)
     block_dim = min(spec.vector_cores, max(full, 1))
     if full:
@@ -978,15 +985,7 @@ def _lower_softmax(name: str, spec: A.TargetSpec, fn: func.FuncOp, mx, tile_elem
                       rep_stride=[halves, A.BLOCKS_PER_REPEAT])
         _copy(k, body, "mte3", out, [c0, c0], gm_out, [row, c0], (rows, N))
 
-    full, tail = divmod(M, R)
-    block_dim = min(spec.vector_cores, max(full, 1))
-    if full:
-        loop, t_idx = k.round_robin(k.body, full, block_dim)
-        tile_body(loop.body, k.arith(loop.body, arith.MuliOp, t_idx, k.index(R)), R)
-    if tail:
-        loop, _ = k.round_robin(k.body, 1, block_dim)
-        tile_body(loop.body, k.index(full * R), tail)
-    return k.finish(block_dim, {})
+    return _row_tiles_over_cores(k, spec, M, R, tile_body)
 
 
 # ---------------------------------------------------------------------------
