@@ -134,12 +134,20 @@ from msir.lowering.llvm_ops import (
     llvm_load,
     llvm_store,
 )
-from msir.lowering.loops_abi import ERROR_FUNC, MESSAGE_ATTR, RAISE_FUNC, SITE_ATTR, STACK_CHECK_ATTR
+from msir.lowering.loops_abi import ERROR_FUNC, INTERRUPT_FUNC, MESSAGE_ATTR, RAISE_FUNC, SITE_ATTR, STACK_CHECK_ATTR
 
 # Byte counts above this are treated as failed allocations; it also keeps the
 # round-up to 64 bytes from overflowing.
 MAX_ALLOC_BYTES = 1 << 48
 IMPOSSIBLE_ALLOC = 1 << 62
+
+INTERRUPT_POLL_ATTRS = ArrayAttr(
+    [StringAttr("nounwind"), StringAttr("willreturn"),
+     ArrayAttr([StringAttr("memory"), StringAttr("inaccessiblemem: readwrite")])]
+)
+"""`@__msir_interrupted` touches only memory the module cannot see: a loop that
+polls it still keeps its values in registers (an opaque call would make LLVM
+reload and store them around it), and, having effects, it is not hoisted."""
 
 Value = SSAValue | Mem
 """A lowered value: an LLVM scalar, or a memref's pointer and sizes."""
@@ -173,7 +181,7 @@ class ModuleLowering:
             )
         self.vector_abi = vector_abi
         self.math_impl = math_impl
-        self.passthrough: dict[str, ArrayAttr] = {}
+        self.passthrough: dict[str, ArrayAttr] = {INTERRUPT_FUNC: INTERRUPT_POLL_ATTRS}
         self.funcs = [op for op in module.ops if isinstance(op, func.FuncOp)]
         self.sigs = {f.sym_name.data: signature(f) for f in self.funcs}
         self.callees = {

@@ -72,8 +72,9 @@ Guarantees
       or modulo by zero (`msir.floordiv`, `msir.rem`), code 5 = a `msir.for`
       step of zero, code 7 = Ctrl-C: every `scf.while` lowered from a
       `msir.while` calls `func.func private @__msir_interrupted() -> i32`
-      before each test of its condition and ends when it is nonzero
-      (`msir.lowering.interrupt`). A failed `msir.check` calls `func.call @__msir_raise(6, %site,
+      before each test of its condition (a loop of scalar work: every
+      INTERRUPT_POLL_PERIOD tests, which a scalar `memref.alloca` counts)
+      and ends when it is nonzero (`msir.lowering.interrupt`). A failed `msir.check` calls `func.call @__msir_raise(6, %site,
       %v0, ..., %v3) {msir.message = "<json>"}` with the 64 bits of its runtime
       values (floats as f64 bits, integers sign-extended; unused slots 0) and
       the JSON of its exception class, `str.format` template, value dtypes and
@@ -1970,6 +1971,7 @@ def _while(L: _Lowering, op: msir.WhileOp) -> None:
     carry = _Carry(L, op, op.inits, op.body.block)
     types = [x.type for x in carry.inits]
     before, after = Block(arg_types=types), Block(arg_types=types)
+    counter = _poll_counter(L) if _is_scalar_work(op) else None
     loop = L.emit(scf.WhileOp, carry.inits, types, regions=[Region(before), Region(after)])
     outer = L.block
     with L.hoisting(loop):
@@ -1979,7 +1981,7 @@ def _while(L: _Lowering, op: msir.WhileOp) -> None:
         cond = L.load(cond_buf, [])
         for buf in local:
             L.free(buf)
-        cond = _unless_interrupted(L, cond)
+        cond = _unless_interrupted(L, cond, counter)
         L.emit(scf.ConditionOp, [cond, *before.args])
         L.block = after
         L.emit(scf.YieldOp, carry.iteration(list(after.args), []))
@@ -1987,12 +1989,54 @@ def _while(L: _Lowering, op: msir.WhileOp) -> None:
     carry.finish(list(loop.results))
 
 
-def _unless_interrupted(L: _Lowering, cond: SSAValue) -> SSAValue:
-    """`cond` and not Ctrl-C: a `while` polls `@__msir_interrupted` before each
-    test and, once SIGINT arrived, reports ERR_INTERRUPTED at its line and
-    ends (`msir.lowering.interrupt`)."""
+INTERRUPT_POLL_PERIOD = 1024
+"""A `while` whose iterations are scalar work polls for Ctrl-C once every this
+many iterations (a power of two): a call per iteration made such a loop up to
+four times slower. One whose iterations touch arrays or call functions polls
+at every iteration (the call is noise beside its work, and a long iteration
+must not delay Ctrl-C by a thousand more)."""
+
+
+def _is_scalar_work(op: msir.WhileOp) -> bool:
+    """Whether each iteration of `op` is a few scalar operations: no array
+    value and no call in its condition or body."""
+    for inner in (*op.cond_region.walk(), *op.body.walk()):
+        if isinstance(inner, func.CallOp) or inner.name in ("msir.call", "msir.apply"):
+            return False
+        if any(isinstance(r.type, TensorType) and r.type.get_shape() for r in inner.results):
+            return False
+    return True
+
+
+def _poll_counter(L: _Lowering) -> SSAValue:
+    """The iterations of one `while` since its last poll: a scalar `memref.alloca`
+    (in the function's entry, so LLVM keeps it in a register), zeroed before the loop."""
+    op = memref.AllocaOp.create(operands=[], result_types=[MemRefType(i32, [])],
+                                properties={"operandSegmentSizes": _alloc_segments(0)})
+    op.location = L.loc
+    L.block.add_op(op)
+    counter = op.results[0]
+    L.store(L.const(0, i32), counter, [])
+    return counter
+
+
+def _unless_interrupted(L: _Lowering, cond: SSAValue, counter: SSAValue | None) -> SSAValue:
+    """`cond` and not Ctrl-C: at every test of its condition (with a `counter`:
+    every INTERRUPT_POLL_PERIOD tests) a `while` calls `@__msir_interrupted`
+    and, once SIGINT arrived, reports ERR_INTERRUPTED at its line and ends
+    (`msir.lowering.interrupt`)."""
     L.mod.uses_interrupt = True
-    flag = L.emit(func.CallOp, [], [i32], {"callee": SymbolRefAttr(INTERRUPT_FUNC)}).results[0]
+
+    def poll() -> list[SSAValue]:
+        return [L.emit(func.CallOp, [], [i32], {"callee": SymbolRefAttr(INTERRUPT_FUNC)}).results[0]]
+
+    if counter is None:
+        (flag,) = poll()
+    else:
+        count = L.v(arith.AddiOp, L.load(counter, []), L.const(1, i32))
+        L.store(count, counter, [])
+        due = L.cmpi("eq", L.v(arith.AndIOp, count, L.const(INTERRUPT_POLL_PERIOD - 1, i32)), L.const(0, i32))
+        (flag,) = L.if_(due, poll, lambda: [L.const(0, i32)], types=[i32])
     interrupted = L.cmpi("ne", flag, L.const(0, i32))
     L.report(ERR_INTERRUPTED, interrupted)
     return L.v(arith.AndIOp, cond, L.v(arith.XOrIOp, interrupted, L.const(1, i1)))
