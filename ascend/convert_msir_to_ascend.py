@@ -88,6 +88,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     ModuleOp,
     StringAttr,
+    TensorType,
     UnitAttr,
     i64,
 )
@@ -121,6 +122,8 @@ def refuse(op, message: str) -> CompileError:
 
 
 def _dtype(op, t) -> str:
+    if not isinstance(t, TensorType):  # a scalar (f32, index) argument or result
+        raise refuse(op, f"the Ascend target computes f16 and f32 tensors, not {t}")
     name = A.DTYPE_NAMES.get(t.element_type)
     if name not in _DTYPES:
         raise refuse(op, f"the Ascend target computes f16 and f32 tensors, not {t.element_type}")

@@ -581,3 +581,14 @@ def test_a_softmax_row_longer_than_ub_is_refused():
     with pytest.raises(CompileError, match=r"msir.reduce_max: a softmax row of 20000 elements does not fit UB on "
                                            r"910B \(196608 bytes\); online softmax has no Ascend lowering yet"):
         softmax_kernel((2, 20000), "f32", "910B")
+
+
+def test_a_scalar_argument_is_refused():
+    # found by the IR fuzzer: a scalar f32 argument made the elementwise
+    # lowering ask it for an element type
+    text = """func.func @scale(%x: f32, %y: tensor<8xf32>) -> tensor<8xf32> {
+  %0 = msir.exp %y : tensor<8xf32>
+  func.return %0 : tensor<8xf32>
+}"""
+    with pytest.raises(CompileError, match="the Ascend target computes f16 and f32 tensors, not f32"):
+        lower(text, "910A")
