@@ -19,8 +19,9 @@ from msir.frontend.values import kind, promote
 
 _BOOL_EQUIVALENT = {"add": "or", "mul": "and", "maximum": "or", "minimum": "and"}
 """NumPy computes these on booleans as logical operations."""
-_BOOL_AS_INT = ("floordiv", "rem", "pow")
-"""NumPy computes these on booleans in int8, which msir does not have: int64."""
+_BOOL_AS_INT = {"floordiv": "floor_divide", "rem": "remainder", "pow": "power"}
+"""NumPy computes these on booleans in int8, which msir does not compute in:
+refused (as np.square of bools), never silently widened."""
 _PYTHON_BOOL_ARITHMETIC = ("add", "sub", "mul", "floordiv", "rem", "pow")
 """Python bools do arithmetic as ints (`True + True == 2`)."""
 _SYMBOL = {"and": "&", "or": "|", "xor": "^"}
@@ -42,7 +43,10 @@ def binary_typing(name: str, a_dtype: str, a_weak: bool, b_dtype: str, b_weak: b
             "operator, or the logical_xor function instead"
         )
     if dtype == "bool" and name in _BOOL_AS_INT:
-        dtype = "int64"
+        raise DTypeError(
+            f"np.{_BOOL_AS_INT[name]} of bool arrays gives int8, which msir does not compute in: "
+            f"cast an operand first (e.g. x.astype(np.int64))"
+        )
     if dtype not in row.dtypes:
         if name in _SYMBOL:
             raise DTypeError(
