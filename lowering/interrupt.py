@@ -119,6 +119,11 @@ def _load() -> None:
     )
 
 
+def load_error() -> str | None:
+    """Why `load()` failed, if it did."""
+    return _state.get("error")
+
+
 def arm() -> None:
     """Before a native call that polls: clear the flag; (re)install the
     handler if Python's SIGINT handler changed since it was installed."""

@@ -217,7 +217,7 @@ def _load_interrupt_runtime(symbols: Sequence[str]) -> bool:
     if INTERRUPT_FUNC not in symbols:
         return False
     if not interrupt.load():
-        raise CompileError(f"the Ctrl-C runtime could not be built: {interrupt._state.get('error')}")
+        raise CompileError(f"the Ctrl-C runtime could not be built: {interrupt.load_error()}")
     return True
 
 
