@@ -90,7 +90,7 @@ def _shared(spec, cores: int, per_core: int) -> float:
 
 
 def matmul_bound(spec, kernel, M: int, K: int, N: int) -> dict[str, float]:
-    from msir.ascend.convert_msir_to_ascend import _tile_classes, tile_matmul
+    from msir.ascend.lower_matmul import _tile_classes, tile_matmul
 
     tiling = tile_matmul(spec, M, N, K, 2, 2)
     cores = kernel.block_dim.value.data

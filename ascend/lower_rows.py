@@ -1,0 +1,345 @@
+"""Row kernels on the vector unit: reductions over the last axis
+(`vcadd` / `vcmax` levels) and softmax; the contract is
+`convert_msir_to_ascend`'s docstring."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from xdsl.dialects import arith, func
+from xdsl.ir import SSAValue
+
+from msir.ascend.kernel_builder import (
+    REDUCE_REPEATS,
+    VECTOR_CLASSES,
+    Kernel,
+    copy,
+    dtype_of,
+    refuse,
+    repeated,
+)
+from msir.dialects import ascend as A
+from msir.errors import CompileError
+
+# ---------------------------------------------------------------------------
+# Row reductions
+# ---------------------------------------------------------------------------
+
+ROW_REDUCTIONS = {"msir.reduce_sum": ("vcadd", 0.0), "msir.reduce_max": ("vcmax", -math.inf)}
+"""msir's reductions over the last axis: the vector op reducing a repeat, and its identity."""
+
+
+
+@dataclass(frozen=True)
+class RowPlan:
+    """How a row reduction goes through UB: `rows` rows per tile, each row
+    in chunks of `chunk` columns (a multiple of the work type's repeat; the
+    last chunk padded with the identity); `levels` the row strides of the
+    partial-result buffers, each level reducing a row's repeats to one
+    element each, the last one (at most a repeat) to the row's result."""
+
+    rows: int
+    chunk: int
+    chunks: int
+    levels: tuple[tuple[int, int], ...]
+    """(valid elements, row stride) of each partial-result buffer."""
+
+
+def _up(x: int, m: int) -> int:
+    return -(-x // m) * m
+
+
+def rows_per_tile(spec: A.TargetSpec, M: int, row_bytes: int, most: int) -> int:
+    """The rows per tile, at most `most`, that minimise the time of core 0,
+    which runs every loop's first tile and the tail tile (full tiles go
+    round-robin over the vector cores): per tile the latencies of a load
+    and a store, per row its bytes at MTE2's rate."""
+    cores = spec.vector_cores
+    latency = spec.pipes["mte2"].latency + spec.pipes["mte3"].latency
+    rate = spec.pipes["mte2"].bytes_per_cycle
+
+    def core0_cycles(rows: int) -> float:
+        full, tail = divmod(M, rows)
+        tiles = -(-full // min(cores, max(full, 1))) if full else 0
+        return (tiles + (tail > 0)) * latency + (tiles * rows + tail) * row_bytes / rate
+
+    return min(range(1, max(1, most) + 1), key=lambda rows: (core0_cycles(rows), -rows))
+
+
+def _partial_levels(valid: int, per_repeat: int, align: int) -> list[tuple[int, int]]:
+    """The partial buffers after the first level gives `valid` elements per
+    row: a buffer whose row is reduced by full repeats again has a row stride
+    of whole repeats (padded with the identity), the last one of 32 bytes."""
+    levels = []
+    while True:
+        stride = _up(valid, per_repeat) if valid > per_repeat else _up(valid, align)
+        levels.append((valid, stride))
+        if valid <= per_repeat:
+            return levels
+        valid = stride // per_repeat
+
+
+def plan_row_reduction(spec: A.TargetSpec, M: int, N: int, dtype: str, work: str, tile_elements: int) -> RowPlan:
+    """Rows per tile and the chunking of a row so that the input tile, its
+    conversion to `work` (when the types differ) and the partial buffers fit
+    UB (and a tile holds at most `tile_elements` inputs, if given). A row
+    whose repeats fit one instruction and whose buffers fit UB stays whole;
+    a longer row goes one row per tile, in chunks of up to 240 repeats."""
+    per_repeat = A.REPEAT_BYTES // A.DTYPE_BYTES[work]
+    align, wb = 32 // A.DTYPE_BYTES[work], A.DTYPE_BYTES[work]
+    column_bytes = A.DTYPE_BYTES[dtype] + (wb if work != dtype else 0)
+    ub = spec.capacity["ub"] - 32 * 8  # slack for each buffer's 32-byte alignment
+
+    def row_bytes(chunk: int, chunks: int) -> int:
+        levels = _partial_levels(chunks * chunk // per_repeat, per_repeat, align)
+        return chunk * column_bytes + sum(stride for _, stride in levels) * wb + wb + A.DTYPE_BYTES[dtype]
+
+    whole = _up(N, max(per_repeat, A.REPEAT_BYTES // A.DTYPE_BYTES[dtype]))  # whole repeats of both types
+    if whole // per_repeat <= REDUCE_REPEATS and row_bytes(whole, 1) <= ub and (
+            not tile_elements or whole <= tile_elements):
+        rows = rows_per_tile(spec, M, N * A.DTYPE_BYTES[dtype], min(M, ub // row_bytes(whole, 1),
+                                                                   max(1, tile_elements // whole) if tile_elements
+                                                                   else M))
+        chunk, chunks = whole, 1
+    else:
+        unit = 16 * per_repeat  # a chunk's partials start 32-byte aligned
+        chunk = min(REDUCE_REPEATS * per_repeat, (ub // 2) // column_bytes // unit * unit,
+                    max(unit, tile_elements // unit * unit) if tile_elements else math.inf)
+        rows, chunks = 1, -(-N // chunk)
+        if chunk < unit or row_bytes(chunk, chunks) > ub:
+            raise CompileError(f"a row of {N} elements needs more UB for its partial sums than "
+                               f"{spec.name} has ({spec.capacity['ub']} bytes)")
+    return RowPlan(rows, chunk, chunks, tuple(_partial_levels(chunks * chunk // per_repeat, per_repeat, align)))
+
+
+def lower_row_reduction(name: str, spec: A.TargetSpec, fn: func.FuncOp, op, tile_elements: int) -> A.KernelOp:
+    t = op.input.type
+    shape = tuple(t.get_shape())
+    if len(shape) != 2 or op.axes_list not in ((1,), (-1,)):
+        raise refuse(op, f"the Ascend target reduces the last axis of a rank-2 tensor, not axes "
+                     f"{list(op.axes_list)} of {t}")
+    returned = list(fn.body.block.last_op.operands)
+    if list(fn.body.block.args) != [op.input] or returned != [op.result]:
+        raise refuse(op, "the Ascend target lowers a row reduction of the function's argument as its result")
+    dtype = dtype_of(op, t)
+    M, N = shape
+    reducer, identity = ROW_REDUCTIONS[op.name]
+    work = "f32" if reducer == "vcadd" else dtype  # the vector unit sums f16 in f32; a maximum is exact
+    plan = plan_row_reduction(spec, M, N, dtype, work, tile_elements)
+    R, C = plan.rows, plan.chunk
+    per_repeat = A.REPEAT_BYTES // A.DTYPE_BYTES[work]
+    hint = fn.body.block.args[0].name_hint or "arg0"
+    k = Kernel(name, spec, [A.BufferType("gm", shape, t.element_type)],
+                [A.BufferType("gm", (M,), op.result.type.element_type)], [hint, "result"])
+    x_ub = k.alloc("ub", (R, C), dtype, "nd", f"{hint}_ub")
+    x_work = k.alloc("ub", (R * C,), work, "nd", f"{hint}_{work}_ub") if work != dtype else x_ub
+    partials = [k.alloc("ub", (R * stride,), work, "nd", f"partial{i}_ub") for i, (_, stride) in enumerate(plan.levels)]
+    acc = k.alloc("ub", (_up(R, 16),), work, "nd", "acc_ub")
+    out = k.alloc("ub", (_up(R, 16),), dtype, "nd", "out_ub") if work != dtype else acc
+    vdup, vconv = VECTOR_CLASSES["vdup"], VECTOR_CLASSES["vconv"]
+    reduce = VECTOR_CLASSES[reducer]
+    in_repeat = A.REPEAT_BYTES // A.DTYPE_BYTES[dtype]
+    # f16 <-> f32 conversions take 64 elements a repeat: 4 blocks of the f16 side
+    halves = A.BLOCKS_PER_REPEAT * A.DTYPE_BYTES[dtype] // A.DTYPE_BYTES[work]
+    # the identity pads what full repeats read beyond a row's valid elements
+    if plan.chunks == 1 and N < C:
+        repeated(k, k.body, vdup, [(x_ub, 0, in_repeat)], R * C // in_repeat, scalar=k.scalar(identity, dtype))
+    for buffer, (valid, stride) in zip(partials, plan.levels):
+        if valid > per_repeat and stride > valid:
+            repeated(k, k.body, vdup, [(buffer, 0, per_repeat)], R * stride // per_repeat,
+                      scalar=k.scalar(identity, work))
+    gm_in, gm_out = k.block.args
+    c0 = k.index(0)
+
+    def tile_body(body: list, row, rows: int) -> None:
+        for j in range(plan.chunks):
+            width = min(C, N - j * C)
+            if plan.chunks > 1 and width < C:  # the last chunk's padding, which earlier chunks overwrote
+                repeated(k, body, vdup, [(x_ub, 0, in_repeat)], C // in_repeat, scalar=k.scalar(identity, dtype))
+            copy(k, body, "mte2", gm_in, [row, k.index(j * C)], x_ub, [c0, c0], (rows, width))
+            if work != dtype:
+                repeated(k, body, vconv, [(x_work, 0, per_repeat), (x_ub, 0, per_repeat)], rows * C // per_repeat,
+                          rep_stride=[A.BLOCKS_PER_REPEAT, halves])
+            _reduce_chunk(k, body, reduce, x_work, partials[0], plan.levels[0][1], rows, C, j, plan.chunks,
+                          per_repeat)
+        _reduce_partials(k, body, reduce, partials, plan.levels, acc, rows, per_repeat, work)
+        if out is not acc:
+            full, rest = divmod(rows, per_repeat)
+            if full:
+                repeated(k, body, vconv, [(out, 0, per_repeat), (acc, 0, per_repeat)], full,
+                          rep_stride=[halves, A.BLOCKS_PER_REPEAT])
+            if rest:
+                repeated(k, body, vconv, [(out, full * per_repeat, 0), (acc, full * per_repeat, 0)], 1, mask=rest,
+                          extents=[rest, rest])
+        copy(k, body, "mte3", out, [c0], gm_out, [row], (rows,))
+
+    return _row_tiles_over_cores(k, spec, M, R, tile_body)
+
+
+def _row_tiles_over_cores(k: Kernel, spec: A.TargetSpec, M: int, R: int, tile_body) -> A.KernelOp:
+    """The kernel over M rows in tiles of R: the whole tiles dealt round-robin
+    to the vector cores, then the tail tile of M mod R rows on one core;
+    `tile_body(body, first_row, rows)` emits one tile."""
+    full, tail = divmod(M, R)
+    block_dim = min(spec.vector_cores, max(full, 1))
+    if full:
+        loop, t_idx = k.round_robin(k.body, full, block_dim)
+        tile_body(loop.body, k.arith(loop.body, arith.MuliOp, t_idx, k.index(R)), R)
+    if tail:
+        loop, _ = k.round_robin(k.body, 1, block_dim)
+        tile_body(loop.body, k.index(full * R), tail)
+    return k.finish(block_dim, {})
+
+
+def _reduce_chunk(k: Kernel, body: list, reduce, src: SSAValue, partial: SSAValue, stride: int, rows: int, C: int,
+                  chunk: int, chunks: int, per_repeat: int) -> None:
+    """The first level: each repeat of chunk `chunk` of `rows` rows of `src`
+    (C columns a row) to one element of `partial` (rows `stride` apart)."""
+    if stride == C // per_repeat and chunks == 1:  # the rows' partials are contiguous
+        repeated(k, body, reduce, [(partial, 0, 1), (src, 0, per_repeat)], rows * C // per_repeat)
+        return
+    for r in range(rows):
+        repeated(k, body, reduce, [(partial, r * stride + chunk * C // per_repeat, 1), (src, r * C, per_repeat)],
+                  C // per_repeat)
+
+
+def _reduce_partials(k: Kernel, body: list, reduce, partials: list, levels: tuple, acc: SSAValue, rows: int,
+                     per_repeat: int, work: str) -> None:
+    """The later levels, down to one element per row in `acc`: a level whose
+    rows hold at most a repeat is one masked repeat per row, strided by its
+    row stride; a longer one is reduced repeat by repeat again."""
+    for level, (valid, stride) in enumerate(levels):
+        src = partials[level]
+        if valid <= per_repeat:
+            for r0 in range(0, rows, REDUCE_REPEATS):
+                count = min(REDUCE_REPEATS, rows - r0)
+                repeated(k, body, reduce, [(acc, r0, 1), (src, r0 * stride, stride)], count,
+                          mask=valid if valid < per_repeat else None,
+                          rep_stride=[A.BLOCKS_PER_REPEAT, stride * A.DTYPE_BYTES[work] // 32],
+                          extents=[count, (count - 1) * stride + valid])
+            return
+        next_stride = levels[level + 1][1]
+        repeats = stride // per_repeat
+        if next_stride == repeats:
+            repeated(k, body, reduce, [(partials[level + 1], 0, 1), (src, 0, per_repeat)], rows * repeats)
+        else:
+            for r in range(rows):
+                repeated(k, body, reduce, [(partials[level + 1], r * next_stride, 1), (src, r * stride, per_repeat)],
+                          repeats)
+
+
+
+# ---------------------------------------------------------------------------
+# Softmax
+# ---------------------------------------------------------------------------
+
+_SOFTMAX = ("msir.reduce_max", "msir.broadcast_to", "msir.sub", "msir.exp", "msir.reduce_sum", "msir.broadcast_to",
+            "msir.div")
+"""The ops of `msir.ops.softmax` over the last axis (`softmax_body`), in order."""
+
+
+def match_softmax(fn: func.FuncOp):
+    """The reduce_max of `fn` if its body is exactly a softmax of its one
+    argument over the last axis (as `msir.ops.softmax` builds it, the
+    maximum under `stop_gradient` or not), else None."""
+    ops = [o for o in fn.body.block.ops if o.name not in ("func.return", "msir.stop_gradient")]
+    if tuple(o.name for o in ops) != _SOFTMAX or len(fn.body.block.args) != 1:
+        return None
+    mx, b1, sub, exp, sm, b2, div = ops
+    x = fn.body.block.args[0]
+
+    def source(value):  # through stop_gradient
+        owner = value.owner
+        return owner.operands[0] if getattr(owner, "name", None) == "msir.stop_gradient" else value
+
+    flows = (mx.input == x and source(b1.operands[0]) == mx.result and list(sub.operands) == [x, b1.results[0]]
+             and exp.operands[0] == sub.results[0] and sm.input == exp.results[0]
+             and b2.operands[0] == sm.result and list(div.operands) == [exp.results[0], b2.results[0]]
+             and list(fn.body.block.last_op.operands) == [div.results[0]])
+    rank2 = len(x.type.get_shape()) == 2
+    if not (flows and rank2 and mx.axes_list in ((1,), (-1,)) and sm.axes_list in ((1,), (-1,))):
+        return None
+    return mx
+
+
+def lower_softmax(name: str, spec: A.TargetSpec, fn: func.FuncOp, mx, tile_elements: int) -> A.KernelOp:
+    """One kernel: per tile of rows, GM -> UB, (f16: to f32), the rows'
+    maxima (vcmax levels), x - max (the maximum broadcast to a block by
+    vbrcb, read with strides 0), exp, the rows' sums (vcadd levels), times
+    the reciprocal of the sum (vrec, vbrcb), (f16: back to f16), UB -> GM.
+    Rows are padded with -inf: exp makes the padding 0 for the sum."""
+    x = fn.body.block.args[0]
+    t = x.type
+    M, N = t.get_shape()
+    dtype = dtype_of(mx, t)
+    work, per_repeat = "f32", A.REPEAT_BYTES // 4
+    C = _up(N, 128)  # whole repeats of f32 and of f16
+    levels = tuple(_partial_levels(C // per_repeat, per_repeat, 8))
+    convert = dtype != work
+    column_bytes = A.DTYPE_BYTES[dtype] * (2 if convert else 1) + 4
+    row_bytes = C * column_bytes + sum(stride for _, stride in levels) * 4 + 4 + 32
+    ub = spec.capacity["ub"] - 32 * 8
+    if C // per_repeat > REDUCE_REPEATS or row_bytes > ub:
+        raise refuse(mx, f"a softmax row of {N} elements does not fit UB on {spec.name} ({spec.capacity['ub']} "
+                     "bytes); online softmax has no Ascend lowering yet")
+    R = rows_per_tile(spec, M, N * A.DTYPE_BYTES[dtype], min(M, ub // row_bytes, max(1, tile_elements // C)
+                                                             if tile_elements else M))
+    hint = x.name_hint or "arg0"
+    k = Kernel(name, spec, [A.BufferType("gm", (M, N), t.element_type)],
+                [A.BufferType("gm", (M, N), t.element_type)], [hint, "result"])
+    x_ub = k.alloc("ub", (R, C), dtype, "nd", f"{hint}_ub")
+    e_ub = k.alloc("ub", (R, C), work, "nd", "e_ub")  # x in f32, then exp(x - max), then the result
+    out = k.alloc("ub", (R, C), dtype, "nd", "out_ub") if convert else e_ub
+    partials = [k.alloc("ub", (R * stride,), work, "nd", f"partial{i}_ub") for i, (_, stride) in enumerate(levels)]
+    acc = k.alloc("ub", (_up(R, 16),), work, "nd", "acc_ub")
+    blocks = k.alloc("ub", (_up(R, 16) * 8,), work, "nd", "row_blocks_ub")  # a block per row: max, then 1 / sum
+    cls = VECTOR_CLASSES
+    in_repeat = A.REPEAT_BYTES // A.DTYPE_BYTES[dtype]
+    halves = A.BLOCKS_PER_REPEAT * A.DTYPE_BYTES[dtype] // 4
+    if N < C:
+        repeated(k, k.body, cls["vdup"], [(x_ub, 0, in_repeat)], R * C // in_repeat,
+                  scalar=k.scalar(-math.inf, dtype))
+    gm_in, gm_out = k.block.args
+    c0 = k.index(0)
+    repeats_per_row = C // per_repeat
+
+    def per_row(body: list, op: str, src: SSAValue, rows: int) -> None:
+        """e[r] = src[r] (op) row r's block, for each row."""
+        for r in range(rows):
+            repeated(k, body, cls[op], [(e_ub, r * C, per_repeat), (src, r * C, per_repeat), (blocks, r * 8, 0)],
+                      repeats_per_row, blk_stride=[1, 1, 0], rep_stride=[8, 8, 0], extents=[C, C, 8])
+
+    def row_blocks(body: list, rows: int) -> None:
+        repeated(k, body, cls["vbrcb"], [(blocks, 0, per_repeat), (acc, 0, 8)], -(-rows // 8))
+
+    def tile_body(body: list, row, rows: int) -> None:
+        copy(k, body, "mte2", gm_in, [row, c0], x_ub, [c0, c0], (rows, N))
+        src = x_ub
+        if convert:
+            repeated(k, body, cls["vconv"], [(e_ub, 0, per_repeat), (x_ub, 0, per_repeat)], rows * repeats_per_row,
+                      rep_stride=[A.BLOCKS_PER_REPEAT, halves])
+            src = e_ub
+        _reduce_chunk(k, body, cls["vcmax"], src, partials[0], levels[0][1], rows, C, 0, 1, per_repeat)
+        _reduce_partials(k, body, cls["vcmax"], partials, levels, acc, rows, per_repeat, work)
+        row_blocks(body, rows)
+        per_row(body, "vsub", src, rows)
+        repeated(k, body, cls["vexp"], [(e_ub, 0, per_repeat), (e_ub, 0, per_repeat)], rows * repeats_per_row)
+        _reduce_chunk(k, body, cls["vcadd"], e_ub, partials[0], levels[0][1], rows, C, 0, 1, per_repeat)
+        _reduce_partials(k, body, cls["vcadd"], partials, levels, acc, rows, per_repeat, work)
+        full, rest = divmod(rows, per_repeat)
+        if full:
+            repeated(k, body, cls["vrec"], [(acc, 0, per_repeat), (acc, 0, per_repeat)], full)
+        if rest:
+            repeated(k, body, cls["vrec"], [(acc, full * per_repeat, 0), (acc, full * per_repeat, 0)], 1, mask=rest,
+                      extents=[rest, rest])
+        row_blocks(body, rows)
+        per_row(body, "vmul", e_ub, rows)
+        if convert:
+            repeated(k, body, cls["vconv"], [(out, 0, per_repeat), (e_ub, 0, per_repeat)], rows * repeats_per_row,
+                      rep_stride=[halves, A.BLOCKS_PER_REPEAT])
+        copy(k, body, "mte3", out, [c0, c0], gm_out, [row, c0], (rows, N))
+
+    return _row_tiles_over_cores(k, spec, M, R, tile_body)
+
+
