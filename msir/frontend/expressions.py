@@ -220,7 +220,42 @@ class ExpressionsMixin:
             if value == 2:
                 a2 = self.cast(a, dtype, weak)
                 return self.elementwise("mul", a2, a2, node)
+        if prim == "pow":
+            self._check_power(a, b, dtype, node)
         return self._apply_binary(M.ELEMENTWISE_OPS[prim], a, b, dtype, weak)
+
+    def _check_power(self, a: Tensor, b: Tensor, dtype: str, node: ast.AST) -> None:
+        """The powers whose result type NumPy and Python decide by value, which
+        msir fixes at compile time, raise ValueError at run time at the user's
+        line: an integer to a negative integer power (NumPy raises "Integers to
+        negative integer powers are not allowed."; Python ints give a float),
+        and a negative Python float to a non-integer Python float power (Python
+        gives a complex number; NumPy's floats give NaN, as msir does)."""
+        python = a.weak and b.weak and a.ndim == 0 and b.ndim == 0
+        if kind(dtype) == 1:
+            if isinstance(b.ssa.owner, M.ConstantOp) and b.ndim == 0 and _constant_scalar(b) >= 0:
+                return
+            negative = self.compare("lt", b, 0, node)
+            if negative.ndim:
+                negative = self.tensor(M.ReduceMaxOp(self.cast(negative, "int64", False).ssa,
+                                                     tuple(range(negative.ndim)), False), False)
+                negative = self.compare("ne", negative, 0, node)
+            message = ("{0} ** {1}: an int to a negative int power is a float in Python, and msir fixes the "
+                       "result's type at compile time (write float(n) ** k)" if python
+                       else "Integers to negative integer powers are not allowed.")
+            values = [self.cast(a, "int64", False).ssa, self.cast(b, "int64", False).ssa] if python else []
+            self.emit(M.CheckOp(self._not(negative).ssa, "ValueError",
+                                message, values, [0, 1] if python else []))
+        elif python and kind(dtype) == 2:
+            base, exponent = self.cast(a, dtype, True), self.cast(b, dtype, True)
+            fractional = self.compare("ne", exponent, self.unary("floor", exponent, node), node)
+            complex_ = self.binary("and", self.compare("lt", base, 0, node), fractional, node)
+            message = ("({0}) ** {1} is a complex number in Python (a negative float to a non-integer power); "
+                       "msir computes real numbers (np.power gives NaN, as NumPy does)")
+            self.emit(M.CheckOp(self._not(complex_).ssa, "ValueError", message, [base.ssa, exponent.ssa], [0, 1]))
+
+    def _not(self, t: Tensor) -> Tensor:
+        return self.tensor(M.NotOp(t.ssa), t.weak)
 
     def _apply_binary(self, op: type[Operation], a: Tensor, b: Tensor, dtype: str, weak: bool) -> Tensor:
         shape = M.infer_broadcast(a.shape, b.shape)

@@ -114,3 +114,36 @@ def test_ufunc_reductions_of_a_0d_operand_along_axis_0_or_minus_1_are_the_operan
     assert msir.grad(smooth_reduction_of_a_scalar)(np.array(0.5)) == pytest.approx(2 * np.cos(0.5) + 1.0)
     with pytest.raises(IndexError, match="axis 0 is out of bounds for array of dimension 0"):
         msir.jit(mean_of_a_scalar)(np.array(0.5))  # as NumPy: np.mean is not a ufunc reduction
+
+
+def power(base, exponent):
+    return base ** exponent
+
+
+@pytest.mark.parametrize("base, exponent, fragment", [
+    (-1.5, -1.5, "(-1.5) ** -1.5 is a complex number in Python"),  # found as 10:3469 (`s ** s`)
+    (-2, 0.5, "(-2.0) ** 0.5 is a complex number in Python"),
+    (2, -1, "2 ** -1: an int to a negative int power is a float in Python"),
+    (np.arange(4), np.array([1, 2, -1, 0]), "Integers to negative integer powers are not allowed."),
+    (np.arange(4), -3, "Integers to negative integer powers are not allowed."),
+])
+def test_a_power_whose_type_python_or_numpy_decide_by_value_raises_at_the_users_line(base, exponent, fragment):
+    """Python gives a complex number for a negative float to a non-integer
+    power and a float for an int to a negative power; NumPy raises for an
+    integer array to a negative power. msir fixes the result type at compile
+    time, so each raises ValueError at run time (it silently gave NaN and 0)."""
+    for run in (lambda: msir.jit(power)(base, exponent), lambda: pynative(lambda: msir.jit(power)(base, exponent))):
+        with pytest.raises(ValueError) as info:
+            run()
+        assert fragment in str(info.value)
+        assert info.value.loc.line == power.__code__.co_firstlineno + 1
+
+
+@pytest.mark.parametrize("base, exponent", [(-1.5, 2.0), (1.5, -1.5), (3, 4), (np.arange(4), np.array([1, 2, 1, 0])),
+                                            (np.arange(4), 3), (np.float64(-1.5), 0.5), (np.array([-1.5]), 0.5)])
+def test_powers_of_a_real_result_follow_python_and_numpy(base, exponent):
+    with np.errstate(invalid="ignore"):
+        want = power(base, exponent)
+    for got in (msir.jit(power)(base, exponent), pynative(lambda: msir.jit(power)(base, exponent))):
+        assert np.asarray(got).dtype == np.asarray(want).dtype
+        np.testing.assert_allclose(got, want, rtol=1e-12)

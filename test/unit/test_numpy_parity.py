@@ -438,9 +438,8 @@ def int_pow(a, b):
     return a ** b
 
 
-@pytest.mark.xfail(strict=True, reason="integer ** negative integer returns C-style 0/1/-1; NumPy raises ValueError (Integers to negative integer powers are not allowed)")
 def test_integer_negative_power_is_an_error():
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="Integers to negative integer powers are not allowed"):
         msir.jit(int_pow)(np.array([2, 1, -1]), np.array([-1, -2, -3]))
 
 
