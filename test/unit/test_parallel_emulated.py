@@ -191,3 +191,25 @@ def test_several_results_an_argument_and_a_python_float():
 def test_the_device_ir_runs_the_collectives_the_cost_model_prices(case):
     plan = PRICED[case]()
     assert _ir_collectives(plan.device_ir) == _priced_collectives(plan) != []
+
+
+def test_results_are_the_callers_own_arrays():
+    """The runtime passes arguments as views and keeps collectives' outputs shared by a group: a result is never
+    the caller's argument, a value another result or a later call also holds, or a collective's shared output."""
+    def f(x, w):
+        y = ops.matmul(x, w, name="mm")  # contraction split: y is all-reduced, the result is the collective's
+        return y, x, y, ops.relu(y, name="act")
+
+    x, w = MM_ARGS
+    plan = shard(f, (2,), strategies={"mm": "k", "act": "-"}, example_args=MM_ARGS, argnums=())
+    assert "msir_shard.all_reduce" in plan.device_ir
+    first = plan.run(x, w)
+    assert not np.shares_memory(first[1], x)
+    for i, a in enumerate(first):
+        assert all(not np.shares_memory(a, b) for b in first[i + 1:])
+    expected = [a.copy() for a in first]
+    for a in first:
+        a[...] = np.nan  # the caller writes its results
+    second = plan.run(x, w)
+    assert all(np.array_equal(a, b) for a, b in zip(second, expected))
+    assert all(not np.shares_memory(a, b) for a, b in zip(first, second))
