@@ -67,6 +67,7 @@ class EmulatedProgram:
     def __init__(self, module, entry: str):
         from xdsl.dialects import func
 
+        import msir.dialects.msir as M
         import msir.dialects.msir_shard as S
 
         self.module = module
@@ -83,6 +84,7 @@ class EmulatedProgram:
         self.result_layouts = [_layout(a) for a in self.function.res_attrs.data]
         self.global_shapes = [_global_shape(a.type, layout, self.mesh)
                               for a, layout in zip(self.function.body.block.args, self.arg_layouts)]
+        self.arg_dtypes = [np.dtype(M.dtype_of(a.type)) for a in self.function.body.block.args]
         self.steps = self._cut(entry)
         self._compile()
         self._run = None  # planned on the first run

@@ -99,12 +99,49 @@ class Plan:
     def run(self, *global_args):
         """`fn(*global_args)` run sharded on emulated devices, or on the ranks of
         an MPI job: the global results, in the tuples and lists `fn` returns them in."""
-        arg_leaves = self.graph.step_arg_leaves if self.graph.step is not None else self.graph.arg_leaves
+        graph, program = self.graph, self._emulated()
+        arg_leaves = graph.step_arg_leaves if graph.step is not None else graph.arg_leaves
+        if len(global_args) != len(arg_leaves):
+            from msir.errors import MsirTypeError
+
+            raise MsirTypeError(f"the plan of '{graph.fn_name if graph.step is None else graph.step.entry}' takes "
+                                f"{len(arg_leaves)} arguments, got {len(global_args)}", graph.loc)
         leaves = []
         for i, arg in enumerate(global_args):
-            leaves.extend(_leaves(arg) if i < len(arg_leaves) and arg_leaves[i] else [])
-        results = self._emulated().run(*leaves)
-        return _rebuild(self.graph.out_structure, results)
+            if i < len(arg_leaves) and arg_leaves[i]:
+                given = _leaves(arg)
+                self._check_argument(i, given, arg_leaves[i], program)
+                leaves.extend(given)
+        results = program.run(*leaves)
+        return _rebuild(graph.out_structure, results)
+
+    def _check_argument(self, i: int, given: list, positions: list[int], program) -> None:
+        """Argument `i`'s arrays `given` against what the plan was made for (the per-device function's
+        arguments `positions`): a located error naming the argument, its shape and the layout it is stored in."""
+        import numpy as np
+
+        from msir.errors import DTypeError, ShapeError
+
+        graph = self.graph
+        names, locs = (graph.step.arg_names, graph.step.arg_locs) if graph.step is not None else (
+            graph.arg_names, graph.arg_locs)
+        name, loc = (names[i], locs[i]) if i < len(names) else (f"arg{i}", graph.loc)
+        what = f"argument {i} ('{name}') of '{graph.fn_name if graph.step is None else graph.step.entry}'"
+        if len(given) != len(positions):
+            raise ShapeError(f"{what} holds {len(given)} array{'s' * (len(given) != 1)}; the plan was made for "
+                             f"{len(positions)}", loc)
+        for k, (x, j) in enumerate(zip(given, positions)):
+            part = f"array {k} of {what}" if len(positions) > 1 else what
+            if isinstance(x, (bool, int, float)):
+                continue  # a Python scalar takes the type the trace gave it
+            shape, want = np.shape(x), program.global_shapes[j]
+            layout = program.arg_layouts[j]
+            if shape != want:
+                raise ShapeError(f"{part} has shape {shape} (rank {len(shape)}); the plan was made for shape {want} "
+                                 f"(rank {len(want)}), stored in layout {layout}", loc)
+            dtype = np.asarray(x).dtype
+            if dtype != program.arg_dtypes[j]:
+                raise DTypeError(f"{part} has dtype {dtype}; the plan was made for {program.arg_dtypes[j]}", loc)
 
     def _emulated(self):
         if self._program is None:

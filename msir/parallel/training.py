@@ -43,6 +43,8 @@ class Step:
     loss: str  # the differentiated function (the graph's entry)
     argnums: tuple[int, ...]  # the loss's parameters the step differentiates
     loss_arg_of: dict[int, int] = field(default_factory=dict)  # step parameter -> loss parameter it is passed as
+    arg_names: list[str] = field(default_factory=list)  # the step's own parameters, for errors
+    arg_locs: list = field(default_factory=list)
 
 
 def build_graph(fn, example_args: tuple):
@@ -82,6 +84,7 @@ def build_graph(fn, example_args: tuple):
         arg.name_hint = names[-1]
     graph = graph_of_traced(traced, src, [[k] for k in range(len(names))], step.loss, names, locs)
     graph.step, graph.step_arg_leaves = step, arg_leaves
+    step.arg_names, step.arg_locs = [a.arg for a in params], [src.loc(a) for a in params]
     return graph
 
 
