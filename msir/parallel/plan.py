@@ -42,7 +42,7 @@ class Plan:
                 self.leaf_layouts[var.index] = var.options[c]
         self.rows = [self._row_terms(i) for i in range(len(self.graph.nodes))]
         self.leaf_rows = {v: setting.leaf_terms(v, layout) for v, layout in self.leaf_layouts.items()}
-        total = Terms(memory=problem.base_memory)
+        total = Terms(compute=setting.fixed_compute, memory=problem.base_memory)
         for t in (*self.rows, *self.leaf_rows.values()):
             total.add(t)
         self.totals = total
