@@ -865,8 +865,8 @@ class MatMul:
                 isinstance(t, (tuple, list)) and len(t) == 2
                 and all(isinstance(c, int) and not isinstance(c, bool) and c >= 1 for c in t) for t in in_strategy)):
             raise BadArgumentError(f"msir.ops.MatMul.shard: in_strategy must be two tuples of two positive ints, "
-                                   f"one per input, like ((2, 1), (1, 4)); got {in_strategy!r}{_rank_hint(in_strategy)}",
-                                   _caller_loc())
+                                   f"one per input, like ((2, 1), (1, 4)); got {in_strategy!r}"
+                                   f"{_rank_hint(in_strategy)}", _caller_loc())
         from msir.context import set_primitive_strategy
 
         set_primitive_strategy(self.name, tuple(tuple(t) for t in in_strategy))
