@@ -19,6 +19,8 @@ backward, sharded (`msir.parallel.training`).
 
 from __future__ import annotations
 
+import numpy as np
+
 from msir.errors import PlanningError
 from msir.parallel.cost_model import Setting, Terms
 from msir.parallel.mesh_layout import Layout, Strategy, format_strategy
@@ -118,8 +120,16 @@ class Plan:
     def _check_argument(self, i: int, given: list, positions: list[int], program) -> None:
         """Argument `i`'s arrays `given` against what the plan was made for (the per-device function's
         arguments `positions`): a located error naming the argument, its shape and the layout it is stored in."""
-        import numpy as np
+        if len(given) == len(positions):
+            shapes, dtypes = program.global_shapes, program.arg_dtypes
+            # the common case first: an array of the planned shape and dtype (no message is built)
+            if all(type(x) is np.ndarray and x.shape == shapes[j] and x.dtype == dtypes[j]
+                   for x, j in zip(given, positions)):
+                return
+        self._argument_error(i, given, positions, program)
 
+    def _argument_error(self, i: int, given: list, positions: list[int], program) -> None:
+        """`_check_argument`'s error, if there is one (a Python scalar, a list or a Tensor may be right)."""
         from msir.errors import DTypeError, ShapeError
 
         graph = self.graph
@@ -135,10 +145,9 @@ class Plan:
             if isinstance(x, (bool, int, float)):
                 continue  # a Python scalar takes the type the trace gave it
             shape, want = np.shape(x), program.global_shapes[j]
-            layout = program.arg_layouts[j]
             if shape != want:
                 raise ShapeError(f"{part} has shape {shape} (rank {len(shape)}); the plan was made for shape {want} "
-                                 f"(rank {len(want)}), stored in layout {layout}", loc)
+                                 f"(rank {len(want)}), stored in layout {program.arg_layouts[j]}", loc)
             dtype = np.asarray(x).dtype
             if dtype != program.arg_dtypes[j]:
                 raise DTypeError(f"{part} has dtype {dtype}; the plan was made for {program.arg_dtypes[j]}", loc)
