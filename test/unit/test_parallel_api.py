@@ -184,3 +184,15 @@ def test_a_planned_step_run_on_an_argument_of_another_rank():
                                                      r"stored in layout dims=\[\[\]\], partial=\[\]") as e:
         plan.run(args[0], args[1], args[2][:, None])
     assert (e.value.loc.line, e.value.loc.col) == (affine_step.__code__.co_firstlineno, _arg_col(affine_step, "b"))
+
+
+@pytest.mark.parametrize("slices, message", [
+    (((2, 1, 1), (1, 1)), r"slice strategy entry \(2, 1, 1\) for input 0 has 3 numbers, the input has 2 dimensions "
+                          r"\(mk\)"),
+    (((2, 1),), r"slice strategy \(\(2, 1\),\) has 1 entries, the op has 2 inputs \(mk, kn\)"),
+])
+def test_slices_of_another_rank_name_the_op_and_its_line(slices, message):
+    z = np.zeros((8, 8), np.float32)
+    with pytest.raises(PlanningError, match=r"op 'mm' \(mk,kn->mn\): " + message) as e:
+        msir.parallel.shard(weights_first, (2,), {"mm": slices}, example_args=(z, z))
+    assert e.value.loc.line == weights_first.__code__.co_firstlineno + 1  # the op's call
