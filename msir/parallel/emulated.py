@@ -226,12 +226,13 @@ class _PlannedRun:
     assembled) is worked out here, so a call only slices, calls the native
     segments and combines arrays.
 
-    Arrays are never copied on the way in (a device's block of a row-split or
-    replicated argument is a view of the caller's array) nor on the way out
-    when a result is a segment's own output (fresh on every call, so the
-    caller may keep it); a result read from the caller's arguments or from a
-    collective (whose output may be shared by the devices of a group, or be a
-    view of a device's value) is copied, as is a value returned twice."""
+    Arrays are not copied on the way in where a device's block is contiguous
+    (a replicated or row-split argument: a view of the caller's array), nor on
+    the way out when a result is a segment's own output (fresh on every call,
+    so the caller may keep it); a result read from the caller's arguments or
+    from a collective (whose output may be shared by the devices of a group,
+    or be a view of a device's value) is copied, as is a value returned
+    twice."""
 
     def __init__(self, program: EmulatedProgram):
         self.program = program
