@@ -12,7 +12,8 @@ runtime's own work. The two are timed in interleaved blocks (`--repeats`
 blocks each of `--reps` calls, the median call of each block), so a change in
 the machine's load falls on both; the ratio printed is the median of the
 blocks' ratios with their spread. The split of the emulated step is measured
-in a separate block, as its wrappers cost time too. `--threads 1` (the
+in a separate block (each part's median over its calls), as its wrappers
+cost time too. `--threads 1` (the
 default) keeps msir's kernels on one thread, as a loaded machine makes
 threaded kernels wait on each other far longer than they compute.
 """
