@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import math
 import struct
 import threading
 import warnings
@@ -419,6 +420,8 @@ class _MemrefArg:
             (first_dim_slot + j, k) for j, k in enumerate(self.dynamic)
         )
         self.static_dims = tuple((k, d) for k, d in enumerate(self.shape) if d >= 0)
+        # computed once: np.prod on every call costs microseconds, more than a small kernel
+        self.nbytes = None if self.dynamic else self.dtype.itemsize * math.prod(self.shape)
 
     def prepare(self, x) -> np.ndarray:
         """`x` as a C-contiguous, aligned, native-order array of the right type."""
@@ -465,7 +468,7 @@ class _MemrefArg:
                 f"argument {self.position} is an output with a dynamic shape: "
                 "pass its buffer with out="
             )
-        nbytes = self.dtype.itemsize * int(np.prod(self.shape))
+        nbytes = self.nbytes
         if nbytes < allocator.CACHED_FROM:
             return np.empty(self.shape, self.dtype)
         # large: a recycled block of msir's allocator, returned when the array dies

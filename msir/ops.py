@@ -865,7 +865,8 @@ class MatMul:
                 isinstance(t, (tuple, list)) and len(t) == 2
                 and all(isinstance(c, int) and not isinstance(c, bool) and c >= 1 for c in t) for t in in_strategy)):
             raise BadArgumentError(f"msir.ops.MatMul.shard: in_strategy must be two tuples of two positive ints, "
-                                   f"one per input, like ((2, 1), (1, 4)); got {in_strategy!r}")
+                                   f"one per input, like ((2, 1), (1, 4)); got {in_strategy!r}"
+                                   f"{_rank_hint(in_strategy)}", _caller_loc())
         from msir.context import set_primitive_strategy
 
         set_primitive_strategy(self.name, tuple(tuple(t) for t in in_strategy))
@@ -888,6 +889,32 @@ class MatMul:
         if self.transpose_b:
             b = tr.call_value(transpose, [b, (1, 0)], {"name": self.name}, node)
         return tr.call_value(matmul, [a, b], {"name": self.name}, node)
+
+
+def _rank_hint(in_strategy) -> str:
+    """Why slice tuples do not fit MatMul's two matrices, where it is a tuple of another length."""
+    if isinstance(in_strategy, (tuple, list)):
+        for i, t in enumerate(in_strategy[:2]):
+            if isinstance(t, (tuple, list)) and len(t) != 2:
+                return f": the entry for input {i} has {len(t)} numbers, but the input is a matrix (rank 2)"
+    return ""
+
+
+def _caller_loc():
+    """The source position of the user's call into this module (of `MatMul(...).shard(...)`)."""
+    import sys
+
+    from msir.errors import SourceLoc
+
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename == __file__:
+        frame = frame.f_back
+    if frame is None:
+        return None
+    positions = list(frame.f_code.co_positions())  # one per 2-byte instruction
+    start = positions[frame.f_lasti // 2][2] if frame.f_lasti // 2 < len(positions) else None
+    col = start + 1 if start is not None else 1
+    return SourceLoc(frame.f_code.co_filename, frame.f_lineno, col)
 
 
 class _Assign:

@@ -12,7 +12,10 @@ calling it runs `construct`:
   inlined; every other attribute `construct` reads (`self.training`
   included) is a guard of the compiled code, so `set_train()` or a changed
   attribute compiles again instead of running stale code;
-* in PYNATIVE_MODE `construct` runs as Python, op by op, on Tensors.
+* in PYNATIVE_MODE `construct` runs as Python, op by op, on Tensors; under an
+  auto-parallel context that runs on one device, unsharded, so the outermost
+  such call warns (`nn.TrainOneStepCell` and `Model.train` run their
+  compiled step sharded instead, `msir.nn.wrap`).
 
 A `construct` may update its Parameters in both modes, as MindSpore's may:
 `ops.assign(self.p, v)`, or `self.p = v` with a Tensor `v` (which sets the
@@ -40,6 +43,7 @@ Parameter names follow MindSpore (see `msir.common.parameter`):
 
 from __future__ import annotations
 
+import warnings
 from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
@@ -47,7 +51,7 @@ from typing import Any
 from msir import ops
 from msir.common.parameter import PARAMETER_NAME_DEFAULT, Parameter
 from msir.common.tensor import Tensor, unwrap, wrap
-from msir.context import pynative
+from msir.context import auto_parallel_key, pynative
 from msir.errors import ShapeError, UnsupportedSyntaxError
 from msir.transforms import CustomVjp, compile_time
 
@@ -194,7 +198,18 @@ class Cell:
         if pynative():
             if _has_bprop(self) and _any_traced(args):
                 return self._construct_with_bprop(args, kwargs)
-            return wrap(self.construct(*args, **kwargs))
+            if _eager_depth[0] or auto_parallel_key() is None:
+                return wrap(self.construct(*args, **kwargs))
+            if not _any_traced(args):
+                warnings.warn(f"{type(self).__name__} runs eagerly on one device: under set_auto_parallel_context, "
+                              f"PYNATIVE_MODE runs only nn.TrainOneStepCell and Model.train sharded (as compiled "
+                              f"steps); to run this Cell sharded, call it in GRAPH_MODE or through msir.jit",
+                              UserWarning, stacklevel=2)
+            _eager_depth[0] += 1  # the Cells it calls are part of it: no warning of their own
+            try:
+                return wrap(self.construct(*args, **kwargs))
+            finally:
+                _eager_depth[0] -= 1
         graph = self._graph
         if graph is None:
             from msir.api import JitFunction
@@ -264,6 +279,10 @@ def _is_tensor_value(value: Any) -> bool:
 
 def _has_bprop(cell: Cell) -> bool:
     return callable(getattr(type(cell), "bprop", None))
+
+
+_eager_depth = [0]
+"""How many Cells under an auto-parallel context are running eagerly (PYNATIVE_MODE) around this call."""
 
 
 def _any_traced(args: tuple) -> bool:

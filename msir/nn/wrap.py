@@ -10,8 +10,12 @@
   update; it returns the loss.
 
 In PYNATIVE_MODE the step runs eagerly: `msir.value_and_grad(network, None,
-weights)` on the eager tape, then `optimizer(grads)`. In GRAPH_MODE the
-whole step is one compiled function and one native call: the weights and
+weights)` on the eager tape, then `optimizer(grads)`, unless an auto-parallel
+context is set (`msir.set_auto_parallel_context`): then it runs compiled and
+sharded as in GRAPH_MODE, which is what MindSpore does with a Cell it is to
+run distributed in PyNative mode (`mindspore.shard` executes it in graph
+mode). In GRAPH_MODE the whole step is one compiled function and one native
+call: the weights and
 the optimizer's state are explicit arguments of it (the network reads the
 weights through `msir.transforms.BindParameters`), donated
 (`msir.jit(donate_argnums=...)`) so that the native code writes the new
@@ -26,7 +30,7 @@ import types
 
 import msir
 from msir.common.tensor import unwrap, wrap
-from msir.context import pynative
+from msir.context import auto_parallel_key, pynative
 from msir.errors import UnsupportedSyntaxError
 from msir.nn.cell import Cell
 from msir.nn.optim import Optimizer
@@ -92,7 +96,7 @@ class TrainOneStepCell(Cell):
         return loss
 
     def __call__(self, *inputs):
-        if pynative():
+        if pynative() and auto_parallel_key() is None:
             return super().__call__(*inputs)
         optimizer = self.optimizer
         lr = optimizer._current_lr()

@@ -71,11 +71,15 @@ def plan_graph(graph: Graph, mesh: Mesh, strategies: Mapping[str, Any] | None,
         # a training step: its transformation says what needs a gradient; positions are the step's parameters
         argnums = graph.step.argnums if argnums is None else _loss_positions(graph, argnums, "argnums")
         params = None if params is None else _loss_positions(graph, params, "params")
-        input_layouts = {_loss_positions(graph, p, "input_layouts")[0] if isinstance(p, int) else p: layout
-                         for p, layout in (input_layouts or {}).items()}
+        # errors name the step's position the user gave, not the loss's it maps to
+        shown = {(_loss_positions(graph, p, "input_layouts")[0] if isinstance(p, int) else p): p
+                 for p in (input_layouts or {})}
+        input_layouts = {k: input_layouts[p] for k, p in shown.items()}
         input_layouts.update(loss_layouts or {})
+    else:
+        shown = {}
     grad, param = _gradient_leaves(graph, example_args, argnums, params)
-    fixed_layouts = _input_layouts(graph, input_layouts or {}, mesh)
+    fixed_layouts = _input_layouts(graph, input_layouts or {}, mesh, shown)
     setting = Setting(graph, mesh, model, grad, param, frozenset(fixed_layouts))
     fixed = {graph.nodes.index(graph.node(name)): _strategy(graph.node(name), s, mesh)
              for name, s in (strategies or {}).items()}
@@ -125,13 +129,17 @@ def _gradient_leaves(graph: Graph, example_args, argnums, params) -> tuple[set[i
     return grad, {j for i in params_t for j in graph.arg_leaves[i]}
 
 
-def _input_layouts(graph: Graph, layouts: Mapping[int, Layout | str], mesh: Mesh) -> dict[int, Layout]:
+def _input_layouts(graph: Graph, layouts: Mapping[int, Layout | str], mesh: Mesh,
+                   shown: Mapping[int, int]) -> dict[int, Layout]:
+    """The checked layouts by leaf value; `shown`: the position the user wrote for a graph position (a training
+    step's, where the graph's is the loss's), named in errors."""
     out = {}
-    for pos, given in layouts.items():
-        if not isinstance(pos, int) or not 0 <= pos < len(graph.arg_leaves) or len(graph.arg_leaves[pos]) != 1:
+    for k, given in layouts.items():
+        pos = shown.get(k, k)
+        if not isinstance(k, int) or not 0 <= k < len(graph.arg_leaves) or len(graph.arg_leaves[k]) != 1:
             raise PlanningError(f"input_layouts: {pos!r} is not the position of an array argument of "
                                 f"'{graph.fn_name}'", graph.loc)
-        name, loc = graph.arg_names[pos], graph.arg_locs[pos]
+        name, loc = graph.arg_names[k], graph.arg_locs[k]
         try:
             if not isinstance(given, (Layout, str)):
                 raise ValueError(f"expected a msir.parallel.Layout or its text 'dims=[[0],[]], partial=[]', "
@@ -143,7 +151,7 @@ def _input_layouts(graph: Graph, layouts: Mapping[int, Layout | str], mesh: Mesh
         if layout.partial:
             raise PlanningError(f"input_layouts[{pos}] for argument '{name}': an argument cannot be partial "
                                 f"(layout {layout})", loc)
-        value = graph.values[graph.leaves[graph.arg_leaves[pos][0]]]
+        value = graph.values[graph.leaves[graph.arg_leaves[k][0]]]
         if layout.rank != len(value.shape):
             raise PlanningError(f"input_layouts[{pos}]: layout {layout} has rank {layout.rank}, but argument "
                                 f"'{name}' has rank {len(value.shape)} (shape {value.shape})", loc)

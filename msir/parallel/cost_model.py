@@ -17,13 +17,18 @@ parameters. It prices every term of the §4 total:
   normalised loop, the all-reduce of a graph output's partial axes, its
   local output bytes, and, for each leaf it reads that has this one use (a
   tied leaf), the leaf's bytes (4x for a parameter: value, gradient, two
-  Adam moments) and its gradient's reshard to the leaf's layout (the
-  data-parallel gradient all-reduce);
+  Adam moments), its gradient's reshard to the leaf's layout (the
+  data-parallel gradient all-reduce) and, in a training step, the compute of
+  the step's own ops on it in that layout (its optimizer update, 1 FLOP per
+  local element per op: `update_compute`; what no strategy changes is
+  `fixed_compute`). The update's outputs add no memory: they replace the
+  parameter's value (the compiled step donates it);
 * `edge_terms(i, k, s, t)`: use k of op i under strategy t, reading the output
   of its producer under s: the forward reshard and, if the value needs a
   gradient, the backward reshard of the cotangent;
 * `leaf_edge_terms(i, k, layout, t)` and `leaf_terms(v, layout)`: the same for
-  a leaf with several uses (a decision leaf) stored in `layout`;
+  a leaf with several uses (a decision leaf) stored in `layout` (its memory
+  and update);
 * `edge_table(i, k, sources, strategies)`: the times of an edge for every
   pair of options at once (what the search prices its cost graph with).
 
@@ -127,6 +132,14 @@ class Setting:
         self.needs_grad = self._needs_grad()
         self.uses = {v: graph.uses_of(v) for v in graph.leaves}
         self.outputs = set(graph.outputs)
+        # a training step's own ops (its optimizer's update): FLOPs per element of a leaf, in the leaf's layout
+        step = graph.step
+        self.update_flops = {graph.leaves[k]: c for k, c in step.update_flops.items()} if step is not None else {}
+        fixed = step.fixed_flops if step is not None else 0.0
+        fixed += sum(c * math.prod(graph.values[v].shape) for v, c in self.update_flops.items() if not self.uses[v])
+        self.fixed_compute = fixed / model.flops
+        """Seconds of the step's ops that no strategy changes: those not on a parameter, and the update of a
+        parameter the loss does not read (stored whole)."""
 
     def _needs_grad(self) -> list[bool]:
         g = self.graph
@@ -187,6 +200,7 @@ class Setting:
             if self.graph.values[use.value].leaf is not None and not self.is_decision_leaf(use.value):
                 layout = self.in_layout(use, s)
                 t.memory += self.memory_factor(use.value) * self.local_bytes(use.value, layout)
+                t.compute += self.update_compute(use.value, layout)
                 if self.needs_grad[use.value]:
                     t.bwd += self._reshard(self.ct_layout(use, s), layout, use.value)
         t.comm_fwd += self._time(t.fwd)
@@ -265,8 +279,16 @@ class Setting:
         return table
 
     def leaf_terms(self, value: int, layout: Layout) -> Terms:
-        """The memory of a decision leaf stored in `layout`."""
-        return Terms(memory=self.memory_factor(value) * self.local_bytes(value, layout))
+        """The memory of a decision leaf stored in `layout`, and its update's compute."""
+        return Terms(compute=self.update_compute(value, layout),
+                     memory=self.memory_factor(value) * self.local_bytes(value, layout))
+
+    def update_compute(self, value: int, layout: Layout) -> float:
+        """Seconds of a training step's own ops on leaf `value` stored in `layout` (its update)."""
+        flops = self.update_flops.get(value)
+        if not flops:
+            return 0.0
+        return flops * math.prod(layout.local_shape(self.graph.values[value].shape, self.mesh)) / self.model.flops
 
     def data_parallel_axes(self, i: int, s: Strategy) -> int:
         """How many mesh axes strategy s of node i spends on loops no parameter it reads

@@ -30,7 +30,13 @@ axis holds the r-th block of the dimensions that axis splits, major to
 minor), runs the segments device by device in row-major device order and
 the collectives in program order, each summing its devices' values in
 ascending device order (so results are the same on every run), and
-reassembles each result from its layout.
+reassembles each result from its layout. What depends only on the program
+and its shapes (each value's slot, each argument's blocks, each collective's
+device groups, each result's assembly) is planned on the first run
+(`_PlannedRun`), so a call costs the native segments, the collectives' NumPy
+work and a few microseconds per step: the runtime's own work is what the
+issue's target (an emulated data-parallel step <= 1.3x the single-device
+step, `bench/parallel_step.py`) measures against the native code.
 """
 
 from __future__ import annotations
@@ -61,6 +67,7 @@ class EmulatedProgram:
     def __init__(self, module, entry: str):
         from xdsl.dialects import func
 
+        import msir.dialects.msir as M
         import msir.dialects.msir_shard as S
 
         self.module = module
@@ -77,8 +84,10 @@ class EmulatedProgram:
         self.result_layouts = [_layout(a) for a in self.function.res_attrs.data]
         self.global_shapes = [_global_shape(a.type, layout, self.mesh)
                               for a, layout in zip(self.function.body.block.args, self.arg_layouts)]
+        self.arg_dtypes = [np.dtype(M.dtype_of(a.type)) for a in self.function.body.block.args]
         self.steps = self._cut(entry)
         self._compile()
+        self._run = None  # planned on the first run
 
     # -- building ----------------------------------------------------------------
 
@@ -149,15 +158,9 @@ class EmulatedProgram:
 
     def run(self, *global_args) -> list[np.ndarray]:
         args = self.global_arrays(global_args)
-        values = [self.local_arguments(args, coord) for coord in self.devices]  # per device: SSA value -> array
-        for step in self.steps:
-            if isinstance(step, _Segment):
-                for env in values:
-                    self.run_segment(step, env)
-            else:
-                self._collective(step, values)
-        return [self._assemble([env[v] for env in values], layout, v)
-                for v, layout in zip(self.returned, self.result_layouts)]
+        if self._run is None:
+            self._run = _PlannedRun(self)
+        return self._run(args)
 
     def global_arrays(self, global_args: Sequence) -> list[np.ndarray]:
         """The global arguments as arrays, checked against the shapes the function was sharded for."""
@@ -196,29 +199,12 @@ class EmulatedProgram:
             groups.setdefault(coord[:axis] + coord[axis + 1:], []).append(d)
         return list(groups.values())
 
-    def _collective(self, op, values: list[dict]) -> None:
-        import msir.dialects.msir_shard as S
-
-        axis = op.axis.value.data
-        n = self.mesh.shape[axis]
-        for group in self._groups(axis):
-            pieces = [values[d][op.input] for d in group]
-            if isinstance(op, S.AllReduceOp):
-                total = _reduce(pieces, op.kind.data)
-                out = [total] * n
-            elif isinstance(op, S.ReduceScatterOp):
-                out = _chunks(_reduce(pieces, "sum"), n, op.dim.value.data)
-            elif isinstance(op, S.AllGatherOp):
-                out = [np.concatenate(pieces, axis=op.dim.value.data)] * n
-            elif isinstance(op, S.AllSliceOp):
-                out = [_chunks(p, n, op.dim.value.data)[r] for r, p in enumerate(pieces)]
-            else:  # all_to_all
-                dim, to_dim = op.dim.value.data, op.to_dim.value.data
-                cut = [_chunks(p, n, to_dim) for p in pieces]
-                out = [np.ascontiguousarray(np.concatenate([cut[q][r] for q in range(n)], axis=dim))
-                       for r in range(n)]
-            for d, o in zip(group, out):
-                values[d][op.result] = o
+    def collective(self, op, combine, groups: list[list[int]], envs: list[list], src: int, dst: int) -> None:
+        """Collective `op` on every group of devices along its axis: `combine` maps the group's pieces (slot
+        `src` of each device's values `envs`) to their outputs (slot `dst`), in the group's order."""
+        for group in groups:
+            for d, out in zip(group, combine([envs[d][src] for d in group])):
+                envs[d][dst] = out
 
     def _assemble(self, pieces: Sequence[np.ndarray], layout: Layout, value) -> np.ndarray:
         """The global value of a result from the devices' pieces (replicas agree; the first is taken)."""
@@ -230,6 +216,126 @@ class EmulatedProgram:
             if all(c == 0 for a, c in enumerate(coord) if a not in split):
                 out[_block(layout, shape, coord, self.mesh)] = piece
         return out
+
+
+class _PlannedRun:
+    """`EmulatedProgram.run` after its global arguments are checked, planned
+    once: everything that depends only on the program and its shapes (which
+    slot of a device's value list each SSA value takes, each argument's block
+    per device, each collective's device groups, how each result is
+    assembled) is worked out here, so a call only slices, calls the native
+    segments and combines arrays.
+
+    Arrays are not copied on the way in where a device's block is contiguous
+    (a replicated or row-split argument: a view of the caller's array), nor on
+    the way out when a result is a segment's own output (fresh on every call,
+    so the caller may keep it); a result read from the caller's arguments or
+    from a collective (whose output may be shared by the devices of a group,
+    or be a view of a device's value) is copied, as is a value returned
+    twice."""
+
+    def __init__(self, program: EmulatedProgram):
+        self.program = program
+        self.slots: dict = {}
+        devices, mesh = program.devices, program.mesh
+        self.arguments = []  # (slot, None for the whole array, or each device's block)
+        for arg, layout, shape in zip(program.function.body.block.args, program.arg_layouts, program.global_shapes):
+            split = any(layout.dims) and len(shape) > 0
+            self.arguments.append((self._slot(arg), [_block(layout, shape, c, mesh) for c in devices]
+                                   if split else None))
+        self.steps = [self._segment(s) if isinstance(s, _Segment) else self._collective(s) for s in program.steps]
+        fresh = {self.slots[v] for s in program.steps if isinstance(s, _Segment) for v in s.outputs}
+        self.results = []
+        for v, layout in zip(program.returned, program.result_layouts):
+            s = self._slot(v)
+            self.results.append(self._assembler(s, layout, v, copy=s not in fresh))
+            fresh.discard(s)  # returned again: a copy
+        self.n_slots = len(self.slots)
+
+    def __call__(self, args: list[np.ndarray]) -> list[np.ndarray]:
+        envs = [[None] * self.n_slots for _ in self.program.devices]  # per device: slot -> its array
+        for (s, blocks), a in zip(self.arguments, args):
+            if blocks is None:
+                for env in envs:
+                    env[s] = a
+            else:
+                for env, b in zip(envs, blocks):
+                    env[s] = np.ascontiguousarray(a[b])
+        for step in self.steps:
+            step(envs)
+        return [assemble(envs) for assemble in self.results]
+
+    def _slot(self, value) -> int:
+        return self.slots.setdefault(value, len(self.slots))
+
+    def _segment(self, segment: _Segment):
+        ins, outs = [self._slot(v) for v in segment.inputs], [self._slot(v) for v in segment.outputs]
+        program, name = self.program, segment.name
+
+        def run(envs):
+            fn = program.native[name]  # looked up per call, so that a profiler may wrap it
+            for env in envs:
+                for s, value in zip(outs, fn(*[env[i] for i in ins])):
+                    env[s] = value
+
+        return run
+
+    def _collective(self, op):
+        src, dst = self._slot(op.input), self._slot(op.result)
+        groups = self.program._groups(op.axis.value.data)
+        combine = _combiner(op, self.program.mesh.shape[op.axis.value.data])
+        program = self.program
+
+        def run(envs):
+            program.collective(op, combine, groups, envs, src, dst)
+
+        return run
+
+    def _assembler(self, s: int, layout: Layout, value, copy: bool):
+        """The global value of result slot `s` from the devices' pieces (replicas agree; the first is taken)."""
+        import msir.dialects.msir as M
+
+        program = self.program
+        local = M.shape_of(value.type)
+        if not any(layout.dims) or not local:
+            return (lambda envs: np.array(envs[0][s], copy=True)) if copy else (lambda envs: envs[0][s])
+        shape = tuple(n * math.prod(program.mesh.shape[a] for a in axes) for n, axes in zip(local, layout.dims))
+        dtype = np.dtype(M.dtype_of(value.type))
+        split = {a for axes in layout.dims for a in axes}
+        blocks = [(d, _block(layout, shape, coord, program.mesh)) for d, coord in enumerate(program.devices)
+                  if all(c == 0 for a, c in enumerate(coord) if a not in split)]
+
+        def assemble(envs):
+            out = np.empty(shape, dtype)
+            for d, b in blocks:
+                out[b] = envs[d][s]
+            return out
+
+        return assemble
+
+
+def _combiner(op, n: int):
+    """`pieces -> outputs` of collective `op` over a group of `n` devices, the pieces and outputs in the
+    group's order."""
+    import msir.dialects.msir_shard as S
+
+    if isinstance(op, S.AllReduceOp):
+        kind = op.kind.data
+        return lambda pieces: [_reduce(pieces, kind)] * n
+    dim = op.dim.value.data
+    if isinstance(op, S.ReduceScatterOp):
+        return lambda pieces: _chunks(_reduce(pieces, "sum"), n, dim)
+    if isinstance(op, S.AllGatherOp):
+        return lambda pieces: [np.concatenate(pieces, axis=dim)] * n
+    if isinstance(op, S.AllSliceOp):
+        return lambda pieces: [_chunks(p, n, dim)[r] for r, p in enumerate(pieces)]
+    to_dim = op.to_dim.value.data
+
+    def all_to_all(pieces):
+        cut = [_chunks(p, n, to_dim) for p in pieces]
+        return [np.ascontiguousarray(np.concatenate([cut[q][r] for q in range(n)], axis=dim)) for r in range(n)]
+
+    return all_to_all
 
 
 MESH_NAME = "mesh"
@@ -342,12 +448,12 @@ def _chunks(x: np.ndarray, n: int, dim: int) -> list[np.ndarray]:
 
 
 def _reduce(pieces: Sequence[np.ndarray], kind: str) -> np.ndarray:
-    """The sum (or max) of `pieces`, accumulated in their order."""
-    acc = np.array(pieces[0], copy=True)
-    for p in pieces[1:]:
-        if kind == "sum":
-            acc += p
-        else:
-            np.maximum(acc, p, out=acc)
+    """The sum (or max) of `pieces`, accumulated in their order into a new array."""
+    ufunc = np.add if kind == "sum" else np.maximum
+    first = pieces[0]
+    if len(pieces) == 1:
+        return np.array(first, copy=True)
+    acc = ufunc(first, pieces[1], out=np.empty(first.shape, first.dtype))
+    for p in pieces[2:]:
+        ufunc(acc, p, out=acc)
     return acc
-

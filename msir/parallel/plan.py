@@ -19,6 +19,8 @@ backward, sharded (`msir.parallel.training`).
 
 from __future__ import annotations
 
+import numpy as np
+
 from msir.errors import PlanningError
 from msir.parallel.cost_model import Setting, Terms
 from msir.parallel.mesh_layout import Layout, Strategy, format_strategy
@@ -42,7 +44,7 @@ class Plan:
                 self.leaf_layouts[var.index] = var.options[c]
         self.rows = [self._row_terms(i) for i in range(len(self.graph.nodes))]
         self.leaf_rows = {v: setting.leaf_terms(v, layout) for v, layout in self.leaf_layouts.items()}
-        total = Terms(memory=problem.base_memory)
+        total = Terms(compute=setting.fixed_compute, memory=problem.base_memory)
         for t in (*self.rows, *self.leaf_rows.values()):
             total.add(t)
         self.totals = total
@@ -99,12 +101,56 @@ class Plan:
     def run(self, *global_args):
         """`fn(*global_args)` run sharded on emulated devices, or on the ranks of
         an MPI job: the global results, in the tuples and lists `fn` returns them in."""
-        arg_leaves = self.graph.step_arg_leaves if self.graph.step is not None else self.graph.arg_leaves
+        graph, program = self.graph, self._emulated()
+        arg_leaves = graph.step_arg_leaves if graph.step is not None else graph.arg_leaves
+        if len(global_args) != len(arg_leaves):
+            from msir.errors import MsirTypeError
+
+            raise MsirTypeError(f"the plan of '{graph.fn_name if graph.step is None else graph.step.entry}' takes "
+                                f"{len(arg_leaves)} arguments, got {len(global_args)}", graph.loc)
         leaves = []
         for i, arg in enumerate(global_args):
-            leaves.extend(_leaves(arg) if i < len(arg_leaves) and arg_leaves[i] else [])
-        results = self._emulated().run(*leaves)
-        return _rebuild(self.graph.out_structure, results)
+            if i < len(arg_leaves) and arg_leaves[i]:
+                given = _leaves(arg)
+                self._check_argument(i, given, arg_leaves[i], program)
+                leaves.extend(given)
+        results = program.run(*leaves)
+        return _rebuild(graph.out_structure, results)
+
+    def _check_argument(self, i: int, given: list, positions: list[int], program) -> None:
+        """Argument `i`'s arrays `given` against what the plan was made for (the per-device function's
+        arguments `positions`): a located error naming the argument, its shape and the layout it is stored in."""
+        if len(given) == len(positions):
+            shapes, dtypes = program.global_shapes, program.arg_dtypes
+            # the common case first: an array of the planned shape and dtype (no message is built)
+            if all(type(x) is np.ndarray and x.shape == shapes[j] and x.dtype == dtypes[j]
+                   for x, j in zip(given, positions)):
+                return
+        self._argument_error(i, given, positions, program)
+
+    def _argument_error(self, i: int, given: list, positions: list[int], program) -> None:
+        """`_check_argument`'s error, if there is one (a Python scalar, a list or a Tensor may be right)."""
+        from msir.errors import DTypeError, ShapeError
+
+        graph = self.graph
+        names, locs = (graph.step.arg_names, graph.step.arg_locs) if graph.step is not None else (
+            graph.arg_names, graph.arg_locs)
+        name, loc = (names[i], locs[i]) if i < len(names) else (f"arg{i}", graph.loc)
+        what = f"argument {i} ('{name}') of '{graph.fn_name if graph.step is None else graph.step.entry}'"
+        if len(given) != len(positions):
+            raise ShapeError(f"{what} holds {len(given)} array{'s' * (len(given) != 1)}; the plan was made for "
+                             f"{len(positions)}", loc)
+        for k, (x, j) in enumerate(zip(given, positions)):
+            part = f"array {k} of {what}" if len(positions) > 1 else what
+            if isinstance(x, (bool, int, float)):
+                continue  # a Python scalar takes the type the trace gave it
+            shape, want = np.shape(x), program.global_shapes[j]
+            if shape != want:
+                raise ShapeError(f"{part} has shape {shape} (rank {len(shape)}); the plan was made for shape {want} "
+                                 f"(rank {len(want)}), stored in layout {program.arg_layouts[j]}", loc)
+            dtype = np.asarray(x).dtype
+            if dtype != program.arg_dtypes[j]:
+                raise DTypeError(f"{part} has dtype {dtype}; the plan was made for {program.arg_dtypes[j]}", loc)
 
     def _emulated(self):
         if self._program is None:

@@ -43,6 +43,12 @@ class Step:
     loss: str  # the differentiated function (the graph's entry)
     argnums: tuple[int, ...]  # the loss's parameters the step differentiates
     loss_arg_of: dict[int, int] = field(default_factory=dict)  # step parameter -> loss parameter it is passed as
+    arg_names: list[str] = field(default_factory=list)  # the step's own parameters, for errors
+    arg_locs: list = field(default_factory=list)
+    # the step's own ops (the optimizer's update, `update_flops`): FLOPs per element of loss parameter k, in
+    # its layout; and the FLOPs of the others, computed whole on every device
+    update_flops: dict[int, float] = field(default_factory=dict)
+    fixed_flops: float = 0.0
 
 
 def build_graph(fn, example_args: tuple):
@@ -82,6 +88,7 @@ def build_graph(fn, example_args: tuple):
         arg.name_hint = names[-1]
     graph = graph_of_traced(traced, src, [[k] for k in range(len(names))], step.loss, names, locs)
     graph.step, graph.step_arg_leaves = step, arg_leaves
+    step.arg_names, step.arg_locs = [a.arg for a in params], [src.loc(a) for a in params]
     return graph
 
 
@@ -117,7 +124,60 @@ def find_step(module, entry: str, loc) -> Step | None:
     for i, v in enumerate(passed):
         if isinstance(v, BlockArgument) and v.owner is f.body.block:
             step.loss_arg_of.setdefault(v.index, i)
+    step.update_flops, step.fixed_flops = update_flops(f, step, transform, apply)
     return step
+
+
+def update_flops(f, step: Step, transform, apply) -> tuple[dict[int, float], float]:
+    """What step function `f` computes besides the loss's forward and backward, priced as §4 prices the ops
+    of the whole step (1 FLOP per element an op computes, forward only: the step is not differentiated):
+    typically the optimizer's update. An op computing on the value, gradient or optimizer state of loss
+    parameter k (an operand of as many elements as the op computes, tracing back to k's argument or its
+    gradient) runs in k's layout, as `msir-shard{propagate=true}` places it: it counts per element of k
+    (`update_flops[k]`); any other op counts whole (`fixed`). Views and constants are free (§4 folds them
+    into their consumers); an op with regions (a loop or a branch of the step) counts as one op."""
+    from xdsl.dialects import func
+    from xdsl.dialects.builtin import TensorType
+
+    import msir.dialects.msir as M
+
+    def elements(v) -> int:
+        import math
+
+        return math.prod(M.shape_of(v.type)) if isinstance(v.type, TensorType) else 1
+
+    tag = {arg: step.loss_arg_of[j] for j, arg in enumerate(f.body.block.args) if j in step.loss_arg_of}
+    n = len(step.argnums)
+    grads = list(apply.results[:n]) if isinstance(transform, M.GradOp) else (
+        list(apply.results[-n:]) if isinstance(transform, M.ValueAndGradOp) else [])
+    pullback = apply.results[-1] if isinstance(transform, M.VjpOp) else None
+    for g, k in zip(grads, step.argnums):
+        tag[g] = k
+    per_element: dict[int, float] = {}
+    fixed = 0.0
+    views = (M.BroadcastToOp, M.TransposeOp, M.ReshapeOp)
+    skipped = (M.ClosureOp, M.GradOp, M.ValueAndGradOp, M.VjpOp, M.ConstantOp, func.ReturnOp)
+    for op in f.body.block.ops:
+        if isinstance(op, M.ApplyOp):
+            if pullback is not None and op.operands[0] is pullback:
+                for g, k in zip(op.results, step.argnums):
+                    tag[g] = k
+            continue
+        if isinstance(op, skipped) or not op.results:
+            continue
+        operands = [v for v in op.operands if isinstance(v.type, TensorType)]
+        size = max([elements(r) for r in op.results] + [elements(v) for v in operands])
+        k = next((tag[v] for v in operands if v in tag and elements(v) == size), None)
+        if k is not None:
+            for r in op.results:
+                tag[r] = k
+        if isinstance(op, views):
+            continue
+        if k is None:
+            fixed += size
+        else:  # an operand of k's shape: one FLOP per element of k
+            per_element[k] = per_element.get(k, 0.0) + 1.0
+    return per_element, fixed
 
 
 def sharded_step_module(graph, mesh, strategies: dict, layouts):

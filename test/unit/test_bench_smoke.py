@@ -33,3 +33,17 @@ def test_bench_quick_msir_and_numpy(tmp_path):
         assert lim["copy_gb_s_best"] > 0 and lim["sgemm_gflop_s_best"] > 0
         assert lim["openblas_coretype"] is None
     assert "workload" in report["table"] and "x msir" in report["table"]
+
+
+def test_parallel_step_bench_runs_and_agrees():
+    """`bench/parallel_step.py` (the emulated data-parallel step against the single-device one): it runs its
+    interleaved blocks and its instrumented split, and the two steps agree; times are not checked."""
+    import re
+
+    p = subprocess.run([sys.executable, str(BENCH / "parallel_step.py"), "--reps", "2", "--repeats", "2"],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert re.search(r"ratio +\d+\.\d+x median \[\d+\.\d+, \d+\.\d+\]", p.stdout), p.stdout
+    assert re.search(r"native segments +\d+\.\d+ ms \(2 per device\)", p.stdout), p.stdout
+    difference = float(re.search(r"max relative difference from the single-device step: (\S+)", p.stdout)[1])
+    assert difference < 1e-5, p.stdout

@@ -2,6 +2,7 @@
 stays light), scipy only imported for an ILP, `msir.jit` functions planned
 like plain ones, ties broken towards data parallelism, and argument checks."""
 
+import re
 import subprocess
 import sys
 
@@ -128,3 +129,70 @@ def test_bad_arguments_are_msir_errors(call, message):
     z = np.zeros((8, 8), np.float32)
     with pytest.raises(PlanningError, match=message):
         call((z, z))
+
+
+def affine_loss(w, b, x):
+    return ops.reduce_sum(ops.add(ops.matmul(x, w, name="mm"), b, name="bias"), name="loss")
+
+
+def affine_step(x, w, b):  # its positions are not the loss's: x is the step's 0 and the loss's 2
+    return msir.value_and_grad(affine_loss, argnums=(0, 1))(w, b, x)
+
+
+def _arg_col(fn, name):
+    """The 1-based column of parameter `name` on `fn`'s def line (the location of its errors)."""
+    import inspect
+
+    line = inspect.getsource(fn).splitlines()[0]
+    return line.index(f"{name},") + 1 if f"{name}," in line else line.index(f"{name})") + 1
+
+
+@pytest.mark.parametrize("fn, position, layout, rank, name, shape", [
+    (weights_first, 1, msir.parallel.Layout([[0]], []), 1, "x", (8, 8)),  # MindSpore's form, as lists
+    (weights_first, 0, msir.parallel.Layout(((0,), (), ())), 3, "w", (8, 8)),
+    (weights_first, 0, "dims=[[0]], partial=[]", 1, "w", (8, 8)),
+    (affine_step, 0, "dims=[[0]]", 1, "x", (8, 16)),
+    (affine_step, 2, "dims=[[0],[]]", 2, "b", (4,)),
+])
+def test_a_layout_of_another_rank_names_argument_layout_shape_and_line(fn, position, layout, rank, name, shape):
+    """The step's own position is named (not the loss's), with the argument's name, the layout and its rank,
+    the argument's rank and shape, at the argument's parameter."""
+    args = (np.zeros((8, 8), np.float32),) * 2 if fn is weights_first else (
+        np.zeros((8, 16), np.float32), np.zeros((16, 4), np.float32), np.zeros(4, np.float32))
+    text = str(msir.parallel.Layout.of(layout)).replace("[", r"\[").replace("]", r"\]")
+    with pytest.raises(PlanningError, match=rf"input_layouts\[{position}\]: layout {text} has rank {rank}, but "
+                                            rf"argument '{name}' has rank {len(shape)} "
+                                            rf"\({'shape ' + re.escape(str(shape))}\)") as e:
+        msir.parallel.shard(fn, (2,), input_layouts={position: layout}, example_args=args)
+    assert (e.value.loc.line, e.value.loc.col) == (fn.__code__.co_firstlineno, _arg_col(fn, name))
+
+
+def test_a_layout_that_does_not_divide_a_step_argument_names_the_step_position():
+    args = (np.zeros((9, 16), np.float32), np.zeros((16, 4), np.float32), np.zeros(4, np.float32))
+    with pytest.raises(PlanningError, match=r"input_layouts\[0\]: mesh axis 0 \(size 2\) splits dimension 0 "
+                                            r"\(size 9\) of argument 'x' 2 ways, which does not divide it") as e:
+        msir.parallel.shard(affine_step, (2,), input_layouts={0: "dims=[[0],[]]"}, example_args=args)
+    assert (e.value.loc.line, e.value.loc.col) == (affine_step.__code__.co_firstlineno, _arg_col(affine_step, "x"))
+
+
+def test_a_planned_step_run_on_an_argument_of_another_rank():
+    """auto_shard's plan (stored layouts chosen by the search) run on arguments it was not made for."""
+    args = (np.zeros((8, 16), np.float32), np.zeros((16, 4), np.float32), np.zeros(4, np.float32))
+    plan = msir.parallel.auto_shard(affine_step, (2,), args)
+    with pytest.raises(msir.errors.ShapeError, match=r"argument 2 \('b'\) of 'affine_step' has shape \(4, 1\) "
+                                                     r"\(rank 2\); the plan was made for shape \(4,\) \(rank 1\), "
+                                                     r"stored in layout dims=\[\[\]\], partial=\[\]") as e:
+        plan.run(args[0], args[1], args[2][:, None])
+    assert (e.value.loc.line, e.value.loc.col) == (affine_step.__code__.co_firstlineno, _arg_col(affine_step, "b"))
+
+
+@pytest.mark.parametrize("slices, message", [
+    (((2, 1, 1), (1, 1)), r"slice strategy entry \(2, 1, 1\) for input 0 has 3 numbers, the input has 2 dimensions "
+                          r"\(mk\)"),
+    (((2, 1),), r"slice strategy \(\(2, 1\),\) has 1 entries, the op has 2 inputs \(mk, kn\)"),
+])
+def test_slices_of_another_rank_name_the_op_and_its_line(slices, message):
+    z = np.zeros((8, 8), np.float32)
+    with pytest.raises(PlanningError, match=r"op 'mm' \(mk,kn->mn\): " + message) as e:
+        msir.parallel.shard(weights_first, (2,), {"mm": slices}, example_args=(z, z))
+    assert e.value.loc.line == weights_first.__code__.co_firstlineno + 1  # the op's call

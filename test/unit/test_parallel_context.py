@@ -144,10 +144,16 @@ def test_primitive_shard_sets_semi_auto_strategies():
     assert plan.strategy_of(MM2.name) == "k,n"  # w2 given as (n, k): n 4 ways, k 2 ways
 
 
-@pytest.mark.parametrize("strategy", [((2, 1),), ((2, 1), (1, 0)), "m,n"])
-def test_primitive_shard_refuses_bad_strategies(strategy):
-    with pytest.raises(msir.ops.BadArgumentError, match="two tuples of two positive ints"):
+@pytest.mark.parametrize("strategy, why", [
+    (((2, 1),), ""), (((2, 1), (1, 0)), ""), ("m,n", ""),
+    (((2, 1), (1, 4, 1)), ": the entry for input 1 has 3 numbers, but the input is a matrix (rank 2)"),
+])
+def test_primitive_shard_refuses_bad_strategies(strategy, why):
+    with pytest.raises(msir.ops.BadArgumentError, match="two tuples of two positive ints") as e:
         ops.MatMul().shard(strategy)
+    assert str(e.value).splitlines()[0].endswith(f"got {strategy!r}{why}")
+    assert e.value.loc.file == __file__  # the user's .shard(...), at its column
+    assert e.value.loc.source_line()[e.value.loc.col - 1:] == "ops.MatMul().shard(strategy)"
 
 
 UNSLICEABLE = ops.MatMul().shard(((3, 1), (1, 1)))

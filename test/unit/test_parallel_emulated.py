@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from msir import ops
-from msir.errors import ShapeError
+from msir.errors import DTypeError, MsirTypeError, ShapeError
 from msir.parallel import Layout, shard
 
 MESHES = [(2,), (4,), (2, 2), (2, 4)]
@@ -135,11 +135,29 @@ def test_runs_are_deterministic_and_leave_the_arguments_alone():
     assert all(np.array_equal(a, b) for a, b in zip(MLP_ARGS, saved))  # the devices share the callers' arrays
 
 
-def test_wrong_argument_shape_is_a_shape_error():
+def test_arguments_unlike_the_planned_ones_are_located_errors():
+    """Another shape, another rank, another dtype, another count: each names the argument (position and
+    Python name), what the plan was made for and the layout it stores it in, at the function's parameter."""
     plan = shard(matmul, 2, strategies={"mm": "m"}, example_args=MM_ARGS, argnums=())
-    with pytest.raises(ShapeError, match=r"argument 1 of matmul has shape \(32, 8\); the sharded function was "
-                                         r"built for \(32, 24\)"):
-        plan.run(MM_ARGS[0], MM_ARGS[1][:, :8])
+    x, w = MM_ARGS
+    line = matmul.__code__.co_firstlineno
+    with pytest.raises(ShapeError, match=r"argument 1 \('w'\) of 'matmul' has shape \(32, 8\) \(rank 2\); the plan "
+                                         r"was made for shape \(32, 24\) \(rank 2\), stored in layout "
+                                         r"dims=\[\[\],\[\]\], partial=\[\]") as e:
+        plan.run(x, w[:, :8])
+    assert (e.value.loc.line, e.value.loc.col) == (line, 15)
+    with pytest.raises(ShapeError, match=r"argument 0 \('x'\) of 'matmul' has shape \(16, 32, 1\) \(rank 3\); the "
+                                         r"plan was made for shape \(16, 32\) \(rank 2\), stored in layout "
+                                         r"dims=\[\[0\],\[\]\], partial=\[\]") as e:
+        plan.run(x[..., None], w)
+    assert (e.value.loc.line, e.value.loc.col) == (line, 12)
+    with pytest.raises(DTypeError, match=r"argument 0 \('x'\) of 'matmul' has dtype float64; the plan was made for "
+                                         r"float32") as e:
+        plan.run(x.astype(np.float64), w)
+    assert e.value.loc.line == line
+    with pytest.raises(MsirTypeError, match=r"the plan of 'matmul' takes 2 arguments, got 1") as e:
+        plan.run(x)
+    assert e.value.loc.line == line
 
 
 @pytest.mark.parametrize("mesh", MESHES)
@@ -191,3 +209,25 @@ def test_several_results_an_argument_and_a_python_float():
 def test_the_device_ir_runs_the_collectives_the_cost_model_prices(case):
     plan = PRICED[case]()
     assert _ir_collectives(plan.device_ir) == _priced_collectives(plan) != []
+
+
+def test_results_are_the_callers_own_arrays():
+    """The runtime passes arguments as views and keeps collectives' outputs shared by a group: a result is never
+    the caller's argument, a value another result or a later call also holds, or a collective's shared output."""
+    def f(x, w):
+        y = ops.matmul(x, w, name="mm")  # contraction split: y is all-reduced, the result is the collective's
+        return y, x, y, ops.relu(y, name="act")
+
+    x, w = MM_ARGS
+    plan = shard(f, (2,), strategies={"mm": "k", "act": "-"}, example_args=MM_ARGS, argnums=())
+    assert "msir_shard.all_reduce" in plan.device_ir
+    first = plan.run(x, w)
+    assert not np.shares_memory(first[1], x)
+    for i, a in enumerate(first):
+        assert all(not np.shares_memory(a, b) for b in first[i + 1:])
+    expected = [a.copy() for a in first]
+    for a in first:
+        a[...] = np.nan  # the caller writes its results
+    second = plan.run(x, w)
+    assert all(np.array_equal(a, b) for a, b in zip(second, expected))
+    assert all(not np.shares_memory(a, b) for a, b in zip(first, second))

@@ -215,8 +215,9 @@ def test_bad_strategies_layouts_and_names():
         msir.parallel.shard(mlp, (4,), input_layouts={1: "dims=[[0]]"}, example_args=args)
     assert e.value.loc.line == line
     with pytest.raises(PlanningError, match=r"mesh axis 0 \(size 3\) splits dimension 0 \(size 1024\) of "
-                                            r"argument 'w1' 3 ways"):
+                                            r"argument 'w1' 3 ways") as e:
         msir.parallel.shard(mlp, (3,), input_layouts={1: "dims=[[0],[]]"}, example_args=args)
+    assert e.value.loc.line == line
     plan = msir.parallel.auto_shard(mlp, (4,), args, cost_model=ONE_AXIS)
     with pytest.raises(PlanningError, match="no op named 'nope'"):
         plan.strategy_of("nope")

@@ -5,10 +5,12 @@ passes to its loss inside those tuples gets its layout: the batch split, the
 weights replicated, their gradients all-reduced), run on 2 emulated devices,
 and the new weights and state are written back into the Parameters. Over 20
 steps the losses are the serial loop's within rtol 1e-4, and so are the
-trained weights.
+trained weights. In PYNATIVE_MODE the same compiled step runs sharded under the
+context; another Cell run eagerly there warns that it runs on one device.
 """
 
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -95,3 +97,43 @@ def test_model_train_data_parallel_gives_the_serial_losses():
     np.testing.assert_allclose(losses, serial, rtol=1e-4)
     plans = list(train_network._compiled_step()._plans.values())
     assert len(plans) == 1 and "msir_shard.all_reduce" in plans[0].device_ir  # it ran the sharded step
+
+
+def test_in_pynative_mode_the_training_cells_run_the_sharded_step():
+    """PYNATIVE_MODE under the context: the step runs compiled and sharded (as MindSpore runs a Cell it shards
+    in PyNative mode as a graph), with the losses of the serial PYNATIVE loop, which runs eagerly."""
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    try:
+        serial_losses, serial_weights, serial_step = _train_one_step_cell(parallel=False)
+        losses, weights, step = _train_one_step_cell(parallel=True)
+        model_serial, _ = _model_train_losses(parallel=False)
+        model_losses, train_network = _model_train_losses(parallel=True)
+    finally:
+        ms.set_context(mode=ms.GRAPH_MODE)
+    assert vars(serial_step).get("__msir_jit_step") is None  # the serial PYNATIVE step ran eagerly
+    np.testing.assert_allclose(losses, serial_losses, rtol=1e-4)
+    for got, want in zip(weights, serial_weights):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+    np.testing.assert_allclose(model_losses, model_serial, rtol=1e-4)
+    for trained in (step, train_network):
+        plans = list(trained._compiled_step()._plans.values())
+        assert len(plans) == 1 and plans[0].device_ir.count("msir_shard.all_reduce") == 5
+
+
+def test_in_pynative_mode_a_cell_run_eagerly_under_the_context_warns_once_per_call():
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    net = _mlp()
+    x = ms.Tensor(_batches(1)[0][0])
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            want = net(x).asnumpy()
+            assert caught == []  # no context: nothing to say
+            ms.set_auto_parallel_context(parallel_mode="data_parallel", device_num=2)
+            got = net(x).asnumpy()  # the SequentialCell's own Dense and ReLU calls do not warn again
+    finally:
+        ms.set_context(mode=ms.GRAPH_MODE)
+    assert [str(w.message).split(":")[0] for w in caught] == ["SequentialCell runs eagerly on one device"]
+    assert "PYNATIVE_MODE runs only nn.TrainOneStepCell and Model.train sharded" in str(caught[0].message)
+    assert caught[0].filename == __file__  # at the user's call
+    np.testing.assert_array_equal(got, want)

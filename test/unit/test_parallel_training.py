@@ -155,3 +155,33 @@ def test_run_returns_the_steps_tuples_and_lists_and_names_a_tuples_arrays():
     value, [g1, (gb, g2)] = plan.run(weights, *ARGS[3:])
     for got, want in zip((value, g1, gb, g2), _serial(gradient_step)):
         _check(got, want)
+
+
+def momentum_step(w1, b1, w2, x, y, m1):
+    """SGD on b1 and w2; momentum on w1, whose velocity m1 the loss does not read."""
+    g1, gb, g2 = msir.grad(loss, argnums=(0, 1, 2))(w1, b1, w2, x, y)
+    v1 = 0.9 * m1 + g1
+    return w1 - 0.1 * v1, b1 - 0.1 * gb, w2 - 0.1 * g2, v1
+
+
+@pytest.mark.parametrize("case", STRATEGIES)
+def test_a_steps_cost_counts_its_update_in_each_parameters_layout(case):
+    """§4 prices every op of the step: the update's elementwise ops, 1 FLOP per local element each, in the
+    layout of the parameter they update (no communication: the gradient arrives synced in that layout).
+    By hand: sgd_step's update is a mul and a sub per element of w1 (8x16), b1 (16) and w2 (16x4)."""
+    mesh, strategies = STRATEGIES[case]
+    model = CostModel(alpha=1e-5, bandwidth=1e9, flops=1e9)
+    step = shard(sgd_step, mesh, strategies=strategies, example_args=ARGS, cost_model=model)
+    alone = shard(loss, mesh, strategies=strategies, example_args=ARGS, cost_model=model, argnums=(0, 1, 2))
+    assert step.strategies == alone.strategies
+    local = [np.prod(step.layout_of(i).local_shape(shape, step.mesh)) for i, shape in enumerate([(8, 16), (16,),
+                                                                                                   (16, 4)])]
+    update = 2 * sum(local) / model.flops
+    assert step.cost == pytest.approx(alone.cost + update, rel=1e-9)
+    assert step.breakdown["compute_s"] == pytest.approx(alone.breakdown["compute_s"] + update, rel=1e-9)
+    assert step.breakdown["memory_bytes"] == alone.breakdown["memory_bytes"]  # the new values replace the old
+    # the velocity: 0.9 * m1 reads no parameter (whole on every device, as it runs: m1 has no layout), the add
+    # and the update of w1 run in w1's layout
+    args = [*ARGS, np.zeros((8, 16), np.float32)]
+    momentum = shard(momentum_step, mesh, strategies=strategies, example_args=args, cost_model=model)
+    assert momentum.cost == pytest.approx(alone.cost + update + (8 * 16 + local[0]) / model.flops, rel=1e-9)
