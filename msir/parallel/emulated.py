@@ -37,11 +37,23 @@ device groups, each result's assembly) is planned on the first run
 work and a few microseconds per step: the runtime's own work is what the
 issue's target (an emulated data-parallel step <= 1.3x the single-device
 step, `bench/parallel_step.py`) measures against the native code.
+
+Every run records where its time went: `program.last_profile` (also
+`plan.last_profile`, and `msir.parallel.last_profile()` for the latest run
+in this process, e.g. of a `msir.jit` function under the auto-parallel
+context) is a `RunProfile` of wall-clock seconds: `total_s` (the whole
+`run`), `segments_s` (the native segments, of every device here),
+`collectives_s` (the program's `msir_shard` collectives) with their
+`collective_calls` and `collective_bytes` (the inputs' bytes on one device),
+and `other_s`, the rest (splitting arguments, assembling results, dispatch).
+The parts are non-negative and sum to at most `total_s`; taking them costs
+two `perf_counter` calls per segment and per collective.
 """
 
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -59,6 +71,37 @@ class _Segment:
     ops: list
     inputs: list  # SSA values of the per-device function it reads from before it
     outputs: list  # those it defines that are read after it
+
+
+@dataclass
+class RunProfile:
+    """Where one run of a per-device program spent its wall-clock time, in seconds (module docstring)."""
+
+    total_s: float = 0.0
+    segments_s: float = 0.0
+    """The native segments: of every device on emulated devices, of this rank's under MPI."""
+    collectives_s: float = 0.0
+    """The program's collectives; under MPI this includes waiting for the other ranks to reach them."""
+    collective_calls: int = 0
+    collective_bytes: int = 0
+    """The bytes of the collectives' inputs on one device."""
+
+    @property
+    def other_s(self) -> float:
+        """The rest of the run: splitting the arguments, assembling the results, dispatch."""
+        return max(0.0, self.total_s - self.segments_s - self.collectives_s)
+
+
+_latest: list[RunProfile] = []
+
+
+def last_profile() -> RunProfile | None:
+    """The profile of the latest run of a per-device program in this process (None before the first)."""
+    return _latest[0] if _latest else None
+
+
+def _record(profile: RunProfile) -> None:
+    _latest[:] = [profile]
 
 
 class EmulatedProgram:
@@ -88,6 +131,7 @@ class EmulatedProgram:
         self.steps = self._cut(entry)
         self._compile()
         self._run = None  # planned on the first run
+        self.last_profile: RunProfile | None = None
 
     # -- building ----------------------------------------------------------------
 
@@ -157,10 +201,16 @@ class EmulatedProgram:
     # -- running -------------------------------------------------------------------
 
     def run(self, *global_args) -> list[np.ndarray]:
+        start = time.perf_counter()
         args = self.global_arrays(global_args)
         if self._run is None:
             self._run = _PlannedRun(self)
-        return self._run(args)
+        profile = RunProfile()
+        results = self._run(args, profile)
+        profile.total_s = time.perf_counter() - start
+        self.last_profile = profile
+        _record(profile)
+        return results
 
     def global_arrays(self, global_args: Sequence) -> list[np.ndarray]:
         """The global arguments as arrays, checked against the shapes the function was sharded for."""
@@ -252,7 +302,7 @@ class _PlannedRun:
             fresh.discard(s)  # returned again: a copy
         self.n_slots = len(self.slots)
 
-    def __call__(self, args: list[np.ndarray]) -> list[np.ndarray]:
+    def __call__(self, args: list[np.ndarray], profile: RunProfile) -> list[np.ndarray]:
         envs = [[None] * self.n_slots for _ in self.program.devices]  # per device: slot -> its array
         for (s, blocks), a in zip(self.arguments, args):
             if blocks is None:
@@ -262,7 +312,7 @@ class _PlannedRun:
                 for env, b in zip(envs, blocks):
                     env[s] = np.ascontiguousarray(a[b])
         for step in self.steps:
-            step(envs)
+            step(envs, profile)
         return [assemble(envs) for assemble in self.results]
 
     def _slot(self, value) -> int:
@@ -272,11 +322,13 @@ class _PlannedRun:
         ins, outs = [self._slot(v) for v in segment.inputs], [self._slot(v) for v in segment.outputs]
         program, name = self.program, segment.name
 
-        def run(envs):
+        def run(envs, profile):
+            start = time.perf_counter()
             fn = program.native[name]  # looked up per call, so that a profiler may wrap it
             for env in envs:
                 for s, value in zip(outs, fn(*[env[i] for i in ins])):
                     env[s] = value
+            profile.segments_s += time.perf_counter() - start
 
         return run
 
@@ -285,9 +337,14 @@ class _PlannedRun:
         groups = self.program._groups(op.axis.value.data)
         combine = _combiner(op, self.program.mesh.shape[op.axis.value.data])
         program = self.program
+        nbytes = _nbytes(op.input.type)
 
-        def run(envs):
+        def run(envs, profile):
+            start = time.perf_counter()
             program.collective(op, combine, groups, envs, src, dst)
+            profile.collectives_s += time.perf_counter() - start
+            profile.collective_calls += 1
+            profile.collective_bytes += nbytes
 
         return run
 
@@ -415,6 +472,13 @@ def _stages(ops: list, returned: list) -> dict:
         if bounds:
             stage[op] = min(bounds)
     return stage
+
+
+def _nbytes(t) -> int:
+    """The bytes of a value of (tensor or scalar) type `t`."""
+    import msir.dialects.msir as M
+
+    return math.prod(M.shape_of(t)) * np.dtype(M.dtype_of(t)).itemsize
 
 
 def _layout(attrs) -> Layout:

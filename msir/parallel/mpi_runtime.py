@@ -21,9 +21,19 @@ coordinate, ordered by it): all_reduce is `Allreduce` (sum or max),
 reduce_scatter `Reduce_scatter_block`, all_gather `Allgather`, all_to_all
 `Alltoall`; all_slice is local. Every rank holds the global arguments (the
 script computes them, as on one process) and takes its own block; every rank
-returns the global results, assembled from the devices' pieces with one
-`Allgather` each. Sums over two ranks are the emulated runtime's bit for bit;
-over more, MPI's reduction order may round differently in the last bit.
+returns the global results: a split result assembled from the devices'
+pieces with one `Allgather`, a replicated one (which every device holds
+whole, equal on all: a sum is all-reduced to every rank alike) from this
+rank's own copy, without communication. Sums over two ranks are the
+emulated runtime's bit for bit; over more, MPI's reduction order may round
+differently in the last bit.
+
+Each run's `last_profile` (`msir.parallel.emulated.RunProfile`) is this
+rank's: `segments_s` its native segments, `collectives_s` the program's
+collectives through MPI, including the time this rank waits in them for the
+others (so a slower rank shows up as a larger collective share on the
+faster ones), `other_s` the rest (its blocks of the arguments, the results'
+`Allgather`s, the broadcast to ranks beyond the mesh).
 
 Under N > 1 ranks, an uncaught exception on one rank aborts the whole job
 (never a hang), also under a bare `mpiexec python script.py`.
@@ -40,11 +50,12 @@ from __future__ import annotations
 import math
 import os
 import sys
+import time
 
 import numpy as np
 
 from msir.errors import MsirError, PlanningError, SourceLoc
-from msir.parallel.emulated import EmulatedProgram, _Segment
+from msir.parallel.emulated import EmulatedProgram, RunProfile, _record, _Segment
 
 # The environment variables MPI launchers give each rank: its rank, the world
 # size, the ranks on this host (MPICH's hydra, Open MPI, PMIx launchers)
@@ -145,6 +156,8 @@ class MpiProgram(EmulatedProgram):
                                 f"devices", loc)
         self.world = comm
         self.mesh_size = size
+        # the values a segment computes afresh on every run: returned as they are, the others copied
+        self._fresh = {v for s in self.steps if isinstance(s, _Segment) for v in s.outputs}
         rank = comm.Get_rank()
         # device r of the mesh is rank r; the ranks beyond the mesh take no part in its collectives
         self.comm = comm.Split(0 if rank < size else _undefined(), rank)
@@ -159,19 +172,33 @@ class MpiProgram(EmulatedProgram):
                 self.axis_comms.append(self.comm.Split(color, self.coord[axis]))
 
     def run(self, *global_args) -> list[np.ndarray]:
+        start = time.perf_counter()
+        profile = RunProfile()
         args = self.global_arrays(global_args)
         results = None
         if self.coord is not None:
             env = self.local_arguments(args, self.coord)
             for step in self.steps:
+                t = time.perf_counter()
                 if isinstance(step, _Segment):
                     self.run_segment(step, env)
+                    profile.segments_s += time.perf_counter() - t
                 else:
-                    self._mpi_collective(step, env)
-            results = [self._assemble(self._gather(env[v]), layout, v)
-                       for v, layout in zip(self.returned, self.result_layouts)]
+                    profile.collective_bytes += self._mpi_collective(step, env)
+                    profile.collectives_s += time.perf_counter() - t
+                    profile.collective_calls += 1
+            results, returned = [], set()
+            for v, layout in zip(self.returned, self.result_layouts):
+                if any(layout.dims):
+                    results.append(self._assemble(self._gather(env[v]), layout, v))
+                else:  # replicated: this rank's copy is the global value (copied unless a segment made it)
+                    results.append(env[v] if v in self._fresh and v not in returned else np.array(env[v]))
+                returned.add(v)
         if self.mesh_size < self.world.Get_size():
             results = self.world.bcast(results, root=0)
+        profile.total_s = time.perf_counter() - start
+        self.last_profile = profile
+        _record(profile)
         return results
 
     def _gather(self, piece: np.ndarray) -> list[np.ndarray]:
@@ -181,7 +208,8 @@ class MpiProgram(EmulatedProgram):
         self.comm.Allgather(piece, pieces)
         return list(pieces)
 
-    def _mpi_collective(self, op, env: dict) -> None:
+    def _mpi_collective(self, op, env: dict) -> int:
+        """Collective `op` through MPI on this rank's values `env`; returns its input's bytes."""
         from mpi4py import MPI
 
         import msir.dialects.msir_shard as S
@@ -211,6 +239,7 @@ class MpiProgram(EmulatedProgram):
             comm.Alltoall(send, received)
             out = np.concatenate(received, axis=op.dim.value.data)
         env[op.result] = out
+        return x.nbytes
 
 
 def _contiguous(x) -> np.ndarray:

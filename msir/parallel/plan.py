@@ -14,7 +14,8 @@ edges (forward; backward after `|`) and its cost.
 and each argument's layout, `msir-shard` makes the per-device function
 (`device_ir`), compiled once on first use. The plan of a training step (a
 function differentiating its loss inside) runs the whole step, forward and
-backward, sharded (`msir.parallel.training`).
+backward, sharded (`msir.parallel.training`). `last_profile` says where the
+latest run's time went: native segments, collectives and the rest.
 """
 
 from __future__ import annotations
@@ -97,6 +98,12 @@ class Plan:
     def device_ir(self) -> str:
         """The per-device function as text (what `msir-opt -p msir-shard` prints)."""
         return str(self.device_module)
+
+    @property
+    def last_profile(self):
+        """Where this plan's latest `run` spent its time (`msir.parallel.emulated.RunProfile`: total_s,
+        segments_s, collectives_s, other_s, collective_calls, collective_bytes), None before its first run."""
+        return None if self._program is None else self._program.last_profile
 
     def run(self, *global_args):
         """`fn(*global_args)` run sharded on emulated devices, or on the ranks of

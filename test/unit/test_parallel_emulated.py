@@ -231,3 +231,22 @@ def test_results_are_the_callers_own_arrays():
     second = plan.run(x, w)
     assert all(np.array_equal(a, b) for a, b in zip(second, expected))
     assert all(not np.shares_memory(a, b) for a, b in zip(first, second))
+
+
+def test_each_run_records_where_its_time_went():
+    """`plan.last_profile` (and `msir.parallel.last_profile()`, the latest run's in the process): the native
+    segments, the collectives with their count and bytes, and the rest; parts non-negative, at most the total."""
+    import msir.parallel
+
+    plan = shard(mlp, (2,), strategies=_megatron((2,)), example_args=MLP_ARGS, argnums=())
+    assert plan.last_profile is None  # not run yet
+    plan.run(*MLP_ARGS)
+    first = plan.last_profile
+    plan.run(*MLP_ARGS)
+    profile = plan.last_profile
+    assert profile is not first and msir.parallel.last_profile() is profile
+    assert profile.segments_s > 0 and profile.collectives_s > 0
+    assert profile.segments_s + profile.collectives_s <= profile.total_s
+    assert profile.other_s == profile.total_s - profile.segments_s - profile.collectives_s
+    # Megatron's one all_reduce of the 16x32 float32 partial sums, one device's input
+    assert (profile.collective_calls, profile.collective_bytes) == (1, 16 * 32 * 4)

@@ -92,6 +92,20 @@ def test_sharded_equals_unsharded(job):
                 np.testing.assert_allclose(got, want_emulated[key], rtol=1e-6, atol=1e-6 * scale)
 
 
+@needs_mpi
+def test_each_rank_profiles_its_run(job):
+    """Each rank's `plan.last_profile` of the data-parallel step: its parts non-negative and at most its total,
+    the program's collectives counted as the emulated runtime counts them (one device's bytes)."""
+    n, emulated, ranks = job
+    want = emulated["dp_step"][0].last_profile
+    for r in ranks:
+        total, segments, collectives = (float(r[f"profile.{k}"]) for k in ("total_s", "segments_s", "collectives_s"))
+        assert segments > 0 and collectives > 0 and float(r["profile.other_s"]) >= 0
+        assert segments + collectives <= total
+        assert int(r["profile.collective_calls"]) == want.collective_calls > 0
+        assert int(r["profile.collective_bytes"]) == want.collective_bytes > 0
+
+
 def _widest_sum(plan) -> int:
     """The most devices one all_reduce or reduce_scatter of the plan's per-device step sums over."""
     import msir.dialects.msir_shard as S

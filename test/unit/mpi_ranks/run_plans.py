@@ -1,6 +1,6 @@
 """One rank of the MPI tests' job: runs every plan of `sharded_cases` for
 the job's rank count and writes this rank's results, its rank and world
-size, its thread count and the error of a plan on a mesh larger than the
+size, its thread count, the profile of its data-parallel step's run and the error of a plan on a mesh larger than the
 world to `<out_dir>/rank<r>.npz` (`test_parallel_mpi.py` checks them)."""
 
 import sys
@@ -10,17 +10,23 @@ import numpy as np
 from sharded_cases import MLP_ARGS, cases, flat, mlp
 
 import msir
-from msir.parallel import get_group_size, get_rank, shard
+from msir.parallel import get_group_size, get_rank, last_profile, shard
 
 out_dir = Path(sys.argv[1])
 rank, size = get_rank(), get_group_size()
-results = {}
+results, profile = {}, {}
 for name, (make, args, _) in cases(size).items():
-    results.update(flat(name, make().run(*args)))
+    plan = make()
+    results.update(flat(name, plan.run(*args)))
+    if name == "dp_step":  # where this rank's run of the data-parallel step spent its time
+        p = plan.last_profile
+        assert last_profile() is p
+        profile = {f"profile.{k}": getattr(p, k) for k in ("total_s", "segments_s", "collectives_s", "other_s",
+                                                             "collective_calls", "collective_bytes")}
 try:
     shard(mlp, 2 * size, strategies={"fc1": "n", "fc2": "k"}, example_args=MLP_ARGS, argnums=()).run(*MLP_ARGS)
     too_large = ""
 except msir.errors.PlanningError as e:
     too_large = str(e)
 np.savez(out_dir / f"rank{rank}.npz", rank=rank, size=size, threads=msir.get_num_threads(), too_large=too_large,
-         **results)
+         **results, **profile)
