@@ -1,25 +1,34 @@
-"""A data-parallel training step on MPI ranks, its all-reduce share, and the
-machine's measured MPI all-reduce cost (issue 12's MPI target).
+"""W5's data-parallel training step on MPI ranks, its all-reduce share as
+the runtime measures it, and the machine's measured MPI all-reduce cost
+(issue 12's MPI target).
 
     python bench/parallel_mpi.py [--ranks 2] [--steps 10] [--json out.json]
 
 Run without a launcher, the script times W5's SGD step (MLP 784-512-512-10,
 batch 256, ReLU, softmax cross-entropy, float32) in this one process, then
 launches itself on `--ranks` ranks (`msir.parallel.launch`). Each rank runs
-the data-parallel step: the compiled `msir.value_and_grad` of the loss on its
-1/N of the batch, one MPI all-reduce (sum) per gradient (what `msir-shard`
-emits as a data-parallel step's gradient sync), the mean and the update. It
-reports the step's median wall time, the all-reduce share of it, and an
-all-reduce sweep (8 B to 16 MiB) priced as the cost model prices it
+the same step the way README's user does: `msir.set_auto_parallel_context(
+parallel_mode="data_parallel", device_num=ranks)` and the `msir.jit` step,
+which runs its plan (`plan.run`): the batch split over a mesh of the rank
+count, the parameters replicated, each gradient (and the loss) synced by the
+`all_reduce` `msir-shard` put in the per-device step, through MPI. Every
+rank passes the global arguments and gets the global new parameters. The
+step's all-reduce share is the runtime's own profile of each call
+(`msir.parallel.last_profile()`: native segments, collectives, the rest);
+a collective's time includes waiting for the slower rank. For comparison
+the ranks also run, interleaved with it, the step written by hand around
+`msir.jit` (the gradient of the loss on the rank's rows, one `Allreduce` per
+gradient, the mean and the update in NumPy).
+
+Then an all-reduce sweep (8 B to 16 MiB) priced as the cost model prices it
 (`alpha + 2(n-1)/n * s / B`): the 8-byte latency is `alpha`, and the bus
 bandwidth B of the large messages is the `bandwidth` a `CostModel` for this
-machine takes. The ranks' new parameters must equal the single-process
-step's (|a - b| <= 1e-5 |b| + 1e-5 max|b|).
-
-The data-parallel step is written by hand around `Plan`-free msir.jit code:
-plans of whole training steps (backward sharding) are another step of issue
-12; once they land, the step here should be `plan.run` of the planned step.
-Timings on a shared 2-core machine are rough.
+machine takes; with them the model's price of the planned step's collectives
+is set beside their measured time, and beside the same gradients'
+Allreduces run back to back with no compute between. The ranks' new parameters and loss must
+equal the single-process step's (|a - b| <= 1e-5 |b| + 1e-5 max|b|) and be
+the same on every rank. Timings on a shared 2-core machine are rough: the
+step times are medians over `--steps` calls (spread in brackets).
 """
 
 from __future__ import annotations
@@ -50,7 +59,8 @@ def grads3(w1, b1, w2, b2, w3, b3, x, onehot):
 
 
 def step3(w1, b1, w2, b2, w3, b3, x, onehot):
-    loss, grads = grads3(w1, b1, w2, b2, w3, b3, x, onehot)
+    # value_and_grad in the step itself: the planner does not see through calls of other functions (func.call)
+    loss, grads = msir.value_and_grad(W.w5_loss3, argnums=(0, 1, 2, 3, 4, 5))(w1, b1, w2, b2, w3, b3, x, onehot)
     return (*[p - LR * g for p, g in zip((w1, b1, w2, b2, w3, b3), grads)], loss)
 
 
@@ -70,35 +80,56 @@ def _median_time(fn, repeats: int) -> float:
 # -- one rank ------------------------------------------------------------------------------
 
 
+def _hand_step(grad_fn, params, x, onehot, comm, n):
+    """The data-parallel step written by hand: this rank's gradient, an Allreduce per gradient, mean, update.
+    Returns the new parameters, the loss and the seconds spent in the Allreduces."""
+    from mpi4py import MPI
+
+    loss, grads = grad_fn(*params, x, onehot)
+    start = time.perf_counter()
+    summed = [np.empty_like(p) for p in params]
+    for g, s in zip(grads, summed):
+        comm.Allreduce(np.ascontiguousarray(g), s, op=MPI.SUM)
+    reduce_s = time.perf_counter() - start
+    # every rank's loss and gradient are means over its 1/n of the batch: the global mean is their mean
+    return [p - np.float32(LR) * (s / np.float32(n)) for p, s in zip(params, summed)], loss, reduce_s
+
+
 def rank_main(steps: int, out: Path) -> None:
     from mpi4py import MPI
 
+    from msir.parallel import last_profile
+
     comm = MPI.COMM_WORLD
     rank, n = get_rank(), get_group_size()
-    *params, x, onehot = inputs()
+    args = inputs()  # every rank holds the global arguments, as the script does on one process
+    *params, x, onehot = args
     rows = slice(rank * BATCH // n, (rank + 1) * BATCH // n)
-    x, onehot = x[rows], onehot[rows]
-    grad_fn = msir.jit(grads3)
-    grad_fn(*params, x, onehot)  # compile
-    summed = [np.empty_like(p) for p in params]
-    step_times, reduce_times = [], []
-    first = None
-    for _ in range(steps):
+    planned = msir.jit(step3)
+    hand_grads = msir.jit(grads3)
+    msir.set_auto_parallel_context(parallel_mode="data_parallel", device_num=n)
+    first = planned(*args)  # plans and compiles; every step starts from the same parameters: the first is compared
+    msir.reset_auto_parallel_context()
+    hand_grads(*params, x[rows], onehot[rows])  # compile
+    t: dict[str, list[float]] = {k: [] for k in ("step_s", "total_s", "segments_s", "collectives_s", "other_s",
+                                                 "hand_step_s", "hand_allreduce_s")}
+    for _ in range(steps):  # interleaved, so that the machine's load falls on both alike
+        msir.set_auto_parallel_context(parallel_mode="data_parallel", device_num=n)
         comm.Barrier()
         start = time.perf_counter()
-        loss, grads = grad_fn(*params, x, onehot)
-        reduce_start = time.perf_counter()
-        for g, s in zip(grads, summed):
-            comm.Allreduce(np.ascontiguousarray(g), s, op=MPI.SUM)
-        reduce_end = time.perf_counter()
-        # every rank's loss and gradient are means over its 1/n of the batch: the global mean is their mean
-        new = [p - np.float32(LR) * (s / np.float32(n)) for p, s in zip(params, summed)]
-        step_times.append(time.perf_counter() - start)
-        reduce_times.append(reduce_end - reduce_start)
-        if first is None:  # every step starts from the same parameters: the first is compared
-            total = np.empty((), np.float32)
-            comm.Allreduce(np.asarray(loss, np.float32), total, op=MPI.SUM)
-            first = (*new, total / np.float32(n))
+        planned(*args)
+        t["step_s"].append(time.perf_counter() - start)
+        profile = last_profile()
+        for k in ("total_s", "segments_s", "collectives_s", "other_s"):
+            t[k].append(getattr(profile, k))
+        msir.reset_auto_parallel_context()
+        comm.Barrier()
+        start = time.perf_counter()
+        _, _, reduce_s = _hand_step(hand_grads, params, x[rows], onehot[rows], comm, n)
+        t["hand_step_s"].append(time.perf_counter() - start)
+        t["hand_allreduce_s"].append(reduce_s)
+    same = comm.gather(all(np.array_equal(a, b) for a, b in zip(first, comm.bcast(first, root=0))), root=0)
+    timings = comm.gather(t, root=0)
     sweep = {}
     for size in SWEEP_BYTES:
         a = np.ones(size // 4, np.float32)
@@ -106,12 +137,23 @@ def rank_main(steps: int, out: Path) -> None:
         repeats = 50 if size <= 1 << 20 else 5
         comm.Barrier()
         sweep[size] = _median_time(lambda: comm.Allreduce(a, b, op=MPI.SUM), repeats)
+    # the step's gradient messages all-reduced back to back, with no compute between: the bandwidth they get alone
+    grads = [np.ones_like(p) for p in params]
+    sums = [np.empty_like(p) for p in params]
+
+    def reduce_all():
+        for g, s in zip(grads, sums):
+            comm.Allreduce(g, s, op=MPI.SUM)
+
+    comm.Barrier()
+    alone = _median_time(reduce_all, 2 * steps)
     if rank == 0:
         np.savez(out / "step.npz", *first)
         (out / "timings.json").write_text(json.dumps({
-            "ranks": n, "threads": msir.get_num_threads(), "step_s": statistics.median(step_times),
-            "allreduce_s": statistics.median(reduce_times),
-            "gradient_bytes": int(sum(p.nbytes for p in params)), "sweep_s": sweep}))
+            "ranks": n, "threads": msir.get_num_threads(), "same_on_every_rank": all(same),
+            "collective_calls": profile.collective_calls, "collective_bytes": profile.collective_bytes,
+            "per_rank": timings, "gradient_bytes": int(sum(p.nbytes for p in params)), "gradients_alone_s": alone,
+            "sweep_s": sweep}))
 
 
 # -- the launching process -----------------------------------------------------------------
@@ -146,26 +188,47 @@ def main() -> None:
         if not np.all(np.abs(g - w) <= bound):
             raise SystemExit(f"the {options.ranks}-rank step's {name} differs from the single-process step's: "
                              f"max |a - b| = {np.abs(g - w).max():.3g}")
-    n = t["ranks"]
+    if not t["same_on_every_rank"]:
+        raise SystemExit(f"the {options.ranks} ranks returned different results")
+    n, per_rank = t["ranks"], t["per_rank"]
     sweep = {int(k): v for k, v in t["sweep_s"].items()}
     alpha = sweep[min(sweep)]
     bus = {s: 2 * (n - 1) / n * s / v for s, v in sweep.items()}
+    med = {k: statistics.median(v) for k, v in per_rank[0].items()}  # rank 0's medians
+    calls, nbytes = t["collective_calls"], t["collective_bytes"]
+    priced = calls * alpha + 2 * (n - 1) / n * nbytes / bus[max(bus)]
+    ratios = [a / b for a, b in zip(per_rank[0]["step_s"], per_rank[0]["hand_step_s"])]
     print(f"W5 SGD step, MLP {'-'.join(map(str, SIZES))}, batch {BATCH}, float32 (rough: a shared 2-core machine)")
     for threads, v in single.items():
-        print(f"  one process, {threads} thread(s):               {v * 1e3:8.3f} ms")
-    print(f"  {n} ranks, data parallel, {t['threads']} thread(s) each: {t['step_s'] * 1e3:8.3f} ms "
-          f"({t['step_s'] / single[cores]:.2f}x the one-process step on {cores} thread(s)); results equal the "
-          f"one-process step's")
-    print(f"  gradient all-reduce:                    {t['allreduce_s'] * 1e3:8.3f} ms "
-          f"({100 * t['allreduce_s'] / t['step_s']:.1f}% of the step; {t['gradient_bytes'] / 2**20:.2f} MiB in 6 "
-          f"all-reduces, {2 * (n - 1) / n * t['gradient_bytes'] / t['allreduce_s'] / 1e9:.2f} GB/s bus)")
+        print(f"  one process, {threads} thread(s):  {v * 1e3:8.3f} ms")
+    print(f"  {n} ranks, {t['threads']} thread(s) each, the planned data-parallel step "
+          f"(set_auto_parallel_context + msir.jit): {_ms(per_rank[0]['step_s'])}, "
+          f"{med['step_s'] / single[cores]:.2f}x the one-process step on {cores} thread(s); "
+          f"results equal the one-process step's, the same on every rank")
+    print(f"    the runtime's profile (medians per call): {calls} collectives, {nbytes / 2**20:.2f} MiB per rank")
+    for r, times in enumerate(per_rank):
+        m = {k: statistics.median(v) for k, v in times.items()}
+        print(f"    rank {r}: run {m['total_s'] * 1e3:8.3f} ms = native segments {m['segments_s'] * 1e3:8.3f} + "
+              f"collectives {m['collectives_s'] * 1e3:8.3f} ({100 * m['collectives_s'] / m['total_s']:.1f}%) + "
+              f"rest {m['other_s'] * 1e3:.3f}")
+    print(f"    collectives at {2 * (n - 1) / n * nbytes / med['collectives_s'] / 1e9:.2f} GB/s bus; the cost model "
+          f"with the constants below prices them at {priced * 1e3:.3f} ms; the 6 gradients' Allreduces alone, "
+          f"back to back: {t['gradients_alone_s'] * 1e3:.3f} ms")
+    print(f"  the step written by hand around msir.jit: {_ms(per_rank[0]['hand_step_s'])}, its 6 Allreduces "
+          f"{med['hand_allreduce_s'] * 1e3:.3f} ms ({100 * med['hand_allreduce_s'] / med['hand_step_s']:.1f}%); "
+          f"planned / by hand {statistics.median(ratios):.2f}x median [{min(ratios):.2f}, {max(ratios):.2f}]")
     print(f"MPI all-reduce on {n} ranks (cost model: alpha + 2(n-1)/n * s / B):")
     for s, v in sweep.items():
         print(f"  {s:>10} B  {v * 1e6:10.1f} us   bus bandwidth {bus[s] / 1e9:7.2f} GB/s")
     print(f"  => CostModel(alpha=[{alpha:.3g}], bandwidth=[{bus[max(bus)]:.3g}]) for this machine")
     if options.json:
         Path(options.json).write_text(json.dumps({"single_step_s": single, **t, "alpha_s": alpha,
-                                                  "bandwidth_Bps": bus[max(bus)]}, indent=2))
+                                                  "bandwidth_Bps": bus[max(bus)],
+                                                  "priced_collectives_s": priced}, indent=2))
+
+
+def _ms(xs: list[float]) -> str:
+    return f"{statistics.median(xs) * 1e3:.3f} ms median [{min(xs) * 1e3:.3f}, {max(xs) * 1e3:.3f}]"
 
 
 if __name__ == "__main__":

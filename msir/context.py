@@ -80,8 +80,8 @@ _auto_parallel: dict[str, Any] = dict(_AUTO_PARALLEL_DEFAULTS)
 def set_auto_parallel_context(parallel_mode: str | None = None, mesh: Any = None, device_num: int | None = None,
                               cost_model: Any = None) -> None:
     """MindSpore's one line: `msir.set_auto_parallel_context(parallel_mode="auto_parallel", mesh=(2, 4))`
-    makes every `msir.jit` function called afterwards run sharded on emulated devices
-    (`msir.parallel.context_plan`), forward and, for a training step, backward.
+    makes every `msir.jit` function called afterwards run sharded on emulated devices, or under an MPI
+    job on its ranks (`msir.parallel.context_plan`), forward and, for a training step, backward.
 
     `mesh` is the device mesh's shape; `device_num=n` alone means the mesh `(n,)`
     (both: their sizes must agree). `cost_model` (a `msir.parallel.CostModel`)

@@ -47,3 +47,25 @@ def test_parallel_step_bench_runs_and_agrees():
     assert re.search(r"native segments +\d+\.\d+ ms \(2 per device\)", p.stdout), p.stdout
     difference = float(re.search(r"max relative difference from the single-device step: (\S+)", p.stdout)[1])
     assert difference < 1e-5, p.stdout
+
+
+def test_parallel_mpi_bench_runs_the_planned_step_on_2_ranks(tmp_path):
+    """`bench/parallel_mpi.py` on 2 ranks: the planned data-parallel W5 step (the context and `msir.jit`) equals the
+    one-process step on every rank (the script fails otherwise), and each rank's runtime profile has its parts;
+    times are not checked."""
+    import pytest
+
+    pytest.importorskip("mpi4py", reason="msir's mpi extra is not installed")
+    out = tmp_path / "mpi.json"
+    p = subprocess.run([sys.executable, str(BENCH / "parallel_mpi.py"), "--ranks", "2", "--steps", "2", "--json",
+                        str(out)], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    report = json.loads(out.read_text())
+    assert report["same_on_every_rank"] is True
+    assert report["collective_calls"] == 7  # the loss and the six gradients, each all-reduced once
+    assert report["collective_bytes"] == report["gradient_bytes"] + 4
+    assert len(report["per_rank"]) == 2
+    for times in report["per_rank"]:
+        for total, seg, coll in zip(times["total_s"], times["segments_s"], times["collectives_s"]):
+            assert seg > 0 and coll > 0 and seg + coll <= total
+    assert "results equal the one-process step's, the same on every rank" in p.stdout
