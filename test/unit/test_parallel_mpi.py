@@ -104,6 +104,7 @@ def test_each_rank_profiles_its_run(job):
         assert segments + collectives <= total
         assert int(r["profile.collective_calls"]) == want.collective_calls > 0
         assert int(r["profile.collective_bytes"]) == want.collective_bytes > 0
+        assert bool(r["owned"])  # its results share no memory with its arguments, each other, or a later run's
 
 
 def _widest_sum(plan) -> int:
