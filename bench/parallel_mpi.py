@@ -25,9 +25,10 @@ Then an all-reduce sweep (8 B to 16 MiB) priced as the cost model prices it
 bandwidth B of the large messages is the `bandwidth` a `CostModel` for this
 machine takes; with them the model's price of the planned step's collectives
 is set beside their measured time, and beside the same gradients'
-Allreduces run back to back with no compute between. The ranks' new parameters and loss must
-equal the single-process step's (|a - b| <= 1e-5 |b| + 1e-5 max|b|) and be
-the same on every rank. Timings on a shared 2-core machine are rough: the
+Allreduces run back to back with no compute between. The ranks' new
+parameters and loss must equal the single-process step's (|a - b| <= 1e-5
+|b| + 1e-5 max|b|) and be the same on every rank; the hand-written step's
+must equal them too. Timings on a shared 2-core machine are rough: the
 step times are medians over `--steps` calls (spread in brackets).
 """
 
@@ -125,9 +126,14 @@ def rank_main(steps: int, out: Path) -> None:
         msir.reset_auto_parallel_context()
         comm.Barrier()
         start = time.perf_counter()
-        _, _, reduce_s = _hand_step(hand_grads, params, x[rows], onehot[rows], comm, n)
+        new, loss, reduce_s = _hand_step(hand_grads, params, x[rows], onehot[rows], comm, n)
         t["hand_step_s"].append(time.perf_counter() - start)
         t["hand_allreduce_s"].append(reduce_s)
+        if len(t["hand_step_s"]) == 1:  # the same step: the hand-written one's parameters equal the planned one's
+            for g, w in zip(new, first):
+                if not np.all(np.abs(g - w) <= 1e-5 * np.abs(w) + 1e-5 * np.abs(w).max()):
+                    raise SystemExit(f"the hand-written step differs from the planned one: max |a - b| = "
+                                     f"{np.abs(g - w).max():.3g}")
     same = comm.gather(all(np.array_equal(a, b) for a, b in zip(first, comm.bcast(first, root=0))), root=0)
     timings = comm.gather(t, root=0)
     sweep = {}
