@@ -78,6 +78,13 @@ def _same_value(a: SSAValue, b: SSAValue) -> bool:
             and all(_same_value(p, q) for p, q in zip(x.operands, y.operands)))
 
 
+def _same_length(a: M.CompressOp | M.RampOp, b: M.CompressOp | M.RampOp) -> bool:
+    """Whether two length sources give one runtime length: the same mask, or the same count."""
+    if type(a) is not type(b):
+        return False
+    return _same_value(a.mask, b.mask) if isinstance(a, M.CompressOp) else _same_value(a.count, b.count)
+
+
 class SubscriptsMixin:
     """Subscripts of tuples, lists, dicts and arrays."""
 
@@ -156,41 +163,49 @@ class SubscriptsMixin:
             raise self.error(MsirIndexError, problem, node)
         return self.tensor(M.CompressOp(t.ssa, items[0].ssa), t.weak)
 
-    def mask_of(self, t: Tensor, node: ast.AST | None) -> Tensor:
-        """The mask whose number of true elements is the runtime length (first
-        dim) of `t`: that of the `msir.compress` that `t` derives from through
-        ops keeping that dim (elementwise ops, casts, reductions of other axes)."""
+    def length_source(self, t: Tensor, node: ast.AST | None) -> M.CompressOp | M.RampOp:
+        """The op that gave `t` its runtime length (first dim): the
+        `msir.compress` of an `x[mask]` or the `msir.ramp` of an `np.arange`
+        with runtime bounds that `t` derives from through ops keeping that dim
+        (elementwise ops, casts, reductions of other axes)."""
         v = t.ssa
-        while isinstance(v, OpResult) and not isinstance(v.owner, M.CompressOp):
+        while isinstance(v, OpResult) and not isinstance(v.owner, (M.CompressOp, M.RampOp)):
             v = next((o for o in v.owner.operands if _runtime_length(M.shape_of(o.type))), None)
         if not isinstance(v, OpResult):
-            raise self.error(ShapeError, "cannot tell which mask the runtime length of "
-                             f"{self.describe(t)} comes from: only values computed from one x[mask] in this "
-                             "function combine with other arrays", node)
-        mask = v.owner.mask
-        return Tensor(mask, M.dtype_of(mask.type), M.shape_of(mask.type), False)
+            raise self.error(ShapeError, "cannot tell which mask or np.arange the runtime length of "
+                             f"{self.describe(t)} comes from: only values computed from one x[mask] or "
+                             "np.arange in this function combine with other arrays", node)
+        return v.owner
 
     def runtime_count(self, t: Tensor, dtype: str, node: ast.AST | None) -> Tensor:
-        """The runtime length of `t` (the true elements of its mask) as a 0-d `dtype`."""
-        mask = self.mask_of(t, node)
-        ones = self.cast(mask, "int64")
-        return self.cast(self.tensor(M.ReduceSumOp(ones.ssa, tuple(range(mask.ndim)), False)), dtype)
+        """The runtime length of `t` (the true elements of its mask, or its
+        np.arange's count) as a 0-d `dtype`."""
+        source = self.length_source(t, node)
+        if isinstance(source, M.RampOp):
+            return self.cast(Tensor(source.count, "int64", (), False), dtype)
+        ones = self.cast(Tensor(source.mask, "bool", M.shape_of(source.mask.type), False), "int64")
+        return self.cast(self.tensor(M.ReduceSumOp(ones.ssa, tuple(range(ones.ndim)), False)), dtype)
 
     def align_runtime_lengths(self, a: Tensor, b: Tensor, shape: tuple[int, ...],
                               node: ast.AST | None) -> tuple[Tensor, Tensor]:
         """`a` and `b` broadcast to `shape`, whose first dim is a runtime length.
-        A static operand is broadcast to the mask's shape and compressed by the
-        same mask; two runtime lengths must come from one mask (masks computed
-        alike count as one), since values of unrelated lengths cannot be proved
-        to broadcast."""
+        Two runtime lengths must come from one source (masks computed alike
+        count as one, so do np.arange counts), since values of unrelated
+        lengths cannot be proved to broadcast. A static operand repeats along
+        the runtime dim: for a mask it is broadcast to the mask's shape and
+        compressed by it, for an np.arange it is a `msir.ramp` of step zero
+        with the arange's count."""
         if not _runtime_length(shape):
             raise self.error(ShapeError, f"cannot broadcast shape {M.fmt_shape(shape)}: only the first dim "
                              "of an array may have a runtime size", node)
-        masks_ = [self.mask_of(t, node) for t in (a, b) if _runtime_length(t.shape) and t.ndim == len(shape)]
-        if len(masks_) == 2 and not _same_value(masks_[0].ssa, masks_[1].ssa):
+        sources = [self.length_source(t, node) for t in (a, b) if _runtime_length(t.shape) and t.ndim == len(shape)]
+        if len(sources) == 2 and not _same_length(sources[0], sources[1]):
+            what = "masks" if all(isinstance(s, M.CompressOp) for s in sources) else (
+                "np.arange calls" if all(isinstance(s, M.RampOp) for s in sources) else "sources")
+            fix = "index both with one mask" if what == "masks" else "compute both from one np.arange or one mask"
             raise self.error(ShapeError, f"cannot broadcast {self.describe(a)} with {self.describe(b)}: their "
-                             "runtime lengths come from different masks; index both with one mask", node)
-        mask = masks_[0]
+                             f"runtime lengths come from different {what}; {fix}", node)
+        source = sources[0]
         out = []
         for t in (a, b):
             if _runtime_length(t.shape) and t.ndim == len(shape):
@@ -198,8 +213,14 @@ class SubscriptsMixin:
                 continue
             if t.ndim == len(shape):  # its first dim is 1: it repeats along the selected rows
                 t = self.tensor(M.ReshapeOp(t.ssa, list(t.shape[1:])), t.weak)
-            full = self.broadcast(t, (*mask.shape, *shape[1:]))
-            out.append(self.tensor(M.CompressOp(full.ssa, mask.ssa), t.weak))
+            if isinstance(source, M.RampOp):
+                row = self.broadcast(t, shape[1:])
+                zeros = self.full(row.shape, 0, row.dtype, node)
+                out.append(self.tensor(M.RampOp(row.ssa, zeros.ssa, source.count), t.weak))
+                continue
+            mask = source.mask
+            full = self.broadcast(t, (*M.shape_of(mask.type), *shape[1:]))
+            out.append(self.tensor(M.CompressOp(full.ssa, mask), t.weak))
         return out[0], out[1]
 
     def subscript_value(self, t: Tensor, idx: Any, node: ast.AST) -> Tensor:
