@@ -65,7 +65,8 @@ NOTES: dict[str, Note] = {
                            "(no 2, -2, 'nuc': they need singular values); axis, keepdims"),
     "np.any": Note(NO, "axis, keepdims"),
     "np.all": Note(NO, "axis, keepdims"),
-    "np.linspace": Note(YES, "runtime scalar start/stop, static num, endpoint, dtype"),
+    "np.linspace": Note(YES, "runtime scalar start/stop; num static, or runtime (a runtime length, as np.arange's); "
+                        "endpoint, dtype"),
     "np.take_along_axis": Note(YES, "integer indices; the gradient scatters back"),
     "np.sort": Note(YES, "axis (static, default -1, None flattens); always stable (kind='stable', whatever kind "
                     "names); NaN last; O(n^2) per row in the axis length; the gradient scatters back through the "
@@ -100,7 +101,10 @@ NOTES: dict[str, Note] = {
     "np.zeros_like": Note(NONE, "dtype"),
     "np.ones_like": Note(NONE, "dtype"),
     "np.full_like": Note(YES, "dtype; a runtime fill value is differentiable"),
-    "np.arange": Note(NONE, "static bounds (positional), dtype"),
+    "np.arange": Note(NO, "bounds positional, dtype; static bounds give a static length, a runtime scalar bound a "
+                      "runtime length (combines like a mask read: with scalars, static arrays along other axes "
+                      "and values of the same arange; reductions; returned); step 0 is a ZeroDivisionError "
+                      "at run time; no derivative with respect to the bounds", eager=True),
     "np.broadcast_to": Note(YES, "shape static"),
     "np.expand_dims": Note(YES, "axis static (an int or a tuple)"),
     "np.squeeze": Note(YES, "axis static"),

@@ -26,6 +26,7 @@ plain NumPy function performs on it, level by level.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 from collections.abc import Sequence
@@ -1021,6 +1022,40 @@ def linspace(start: Any, stop: Any, num: Any = 50, endpoint: Any = True, dtype: 
         return _out(y)
     target = dtype_name(dtype)
     return _out(_cast(y if target in FLOATS else _unary("floor", y), target, False))
+
+
+_NUMPY_ARANGE = np.arange
+
+
+def arange(*args: Any, **kwargs: Any) -> np.ndarray:
+    """np.arange while a transformation runs (`numpy_functions_on_tracers`):
+    NumPy's own, with traced bounds replaced by their values, since the
+    result has no derivative with respect to its bounds (NumPy would ask a
+    tracer for an array, which a tracer refuses: it would drop a derivative
+    anywhere else)."""
+    return _NUMPY_ARANGE(*(base_value(a) for a in args), **{k: base_value(v) for k, v in kwargs.items()})
+
+
+_installed = 0
+
+
+@contextlib.contextmanager
+def numpy_functions_on_tracers():
+    """While a user function runs on tracers, `numpy.arange` (which NumPy
+    does not dispatch to `__array_function__`) is `arange` above. Nested
+    transformations install it once; it is NumPy's again when the outermost
+    one returns. Code that bound `arange` itself (`from numpy import arange`)
+    keeps NumPy's, whose traced bounds are refused as before."""
+    global _installed
+    if _installed == 0:
+        np.arange = arange
+    _installed += 1
+    try:
+        yield
+    finally:
+        _installed -= 1
+        if _installed == 0:
+            np.arange = _NUMPY_ARANGE
 
 
 def sort(a: Any, axis: Any = -1, kind: Any = None, order: Any = None, argsort: bool = False) -> Any:

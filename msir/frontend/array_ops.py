@@ -200,6 +200,37 @@ class ArrayOpsMixin:
         first, delta = (self.tensor(M.StopGradientOp(t.ssa)) for t in (first, delta))
         return self.tensor(M.RampOp(first.ssa, delta.ssa, count.ssa))
 
+    def runtime_linspace(self, start: Tensor, stop: Tensor, num: Tensor, endpoint: bool, node: ast.AST) -> Tensor:
+        """np.linspace with a runtime number of samples: the `msir.ramp`
+        `start + i * step` of `num` rows, `step = (stop - start) / div` (div
+        `num - 1` with the endpoint, else `num`; `stop - start` when div is 0),
+        the last row `stop` exactly with the endpoint and two or more rows, as `numpy_bodies.
+        linspace_body` computes a static count. A negative `num` is NumPy's
+        ValueError at run time. Differentiable in start and stop."""
+        if num.ndim != 0 or kind(num.dtype) != 1:
+            raise self.error(DTypeError, f"np.linspace: num must be an integer, got {self.describe(num)}", node)
+        n = self.cast(num, "int64", False)
+        self.emit(M.CheckOp(self.compare("ge", n, 0, node).ssa, "ValueError",
+                            "Number of samples, {0}, must be non-negative.", [n.ssa], [0]))
+        count = self.elementwise("maximum", n, self.constant(0, "int64"), node)
+        div = self.elementwise("sub", n, self.constant(1, "int64"), node) if endpoint else n
+        delta = self.elementwise("sub", stop, start, node)
+        divided = self.elementwise("div", delta, self.cast(div, start.dtype, False), node)
+        positive = self.compare("gt", div, 0, node)
+        step = self.tensor(M.SelectOp(positive.ssa, divided.ssa, delta.ssa))
+        y = self.tensor(M.RampOp(start.ssa, step.ssa, count.ssa))
+        if not endpoint:
+            return y
+        zero, one = self.constant(0, "int64"), self.constant(1, "int64")
+        position = self.tensor(M.RampOp(zero.ssa, one.ssa, count.ssa))
+        # NumPy writes stop over the last sample only when there are two or more
+        final = self.tensor(M.SelectOp(self.compare("gt", n, 1, node).ssa,
+                                       self.elementwise("sub", n, one, node).ssa, self.constant(-1, "int64").ssa))
+        last = self.tensor(M.RampOp(final.ssa, zero.ssa, count.ssa))
+        ends = self.tensor(M.RampOp(stop.ssa, self.full((), 0, stop.dtype, node).ssa, count.ssa))
+        is_last = self.tensor(M.CompareOp("eq", position.ssa, last.ssa))
+        return self.tensor(M.SelectOp(is_last.ssa, ends.ssa, y.ssa))
+
     def concatenate(self, arrays: Any, axis: Any, node: ast.AST, stack: bool = False) -> Tensor:
         if not isinstance(arrays, (tuple, list)):
             raise self.error(UnsupportedSyntaxError, "expected a tuple or list of arrays", node)

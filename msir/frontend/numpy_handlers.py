@@ -465,11 +465,14 @@ def _np_linspace(tr, args, kwargs, node):
     if lo.ndim or hi.ndim:
         raise tr.error(UnsupportedSyntaxError, "np.linspace: start and stop must be scalars (array bounds are not "
                        "supported)", node)
-    count = _static_size(tr, num, "the number of samples of np.linspace", node)
     with_end = tr.static_bool(endpoint, node, "endpoint of np.linspace")
     compute = numpy_bodies.float_dtype(lo.dtype, lo.weak, hi.dtype, hi.weak)
     lo, hi = tr.cast(lo, compute, False), tr.cast(hi, compute, False)
-    y = _body(tr, node, lambda B: numpy_bodies.linspace_body(B, lo.ssa, hi.ssa, count, with_end))
+    if isinstance(num, Tensor):
+        y = tr.runtime_linspace(lo, hi, num, with_end, node)
+    else:
+        count = _static_size(tr, num, "the number of samples of np.linspace", node)
+        y = _body(tr, node, lambda B: numpy_bodies.linspace_body(B, lo.ssa, hi.ssa, count, with_end))
     if dtype is None:
         return y
     target = dtype_name(dtype, tr.loc)
