@@ -22,6 +22,11 @@ from msir.frontend.base import ValueError_, ZeroDivisionError_
 from msir.frontend.values import KnownInt, Tensor, dtype_name, kind, promote, reduces_over_nothing
 
 
+def _is_literal(value: Any, number: int) -> bool:
+    """Whether `value` is the Python int `number` written in the source (not a runtime value)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value == number
+
+
 class ArrayOpsMixin:
     """Reductions and shape operations on tensors."""
 
@@ -161,7 +166,7 @@ class ArrayOpsMixin:
 
     def runtime_arange(self, args: list[Any], dtype: Any, node: ast.AST) -> Tensor:
         """np.arange with a runtime scalar bound: a `msir.ramp` whose count is
-        computed at run time as NumPy computes the length (in float64), bounds
+        computed at run time as NumPy computes the length, bounds
         of integer kind giving int64 and any float giving float64 (NumPy's
         dtypes for scalar bounds, whatever their width). A step of zero is
         NumPy's ZeroDivisionError at run time (`msir.check`), a NaN length its
@@ -180,12 +185,24 @@ class ArrayOpsMixin:
         dt = dtype_name(dtype, self.loc) if dtype is not None else natural
         if dt == "bool":
             raise self.error(DTypeError, "np.arange with runtime bounds: dtype bool is not supported", node)
-        start, stop, step = (self.cast(t, natural, False) for t in (start, stop, step))
+        unit_step = len(ts) < 3 or _is_literal(args[2], 1)
+        if natural == "int64" and unit_step:
+            # integer bounds and step 1: the length is exact, and computed as
+            # np.linspace's count is (max(n, 0)), so np.arange(n) combines with it
+            span = stop if len(ts) == 1 else self.elementwise("sub", self.cast(stop, "int64", False),
+                                                              self.cast(start, "int64", False), node)
+            count = self.elementwise("maximum", self.cast(span, "int64", False), self.constant(0, "int64"), node)
+            first = self.cast(start, dt, False)
+            delta = self.constant(1, dt)
+            first, delta = (self.tensor(M.StopGradientOp(t.ssa)) for t in (first, delta))
+            return self.tensor(M.RampOp(first.ssa, delta.ssa, count.ssa))
+        # NumPy computes stop - start, its ratio to step and start + step in the
+        # bounds' own (promoted) dtype, as their Python operators do
         zero_step = self.compare("eq", step, 0, node)
         message = "float division by zero" if natural == "float64" else "division by zero"
         self.emit(M.CheckOp(self.tensor(M.NotOp(zero_step.ssa)).ssa, "ZeroDivisionError", message))
-        span = self.cast(self.elementwise("sub", stop, start, node), "float64", False)
-        ratio = self.elementwise("div", span, self.cast(step, "float64", False), node)
+        ratio = self.cast(self.elementwise("div", self.elementwise("sub", stop, start, node), step, node),
+                          "float64", False)
         is_nan = self.compare("ne", ratio, ratio, node)
         too_long = self.compare("gt", self.unary("abs", ratio, node), float(2 ** 62), node)
         self.emit(M.CheckOp(self.binary("or", self.tensor(M.NotOp(is_nan.ssa)), zero_step, node).ssa, "ValueError",

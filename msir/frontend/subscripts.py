@@ -256,6 +256,11 @@ class SubscriptsMixin:
                 steps.append(1)
                 windows.append((axis, it))
                 out_shape.append(("keep", it.length))
+            elif it == slice(None) and dim == M.DYNAMIC:  # a runtime length, kept whole
+                starts.append(0)
+                sizes.append(dim)
+                steps.append(1)
+                out_shape.append(("keep", dim))
             elif isinstance(it, slice):
                 bounds = [
                     None if p is None else self.static_int(p, "a slice bound", node)

@@ -13,6 +13,7 @@ import pytest
 from gradcheck import numerical_jvp, numerical_vjp, pynative
 
 import msir
+from msir.errors import MsirValueError, MsirZeroDivisionError, ShapeError
 
 
 def _check(loss, *args, argnums=0, rtol=1e-6, atol=1e-8):
@@ -417,6 +418,177 @@ def test_linspace_and_arange_follow_numpy():
 @pytest.mark.parametrize("argnums", [0, 1])
 def test_linspace_gradients_with_runtime_bounds(argnums):
     _check(_linspace_loss, np.float64(0.7), np.float64(-1.2), argnums=argnums)
+
+
+# -- np.arange and np.linspace with runtime bounds: a result of runtime length --------------
+
+
+def _arange1(stop):
+    return np.arange(stop)
+
+
+def _arange3(start, stop, step):
+    return np.arange(start, stop, step)
+
+
+def _arange_typed(start, stop, step):
+    return (np.arange(start, stop, step, dtype=np.float32), np.arange(start, stop, step, dtype=np.int32),
+            np.arange(start, stop, dtype=np.float64), np.arange(stop, dtype=np.int64))
+
+
+def _arange_mixed(stop):
+    return np.arange(1, stop), np.arange(0.5, stop), np.arange(stop, 0, -3), np.arange(1.5, 2.0, stop)
+
+
+_ARANGES = [
+    (np.int64(5), np.int64(7), np.int64(1)),
+    (np.int64(2), np.int64(9), np.int64(3)),
+    (np.int64(9), np.int64(2), np.int64(1)),  # empty
+    (np.int64(9), np.int64(2), np.int64(-2)),  # a negative step
+    (np.int32(-3), np.int32(4), np.int32(3)),
+    (np.float64(0.5), np.float64(3.2), np.float64(0.7)),
+    (np.float64(3.0), np.float64(-1.0), np.float64(-0.25)),
+    (np.float64(1.0), np.float64(1.0), np.float64(0.5)),  # empty
+    (np.float32(0.1), np.float32(1.0), np.float32(0.3)),  # float64, as NumPy gives for scalar bounds
+    (np.float64(0.5), np.float64(5.0), np.float64(1.5)),  # dtype=int truncates first and first + step
+    (np.int64(0), np.int64(5), np.float64(0.5)),
+]
+
+
+def _same(got, expected):
+    assert got.dtype == expected.dtype and got.shape == expected.shape, (got, expected)
+    np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("bounds", _ARANGES, ids=lambda b: ",".join(map(str, b)))
+def test_arange_with_runtime_bounds_follows_numpy(bounds):
+    for run in (lambda f, *a: msir.jit(f)(*a), lambda f, *a: pynative(lambda: msir.jit(f)(*a))):
+        _same(run(_arange3, *bounds), np.arange(*bounds))
+        _same(run(_arange1, bounds[1]), np.arange(bounds[1]))
+        for got, expected in zip(run(_arange_typed, *bounds), _arange_typed(*bounds)):
+            _same(got, expected)
+
+
+def test_arange_mixes_runtime_and_python_bounds():
+    for stop in (np.int64(7), np.int64(-1), np.float64(4.5)):
+        for got, expected in zip(msir.jit(_arange_mixed)(stop), _arange_mixed(stop)):
+            _same(got, expected)
+
+
+def _arange_uses(n, x, w):
+    r = np.arange(n)
+    squares = r ** 2
+    table = np.arange(n)[:, None] * x  # a static row along the other axis
+    total = 0.0
+    for i in range(3):  # a runtime length inside a loop body, new each iteration
+        total = total + np.sum(np.arange(n + i) * w)
+    return (np.sum(squares), np.mean(r * 1.5), np.max(r - w), np.min(r), r * 2 + squares, table,
+            np.sum(table, axis=0), total)
+
+
+def test_arange_results_combine_reduce_return_and_loop():
+    x = np.array([1.0, -2.0, 0.5])
+    for n in (np.int64(6), np.int64(1)):
+        expected = _arange_uses(n, x, 0.25)
+        for got in (msir.jit(_arange_uses)(n, x, 0.25), pynative(lambda: msir.jit(_arange_uses)(n, x, 0.25))):
+            for g, e in zip(got, expected):
+                np.testing.assert_allclose(g, e, rtol=1e-15)
+                assert np.shape(g) == np.shape(e) and np.asarray(g).dtype == np.asarray(e).dtype
+
+
+def _empty_max(n):
+    return np.max(np.arange(n) * 1.0)
+
+
+def _arange_step(a, step):
+    return np.arange(a, 10.0, step)
+
+
+def _arange_int_step(step):
+    return np.sum(np.arange(0, 10, step))
+
+
+def _two_lengths(n):
+    return np.arange(n) * np.arange(n + 1)
+
+
+def test_runtime_arange_errors_are_numpy_s_at_the_users_line(mode):
+    with pytest.raises(MsirZeroDivisionError) as e:
+        msir.jit(_arange_step)(1.0, 0.0)
+    assert e.value.message == "float division by zero"  # NumPy's (Python's) words for float bounds
+    assert e.value.loc.line == _arange_step.__code__.co_firstlineno + 1
+    with pytest.raises(MsirZeroDivisionError) as e:
+        msir.jit(_arange_int_step)(np.int64(0))
+    assert e.value.message == "division by zero"
+    assert e.value.loc.line == _arange_int_step.__code__.co_firstlineno + 1
+    with pytest.raises(MsirValueError, match="arange: cannot compute length") as e:
+        msir.jit(_arange_step)(np.nan, 1.0)
+    with pytest.raises(MsirValueError, match="Maximum allowed size exceeded"):
+        msir.jit(_arange_step)(-np.inf, 1.0)
+    with pytest.raises(MsirValueError, match="zero-size array to reduction operation maximum") as e:
+        msir.jit(_empty_max)(np.int64(0))
+    assert e.value.loc.line == _empty_max.__code__.co_firstlineno + 1
+    assert msir.jit(_arange_step)(1.0, 4.0).tolist() == [1.0, 5.0, 9.0]  # the errors left nothing behind
+    with pytest.raises(ShapeError, match="runtime lengths come from different np.arange calls") as e:
+        msir.jit(_two_lengths)(np.int64(3))
+    assert e.value.loc.line == _two_lengths.__code__.co_firstlineno + 1
+
+
+def _sin_ramp(a, b, w):
+    return np.sum(np.sin(np.arange(a, b, 0.5) * w))
+
+
+def _arange_loss(a, w):
+    return np.sum(np.cos(np.arange(a, 4.3, 0.4) * w) * np.arange(a, 4.3, 0.4)) + np.mean(np.arange(a, 4.3, 0.4) ** 2)
+
+
+def test_arange_gradient_through_a_float_function_of_it():
+    _check(lambda w: _sin_ramp(0.3, 3.1, w), np.float64(1.7))
+    _check(lambda w: _arange_loss(-0.7, w), np.float64(0.9))
+    _check(lambda w: _sin_ramp(5.0, 4.0, w), np.float64(0.9))  # empty
+
+
+def test_arange_has_no_gradient_with_respect_to_its_bounds(mode):
+    g = msir.grad(_sin_ramp, argnums=(0, 1, 2))(0.3, 3.1, 1.7)
+    assert g[0] == 0.0 and g[1] == 0.0
+    h = 1e-6
+    np.testing.assert_allclose(g[2], (_sin_ramp(0.3, 3.1, 1.7 + h) - _sin_ramp(0.3, 3.1, 1.7 - h)) / (2 * h),
+                               rtol=1e-6)
+    # away from a change of length, the values do not vary with the bounds either
+    assert (_sin_ramp(0.3 + h, 3.1 + h, 1.7) - _sin_ramp(0.3 - h, 3.1 - h, 1.7)) != 0.0
+    _, t = msir.jvp(_sin_ramp, (0.3, 3.1, 1.7), (1.0, 1.0, 0.0))
+    assert t == 0.0
+
+
+def _linspaces(a, b, n):
+    return (np.linspace(a, b, n), np.linspace(a, b, n, endpoint=False), np.linspace(a, b, n, dtype=np.int64),
+            np.linspace(b, a, num=n) * np.arange(n))
+
+
+def _linspace_runtime_loss(a, b, n):
+    return np.sum(np.linspace(a, b, n) ** 3) + np.sum(np.linspace(b, a * a, n, endpoint=False) * np.arange(n))
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 7])
+def test_linspace_with_a_runtime_num_follows_numpy(n):
+    expected = _linspaces(-0.3, 2.5, n)
+    for got in (msir.jit(_linspaces)(-0.3, 2.5, np.int64(n)),
+                pynative(lambda: msir.jit(_linspaces)(-0.3, 2.5, np.int64(n)))):
+        for g, e in zip(got, expected):
+            assert g.dtype == e.dtype and g.shape == e.shape
+            np.testing.assert_allclose(g, e, rtol=1e-15, atol=1e-15)
+
+
+@pytest.mark.parametrize("argnums", [0, 1])
+def test_linspace_with_a_runtime_num_gradients(argnums):
+    _check(_linspace_runtime_loss, np.float64(0.7), np.float64(-1.2), np.int64(6), argnums=argnums)
+
+
+def test_linspace_with_a_negative_runtime_num_is_numpy_s_error_at_the_call():
+    with pytest.raises(MsirValueError) as e:
+        msir.jit(_linspaces)(-0.3, 2.5, np.int64(-2))
+    assert e.value.message == "Number of samples, -2, must be non-negative."
+    assert e.value.loc.line == _linspaces.__code__.co_firstlineno + 1
 
 
 # -- enumerate and zip in compiled code -------------------------------------------------
