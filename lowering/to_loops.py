@@ -958,14 +958,21 @@ def _ramp(L: _Lowering, op: msir.RampOp) -> None:
     et = op.result.type.element_type  # type: ignore[attr-defined]
     zero_step = isinstance(op.step.owner, msir.ConstantOp) and not any(op.step.owner.values())
 
+    half = _is_half(et)  # as NumPy's half fill: in float32, rounded once
+    ct = _F32 if half else et
+
     def body(ivs, _):
         first = L.load(start, ivs[1:])
         if zero_step:
             L.store(first, out, ivs)
             return
-        i = L.v(arith.IndexCastOp, ivs[0], type=i64 if _is_float(et) else et)
-        i = L.v(arith.SIToFPOp, i, type=et) if _is_float(et) else i
-        L.store(L.add(first, L.mul(i, L.load(step, ivs[1:]))), out, ivs)
+        d = L.load(step, ivs[1:])
+        if half:
+            first, d = L.v(arith.ExtFOp, first, type=_F32), L.v(arith.ExtFOp, d, type=_F32)
+        i = L.v(arith.IndexCastOp, ivs[0], type=i64 if _is_float(ct) else ct)
+        i = L.v(arith.SIToFPOp, i, type=ct) if _is_float(ct) else i
+        y = L.add(first, L.mul(i, d))
+        L.store(L.v(arith.TruncFOp, y, type=et) if half else y, out, ivs)
 
     L.loops([rows, *row_dims], body)
 

@@ -132,6 +132,16 @@ class ArrayOpsMixin:
             return self.tensor(M.ConstantOp(attr), False)
         return self.broadcast(self.cast(v, dt, False), tuple(dims))
 
+    def full_like(self, like: Tensor, value: Any, dtype: Any, node: ast.AST) -> Tensor:
+        """`np.full_like` (zeros_like, ones_like): a runtime length of `like`
+        repeats the value along it, as a static operand meeting it does."""
+        if M.DYNAMIC not in like.shape:
+            return self.full(like.shape, value, dtype, node)
+        v = self.cast(self.as_tensor(value, node), dtype_name(dtype, self.loc), False)
+        if v.ndim:
+            raise self.error(ShapeError, "np.full_like of an array of runtime length takes a scalar fill value", node)
+        return self.align_all([like, v], like.shape, node)[1]
+
     def arange(self, args: list[Any], dtype: Any, node: ast.AST) -> Tensor:
         """np.arange as NumPy computes it: element i is `first + i * delta`,
         with `first` and `delta = cast(start + step) - first` in the result's

@@ -120,9 +120,12 @@ def _np_where(tr, args, kwargs, node):
     ta, tb = tr.as_tensor(a, node), tr.as_tensor(b, node)
     dtype, weak = promote(ta.dtype, ta.weak, tb.dtype, tb.weak)
     shape = M.infer_broadcast(M.infer_broadcast(tc_.shape, ta.shape), tb.shape)
-    c2 = tr.broadcast(tc_, shape)
-    a2 = tr.broadcast(tr.cast(ta, dtype), shape)
-    b2 = tr.broadcast(tr.cast(tb, dtype), shape)
+    if M.DYNAMIC in shape:  # an operand of runtime length (a mask read, an np.arange)
+        c2, a2, b2 = tr.align_all([tc_, tr.cast(ta, dtype), tr.cast(tb, dtype)], shape, node)
+    else:
+        c2 = tr.broadcast(tc_, shape)
+        a2 = tr.broadcast(tr.cast(ta, dtype), shape)
+        b2 = tr.broadcast(tr.cast(tb, dtype), shape)
     return tr.tensor(M.SelectOp(c2.ssa, a2.ssa, b2.ssa), False)
 
 
@@ -192,7 +195,7 @@ def _filler_like(value: Any):
     def handler(tr, args, kwargs, node):
         a, dtype = _params(tr, args, kwargs, ["a", "dtype"], {"dtype": None}, node, "np.*_like")
         t = tr.as_tensor(a, node)
-        return tr.full(t.shape, value, dtype if dtype is not None else t.dtype, node)
+        return tr.full_like(t, value, dtype if dtype is not None else t.dtype, node)
 
     return handler
 
@@ -200,7 +203,7 @@ def _filler_like(value: Any):
 def _np_full_like(tr, args, kwargs, node):
     a, fill, dtype = _params(tr, args, kwargs, ["a", "fill_value", "dtype"], {"dtype": None}, node, "np.full_like")
     t = tr.as_tensor(a, node)
-    return tr.full(t.shape, fill, dtype if dtype is not None else t.dtype, node)
+    return tr.full_like(t, fill, dtype if dtype is not None else t.dtype, node)
 
 
 def _np_arange(tr, args, kwargs, node):
@@ -320,8 +323,13 @@ def _log_base(base: float):
 # -- the composites of msir.frontend.numpy_bodies, through an IRBuilder ----------
 
 
-def _body(tr, node, build: Callable[[IRBuilder], Any]) -> Tensor:
-    """The value `build` emits at the call; its errors are reported there."""
+def _body(tr, node, build: Callable[[IRBuilder], Any], *inputs: Tensor) -> Tensor:
+    """The value `build` emits at the call; its errors are reported there.
+    The bodies size their constants and slices from static shapes, so
+    `inputs` of runtime length are refused."""
+    if any(M.DYNAMIC in t.shape for t in inputs):
+        raise tr.error(UnsupportedSyntaxError, "this NumPy function does not take an array of runtime length (a "
+                       "boolean-mask read or an np.arange with runtime bounds) yet", node)
     try:
         v = build(IRBuilder(tr.block, _loc_attr(tr.loc)))
     except MsirError as e:
@@ -337,7 +345,7 @@ def _np_logaddexp(tr, args, kwargs, node):
     dtype = numpy_bodies.float_dtype(ta.dtype, ta.weak, tb.dtype, tb.weak)
     shape = M.infer_broadcast(ta.shape, tb.shape)
     ta, tb = (tr.broadcast(tr.cast(t, dtype, False), shape) for t in (ta, tb))
-    return _body(tr, node, lambda B: numpy_bodies.logaddexp_body(B, ta.ssa, tb.ssa))
+    return _body(tr, node, lambda B: numpy_bodies.logaddexp_body(B, ta.ssa, tb.ssa), ta, tb)
 
 
 def _np_outer(tr, args, kwargs, node):
@@ -348,7 +356,7 @@ def _np_outer(tr, args, kwargs, node):
     except MsirError as e:
         raise tr.error(type(e), e.message, node) from None
     ta, tb = tr.cast(ta, dtype, False), tr.cast(tb, dtype, False)
-    return _body(tr, node, lambda B: numpy_bodies.outer_body(B, ta.ssa, tb.ssa, product))
+    return _body(tr, node, lambda B: numpy_bodies.outer_body(B, ta.ssa, tb.ssa, product), ta, tb)
 
 
 def _static_size(tr, value, what: str, node) -> int:
@@ -382,7 +390,7 @@ def _np_triangle(upper: bool):
         m, k = _params(tr, args, kwargs, ["m", "k"], {"k": 0}, node, fname)
         t = tr.as_tensor(m, node)
         diagonal = tr.static_int(k, f"the diagonal of {fname}", node)
-        return _body(tr, node, lambda B: numpy_bodies.triangle_body(B, t.ssa, diagonal, upper))
+        return _body(tr, node, lambda B: numpy_bodies.triangle_body(B, t.ssa, diagonal, upper), t)
 
     return handler
 
@@ -398,7 +406,7 @@ def _np_diag(tr, args, kwargs, node):
             return numpy_bodies.diag_from_vector_body(B, t.ssa, diagonal)
         return numpy_bodies.diag_of_matrix_body(B, t.ssa, diagonal)
 
-    return _body(tr, node, build)
+    return _body(tr, node, build, t)
 
 
 def _np_scan(combine: str, fname: str):
@@ -410,7 +418,7 @@ def _np_scan(combine: str, fname: str):
         else:
             ax = M.normalize_axis(tr.static_int(axis, "an axis", node), t.ndim)
         t = tr.cast(t, dtype_name(dtype, tr.loc) if dtype is not None else numpy_bodies.scan_dtype(t.dtype), False)
-        return _body(tr, node, lambda B: numpy_bodies.scan_body(B, t.ssa, ax, combine))
+        return _body(tr, node, lambda B: numpy_bodies.scan_body(B, t.ssa, ax, combine), t)
 
     return handler
 
@@ -429,7 +437,7 @@ def _np_norm(tr, args, kwargs, node):
     def build(B):
         return numpy_bodies.norm_body(B, t.ssa, numpy_bodies.norm_axes(t.ndim, ord, axis), ord, bool(keepdims))
 
-    return _body(tr, node, build)
+    return _body(tr, node, build, t)
 
 
 def _np_truth(every: bool):
@@ -440,7 +448,7 @@ def _np_truth(every: bool):
                                     node, fname)
         t = tr.as_tensor(a, node)
         axes = tr.axes(axis, t.ndim, node)
-        return _body(tr, node, lambda B: numpy_bodies.truth_body(B, t.ssa, axes, bool(keepdims), every))
+        return _body(tr, node, lambda B: numpy_bodies.truth_body(B, t.ssa, axes, bool(keepdims), every), t)
 
     return handler
 
@@ -455,7 +463,7 @@ def _np_take_along_axis(tr, args, kwargs, node):
     else:
         ax = M.normalize_axis(tr.static_int(axis, "an axis", node), a.ndim)
     i = tr.cast(i, "int64", False)
-    return _body(tr, node, lambda B: numpy_bodies.take_along_axis_body(B, a.ssa, i.ssa, ax))
+    return _body(tr, node, lambda B: numpy_bodies.take_along_axis_body(B, a.ssa, i.ssa, ax), a, i)
 
 
 def _np_linspace(tr, args, kwargs, node):
@@ -484,7 +492,7 @@ def _np_float_class(which: str):
     def handler(tr, args, kwargs, node):
         (x,) = _params(tr, args, kwargs, ["x"], {}, node, f"np.{which}")
         t = tr.as_tensor(x, node)
-        return _body(tr, node, lambda B: numpy_bodies.float_class_body(B, t.ssa, which))
+        return _body(tr, node, lambda B: numpy_bodies.float_class_body(B, t.ssa, which), t)
 
     return handler
 
@@ -506,7 +514,7 @@ def _np_sort(argsort: bool):
             numpy_bodies.check_sort_kind(sort_kind, order, fname)
             return body(B, t.ssa, ax)
 
-        return _body(tr, node, build)
+        return _body(tr, node, build, t)
 
     return handler
 
@@ -524,7 +532,7 @@ def _py_minmax(name: str):
             raise tr.error(UnsupportedSyntaxError, f"{name}() with keyword arguments is not supported", node)
         items = list(args[0]) if len(args) == 1 and isinstance(args[0], (tuple, list)) else list(args)
         if len(args) == 1 and isinstance(args[0], Tensor):
-            items = [tr.index(args[0], i, node) for i in range(args[0].shape[0])]
+            items = [tr.index(args[0], i, node) for i in range(tr.rows(args[0], node))]
         if not items:
             raise tr.error(ValueError_, f"{name}() arg is an empty sequence", node)
         if all(isinstance(i, (int, float)) for i in items):
@@ -554,7 +562,7 @@ def _py_minmax(name: str):
 def _py_sum(tr, args, kwargs, node):
     items, start = _params(tr, args, kwargs, ["iterable", "start"], {"start": 0}, node, "sum")
     if isinstance(items, Tensor):
-        items = [tr.index(items, i, node) for i in range(items.shape[0])]
+        items = [tr.index(items, i, node) for i in range(tr.rows(items, node))]
     total = start
     for it in items:
         total = tr.binary("add", total, it, node)
@@ -568,7 +576,8 @@ def _py_len(tr, args, kwargs, node):
     t = tr.as_tensor(x, node)
     if t.ndim == 0:
         raise tr.error(TypeError_, "len() of unsized object", node)
-    return t.shape[0]
+    # a runtime length (a mask read, an np.arange) is a runtime int64 scalar
+    return tr.runtime_count(t, "int64", node) if t.shape[0] == M.DYNAMIC else t.shape[0]
 
 
 def _py_convert(name: str):
@@ -601,7 +610,7 @@ def _unrolled_items(tr, value: Any, fname: str, node) -> list[Any]:
             raise tr.error(ValueError_, "range() arg 3 must not be zero", node)
         items = list(range(*bounds))
     elif isinstance(value, Tensor) and value.ndim > 0:
-        items = list(range(value.shape[0]))
+        items = list(range(tr.rows(value, node)))
     else:
         raise tr.error(TypeError_, f"{fname}() over {tr.describe(value)} is not supported in compiled code "
                        "(a tuple, list, range or array is)", node)

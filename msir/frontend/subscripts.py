@@ -163,6 +163,15 @@ class SubscriptsMixin:
             raise self.error(MsirIndexError, problem, node)
         return self.tensor(M.CompressOp(t.ssa, items[0].ssa), t.weak)
 
+    def rows(self, t: Tensor, node: ast.AST | None) -> int:
+        """The static length of `t`'s first axis, for code that unrolls over it
+        (iteration, unpacking, `sum`/`max` of an array); a runtime length is refused."""
+        if t.shape[0] == M.DYNAMIC:
+            raise self.error(UnsupportedSyntaxError, f"cannot iterate over {self.describe(t)}: its length is known "
+                             "only at run time (a boolean-mask read or an np.arange with runtime bounds); use the "
+                             "NumPy function (np.sum, np.max...) instead", node)
+        return t.shape[0]
+
     def length_source(self, t: Tensor, node: ast.AST | None) -> M.CompressOp | M.RampOp:
         """The op that gave `t` its runtime length (first dim): the
         `msir.compress` of an `x[mask]` or the `msir.ramp` of an `np.arange`
@@ -188,8 +197,13 @@ class SubscriptsMixin:
 
     def align_runtime_lengths(self, a: Tensor, b: Tensor, shape: tuple[int, ...],
                               node: ast.AST | None) -> tuple[Tensor, Tensor]:
-        """`a` and `b` broadcast to `shape`, whose first dim is a runtime length.
-        Two runtime lengths must come from one source (masks computed alike
+        """`a` and `b` broadcast to `shape`, whose first dim is a runtime length (`align_all`)."""
+        a2, b2 = self.align_all([a, b], shape, node)
+        return a2, b2
+
+    def align_all(self, ts: list[Tensor], shape: tuple[int, ...], node: ast.AST | None) -> list[Tensor]:
+        """Each of `ts` broadcast to `shape`, whose first dim is a runtime length.
+        Runtime lengths must come from one source (masks computed alike
         count as one, so do np.arange counts), since values of unrelated
         lengths cannot be proved to broadcast. A static operand repeats along
         the runtime dim: for a mask it is broadcast to the mask's shape and
@@ -198,30 +212,43 @@ class SubscriptsMixin:
         if not _runtime_length(shape):
             raise self.error(ShapeError, f"cannot broadcast shape {M.fmt_shape(shape)}: only the first dim "
                              "of an array may have a runtime size", node)
-        sources = [self.length_source(t, node) for t in (a, b) if _runtime_length(t.shape) and t.ndim == len(shape)]
-        if len(sources) == 2 and not _same_length(sources[0], sources[1]):
-            what = "masks" if all(isinstance(s, M.CompressOp) for s in sources) else (
-                "np.arange calls" if all(isinstance(s, M.RampOp) for s in sources) else "sources")
-            fix = "index both with one mask" if what == "masks" else "compute both from one np.arange or one mask"
-            raise self.error(ShapeError, f"cannot broadcast {self.describe(a)} with {self.describe(b)}: their "
-                             f"runtime lengths come from different {what}; {fix}", node)
+        runtime = [t for t in ts if _runtime_length(t.shape) and t.ndim == len(shape)]
+        sources = [self.length_source(t, node) for t in runtime]
+        for t, other in zip(runtime[1:], sources[1:]):
+            if not _same_length(sources[0], other):
+                kinds = {type(sources[0]), type(other)}
+                what = ("masks" if kinds == {M.CompressOp} else "np.arange calls" if kinds == {M.RampOp}
+                        else "sources")
+                fix = "index both with one mask" if what == "masks" else "compute both from one np.arange or one mask"
+                raise self.error(ShapeError, f"cannot broadcast {self.describe(runtime[0])} with {self.describe(t)}: "
+                                 f"their runtime lengths come from different {what}; {fix}", node)
         source = sources[0]
         out = []
-        for t in (a, b):
+        for t in ts:
             if _runtime_length(t.shape) and t.ndim == len(shape):
                 out.append(self.broadcast(t, shape))
                 continue
             if t.ndim == len(shape):  # its first dim is 1: it repeats along the selected rows
                 t = self.tensor(M.ReshapeOp(t.ssa, list(t.shape[1:])), t.weak)
             if isinstance(source, M.RampOp):
-                row = self.broadcast(t, shape[1:])
-                zeros = self.full(row.shape, 0, row.dtype, node)
-                out.append(self.tensor(M.RampOp(row.ssa, zeros.ssa, source.count), t.weak))
+                out.append(self.repeat_rows(t, shape, source.count, node))
                 continue
             mask = source.mask
             full = self.broadcast(t, (*M.shape_of(mask.type), *shape[1:]))
             out.append(self.tensor(M.CompressOp(full.ssa, mask), t.weak))
-        return out[0], out[1]
+        return out
+
+    def repeat_rows(self, t: Tensor, shape: tuple[int, ...], count: SSAValue, node: ast.AST | None) -> Tensor:
+        """`t` broadcast to `shape[1:]`, repeated `count` times along a new first
+        dim: a `msir.ramp` of step zero (booleans as int32 compared with 0,
+        since a ramp computes)."""
+        row = self.broadcast(t, shape[1:])
+        if row.dtype == "bool":
+            ints = self.repeat_rows(self.cast(row, "int32"), shape, count, node)
+            zeros = self.repeat_rows(self.constant(0, "int32"), shape, count, node)
+            return self.tensor(M.CompareOp("ne", ints.ssa, zeros.ssa), t.weak)
+        zeros = self.full(row.shape, 0, row.dtype, node)
+        return self.tensor(M.RampOp(row.ssa, zeros.ssa, count), t.weak)
 
     def subscript_value(self, t: Tensor, idx: Any, node: ast.AST) -> Tensor:
         items = list(idx) if isinstance(idx, tuple) else [idx]
@@ -250,6 +277,10 @@ class SubscriptsMixin:
                 out_shape.append(("new", 1))
                 continue
             dim = t.shape[axis]
+            if dim == M.DYNAMIC and it != slice(None) and (isinstance(it, (slice, Window, int, np.integer))):
+                raise self.error(UnsupportedSyntaxError, f"axis {axis} has a runtime length (a boolean-mask read "
+                                 "or an np.arange with runtime bounds): it can be indexed only whole (`:`) or by "
+                                 "an integer array", node)
             if isinstance(it, Window):
                 starts.append(0)
                 sizes.append(dim)

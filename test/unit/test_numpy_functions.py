@@ -8,12 +8,14 @@ differences. Inputs are float64 so that the differences are exact to ~1e-9.
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import pytest
 from gradcheck import numerical_jvp, numerical_vjp, pynative
 
 import msir
-from msir.errors import MsirValueError, MsirZeroDivisionError, ShapeError
+from msir.errors import MsirValueError, MsirZeroDivisionError, ShapeError, UnsupportedSyntaxError
 
 
 def _check(loss, *args, argnums=0, rtol=1e-6, atol=1e-8):
@@ -558,6 +560,64 @@ def test_arange_has_no_gradient_with_respect_to_its_bounds(mode):
     assert (_sin_ramp(0.3 + h, 3.1 + h, 1.7) - _sin_ramp(0.3 - h, 3.1 - h, 1.7)) != 0.0
     _, t = msir.jvp(_sin_ramp, (0.3, 3.1, 1.7), (1.0, 1.0, 0.0))
     assert t == 0.0
+
+
+def _arange_with_numpy(n, m):
+    r = np.arange(n)
+    return (np.where(r > 2, r, -r), np.where(m, r[:, None], -1), np.zeros_like(r), np.full_like(r * 0.5, 2.5),
+            len(r), r.shape, (r[:, None] * np.ones(3)).size, np.arange(n, dtype=np.float16) * np.float16(0.5))
+
+
+def test_arange_results_in_where_like_len_shape_and_half():
+    m = np.array([True, False])
+    for n in (np.int64(5), np.int64(0)):
+        expected = _arange_with_numpy(n, m)
+        got = msir.jit(_arange_with_numpy)(n, m)
+        for g, e in zip(got, expected):
+            assert np.shape(g) == np.shape(e) and np.asarray(g).dtype == np.asarray(e).dtype, (g, e)
+            np.testing.assert_array_equal(g, e)
+
+
+def _through_if(n, x):
+    if x > 0:
+        r = np.arange(n)
+    else:
+        r = np.arange(n) * 2
+    return r
+
+
+def _carried(n):
+    r = np.arange(n)
+    for i in range(3):
+        r = np.arange(n + i)
+    return r
+
+
+def _iterated(n):
+    return sum(np.arange(n))
+
+
+def _sliced(n):
+    return np.arange(n)[1:]
+
+
+def _scanned(n):
+    return np.cumsum(np.arange(n))
+
+
+@pytest.mark.parametrize("fn, error, message, text", [
+    (_through_if, ShapeError, "variable 'r' has a runtime length .* cannot leave an if", "if x > 0"),
+    (_carried, ShapeError, "variable 'r' has a runtime length .* cross loop iterations", "for i in range"),
+    (_iterated, UnsupportedSyntaxError, "cannot iterate over an array of shape \\(\\?,\\)", "sum("),
+    (_sliced, UnsupportedSyntaxError, "axis 0 has a runtime length .* only whole", "[1:]"),
+    (_scanned, UnsupportedSyntaxError, "does not take an array of runtime length", "np.cumsum"),
+], ids=["if", "loop", "iterate", "slice", "numpy-body"])
+def test_what_runtime_lengths_cannot_do_is_refused_at_the_users_line(fn, error, message, text):
+    args = (np.int64(3), 1.0) if fn is _through_if else (np.int64(3),)
+    with pytest.raises(error, match=message) as e:
+        msir.jit(fn)(*args)
+    lines, first = inspect.getsourcelines(fn)
+    assert e.value.loc.line == first + next(i for i, line in enumerate(lines) if text in line)
 
 
 def _linspaces(a, b, n):
