@@ -1024,6 +1024,46 @@ def linspace(start: Any, stop: Any, num: Any = 50, endpoint: Any = True, dtype: 
     return _out(_cast(y if target in FLOATS else _unary("floor", y), target, False))
 
 
+def float_unary(which: str, x: Any) -> Any:
+    """np.tan / np.sinh / np.cosh (`numpy_bodies`), typed as np.sin."""
+    t = _T.of(x)
+    _, dtype, _ = unary_typing("sin", t.dtype, t.weak)
+    body = {"tan": numpy_bodies.tan_body, "sinh": numpy_bodies.sinh_body, "cosh": numpy_bodies.cosh_body}[which]
+    return _body(body(TRACING_BUILDER, _cast(t, dtype, False).v))
+
+
+def round_(a: Any, decimals: Any = 0, out: Any = None) -> Any:
+    t = _T.of(a)
+    d = _static_int(decimals, "the decimals of np.round")
+    if kind(t.dtype) != 2:
+        if t.dtype == "bool":
+            raise DTypeError("np.round of a bool array is not supported")
+        if d < 0:
+            raise UnsupportedSyntaxError("np.round of an integer array to negative decimals is not supported "
+                                         "(NumPy rounds it in integer arithmetic)")
+        return _out(_T(t.v, t.dtype, t.shape, False))
+    return _body(numpy_bodies.round_body(TRACING_BUILDER, t.v, d))
+
+
+def diff(a: Any, n: Any = 1, axis: Any = -1) -> Any:
+    t = _T.of(a)
+    order = _static_int(n, "the order of np.diff")
+    numpy_bodies.check_diff(t.ndim, order)
+    return _body(numpy_bodies.diff_body(TRACING_BUILDER, t.v, order, _normalize_axis(axis, t.ndim)))
+
+
+def stack_along(which: str, tup: Any) -> Any:
+    """np.hstack / np.vstack, as the compiled frontend builds them."""
+    if not isinstance(tup, (tuple, list)):
+        raise UnsupportedSyntaxError(f"np.{which} takes a tuple or list of arrays")
+    ts = [_T.of(x) for x in tup]
+    if which == "vstack":
+        return concatenate([reshape(t, (1, 1) if t.ndim == 0 else (1, *t.shape)) if t.ndim < 2 else _out(t)
+                            for t in ts], 0)
+    ts = [_T.of(reshape(t, (1,))) if t.ndim == 0 else t for t in ts]
+    return concatenate([_out(t) for t in ts], 0 if ts and ts[0].ndim == 1 else 1)
+
+
 _NUMPY_ARANGE = np.arange
 
 
@@ -1270,6 +1310,7 @@ _UFUNCS: dict[str, Any] = {
     "logical_xor": lambda a, b: logical("xor", a, b),
     "logical_not": lambda a: logical("not", a),
     "logaddexp": logaddexp,
+    **{which: (lambda w: lambda x: float_unary(w, x))(which) for which in ("tan", "sinh", "cosh")},
     **{which: (lambda w: lambda x: _body(numpy_bodies.float_class_body(TRACING_BUILDER, _T.of(x).v, w)))(which)
        for which in ("isnan", "isinf", "isfinite")},
 }
@@ -1323,6 +1364,13 @@ _FUNCTIONS: dict[Any, Any] = {
     np.sort: _wrap("np.sort", ["a", "axis", "kind", "order"], {"axis": -1, "kind": None, "order": None}, sort),
     np.argsort: _wrap("np.argsort", ["a", "axis", "kind", "order"], {"axis": -1, "kind": None, "order": None},
                       lambda a, axis, kind, order: sort(a, axis, kind, order, argsort=True)),
+    np.round: _wrap("np.round", ["a", "decimals"], {"decimals": 0}, round_),
+    np.around: _wrap("np.around", ["a", "decimals"], {"decimals": 0}, round_),
+    np.diff: _wrap("np.diff", ["a", "n", "axis"], {"n": 1, "axis": -1}, diff),
+    np.hstack: _wrap("np.hstack", ["tup"], {}, lambda tup: stack_along("hstack", tup)),
+    np.vstack: _wrap("np.vstack", ["tup"], {}, lambda tup: stack_along("vstack", tup)),
+    np.ravel: _wrap("np.ravel", ["a"], {}, lambda a: reshape(a, (-1,))),
+    np.copy: _wrap("np.copy", ["a"], {}, lambda a: _out(_T.of(a))),
     np.cumsum: _wrap("np.cumsum", ["a", "axis", "dtype"], {"axis": None, "dtype": None},
                      lambda a, axis, dtype: scan("add", a, axis, dtype)),
     np.cumprod: _wrap("np.cumprod", ["a", "axis", "dtype"], {"axis": None, "dtype": None},

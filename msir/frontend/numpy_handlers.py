@@ -26,7 +26,7 @@ from msir.errors import DTypeError, MsirError, MsirIndexError, UnsupportedSyntax
 from msir.frontend import numpy_bodies
 from msir.frontend.base import TypeError_, ValueError_, _loc_attr
 from msir.frontend.einsum import build_einsum
-from msir.frontend.elementwise import binary_typing, check_square
+from msir.frontend.elementwise import binary_typing, check_square, unary_typing
 from msir.frontend.ops_calls import OPS_HANDLERS
 from msir.frontend.state import _MAX_UNROLL, RangeValue
 from msir.frontend.values import KnownInt, Tensor, dtype_name, kind, promote
@@ -497,6 +497,97 @@ def _np_float_class(which: str):
     return handler
 
 
+def _float_unary(which: str):
+    """np.tan / np.sinh / np.cosh: a composite of float primitives, typed as
+    NumPy types np.sin (integers give float64, bool float16)."""
+    body = {"tan": numpy_bodies.tan_body, "sinh": numpy_bodies.sinh_body, "cosh": numpy_bodies.cosh_body}[which]
+
+    def handler(tr, args, kwargs, node):
+        (x,) = _params(tr, args, kwargs, ["x"], {}, node, f"np.{which}")
+        t = tr.as_tensor(x, node)
+        try:
+            _, dtype, _ = unary_typing("sin", t.dtype, t.weak)
+        except DTypeError as e:
+            raise tr.error(DTypeError, e.message.replace("np.sin", f"np.{which}"), node) from None
+        t = tr.cast(t, dtype, False)
+        return _body(tr, node, lambda B: body(B, t.ssa), t)
+
+    return handler
+
+
+def _np_round(tr, args, kwargs, node):
+    a, decimals = _params(tr, args, kwargs, ["a", "decimals"], {"decimals": 0}, node, "np.round")
+    t = tr.as_tensor(a, node)
+    d = tr.static_int(decimals, "the decimals of np.round", node)
+    if kind(t.dtype) != 2:
+        if t.dtype == "bool":
+            raise tr.error(DTypeError, "np.round of a bool array is not supported", node)
+        if d < 0:
+            raise tr.error(UnsupportedSyntaxError, "np.round of an integer array to negative decimals is not "
+                           "supported (NumPy rounds it in integer arithmetic)", node)
+        return _numpy_result(t)
+    return _body(tr, node, lambda B: numpy_bodies.round_body(B, t.ssa, d), t)
+
+
+def _np_diff(tr, args, kwargs, node):
+    a, n, axis = _params(tr, args, kwargs, ["a", "n", "axis"], {"n": 1, "axis": -1}, node, "np.diff")
+    t = tr.as_tensor(a, node)
+    order = tr.static_int(n, "the order of np.diff", node)
+
+    def build(B):
+        numpy_bodies.check_diff(t.ndim, order)
+        return numpy_bodies.diff_body(B, t.ssa, order, M.normalize_axis(tr.static_int(axis, "an axis", node), t.ndim))
+
+    return _body(tr, node, build, t)
+
+
+def _np_stack_along(which: str):
+    """np.hstack / np.vstack: np.concatenate of the arrays made at least 1-d
+    (hstack; joined along axis 1 unless they are 1-d) or 2-d (vstack, a 1-d
+    array becoming one row)."""
+
+    def handler(tr, args, kwargs, node):
+        (arrays,) = _params(tr, args, kwargs, ["tup"], {}, node, f"np.{which}")
+        if not isinstance(arrays, (tuple, list)):
+            raise tr.error(UnsupportedSyntaxError, f"np.{which} takes a tuple or list of arrays", node)
+        ts = [tr.as_tensor(x, node) for x in arrays]
+        if which == "vstack":
+            ts = [tr.reshape(t, (1, 1) if t.ndim == 0 else (1, *t.shape), node) if t.ndim < 2 else t for t in ts]
+            return tr.concatenate(ts, 0, node)
+        ts = [tr.reshape(t, (1,), node) if t.ndim == 0 else t for t in ts]
+        return tr.concatenate(ts, 0 if ts and ts[0].ndim == 1 else 1, node)
+
+    return handler
+
+
+def _np_compare(pred: str, fname: str):
+    def handler(tr, args, kwargs, node):
+        a, b = _params(tr, args, kwargs, ["x1", "x2"], {}, node, fname)
+        return _numpy_result(tr.compare(pred, tr.as_tensor(a, node), tr.as_tensor(b, node), node))
+
+    return handler
+
+
+def _np_shape_of(what: str):
+    """np.shape / np.size / np.ndim: the array attribute."""
+
+    def handler(tr, args, kwargs, node):
+        (a,) = _params(tr, args, kwargs, ["a"], {}, node, f"np.{what}")
+        return tr.attribute(tr.as_tensor(a, node), what, node)
+
+    return handler
+
+
+def _np_ravel(tr, args, kwargs, node):
+    (a,) = _params(tr, args, kwargs, ["a"], {}, node, "np.ravel")
+    return tr.reshape(tr.as_tensor(a, node), (-1,), node)
+
+
+def _np_copy(tr, args, kwargs, node):
+    (a,) = _params(tr, args, kwargs, ["a"], {}, node, "np.copy")
+    return _numpy_result(tr.as_tensor(a, node))  # values are immutable: the copy is the value
+
+
 def _np_sort(argsort: bool):
     fname = "np.argsort" if argsort else "np.sort"
 
@@ -651,6 +742,25 @@ _NUMPY_HANDLERS: dict[Any, Callable] = {
     **{p.numpy: _unary_np(p.name, p.numpy.__name__) for p in primitives.UNARY if p.name != "not"},
     **{p.numpy: _binary_np(p.name, p.numpy.__name__) for p in primitives.BINARY if p.numpy is not None},
     np.power: _binary_np("pow", "power"),
+    np.tan: _float_unary("tan"),
+    np.sinh: _float_unary("sinh"),
+    np.cosh: _float_unary("cosh"),
+    np.round: _np_round,
+    np.around: _np_round,
+    np.diff: _np_diff,
+    np.hstack: _np_stack_along("hstack"),
+    np.vstack: _np_stack_along("vstack"),
+    np.equal: _np_compare("eq", "np.equal"),
+    np.not_equal: _np_compare("ne", "np.not_equal"),
+    np.less: _np_compare("lt", "np.less"),
+    np.less_equal: _np_compare("le", "np.less_equal"),
+    np.greater: _np_compare("gt", "np.greater"),
+    np.greater_equal: _np_compare("ge", "np.greater_equal"),
+    np.shape: _np_shape_of("shape"),
+    np.size: _np_shape_of("size"),
+    np.ndim: _np_shape_of("ndim"),
+    np.ravel: _np_ravel,
+    np.copy: _np_copy,
     np.logaddexp: _np_logaddexp,
     np.outer: _np_outer,
     np.eye: _np_eye,

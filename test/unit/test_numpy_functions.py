@@ -847,3 +847,145 @@ def test_the_argsort_method_follows_numpy():
         for g, e in zip(got, expected):
             np.testing.assert_array_equal(g, e)
     np.testing.assert_array_equal(pynative(lambda: msir.grad(lambda x: _argsort_method(x)[2])(A)), np.ones_like(A))
+
+
+# -- np.tan, np.sinh, np.cosh, np.round, np.diff, np.hstack / np.vstack, comparisons ----------------
+# Functions that were missing and are common in scientific code (counted in scikit-learn,
+# SciPy and Matplotlib): each a composite of existing primitives, in both modes.
+
+HYPER_X = np.array([-705.0, -3.2, -1.0, -0.999, -1e-10, -0.0, 0.0, 1e-12, 0.3, 0.999, 1.0, 2.5, 709.0])
+
+
+def _hyper(x):
+    return np.tan(x), np.sinh(x), np.cosh(x)
+
+
+def _hyper_loss(x):
+    return np.sum(np.tan(x) * np.sinh(x) + np.cosh(x) ** 2)
+
+
+def test_tan_sinh_cosh_follow_numpy():
+    for x in (HYPER_X, HYPER_X.astype(np.float32)[1:-1], np.array([0, 1, -2])):
+        expected = _hyper(x)
+        for got in (msir.jit(_hyper)(x), pynative(lambda: msir.jit(_hyper)(x))):
+            for g, e in zip(got, expected):
+                assert g.dtype == e.dtype
+                np.testing.assert_allclose(g, e, rtol=4e-6 if e.dtype == np.float32 else 2e-13, atol=0)
+                assert np.array_equal(np.signbit(g), np.signbit(e))  # sinh(-0.0) is -0.0
+
+
+def test_tan_sinh_cosh_gradients():
+    _check(_hyper_loss, np.array([-1.3, -0.9, -0.2, 0.4, 0.95, 1.1, 2.0]))
+
+
+def test_sinh_gradient_stays_finite_where_its_other_branch_would_overflow(mode):
+    x = np.array([-705.0, 705.0, 0.5])
+    np.testing.assert_allclose(msir.grad(lambda v: np.sum(np.sinh(v)))(x), np.cosh(x), rtol=1e-12)
+
+
+ROUND_X = np.array([-2.5, -1.5, -0.5, -0.4, 0.5, 1.5, 2.5, 2.675, 1.005, 1234.5678, -0.0, 0.04, np.nan, np.inf,
+                    -np.inf, 4.5e15 + 0.5, 2.0 ** 60])
+
+
+def _rounds(x, i):
+    return np.round(x), np.round(x, 2), np.around(x, -2), np.round(x * 0.1, 1), np.round(i), np.round(i, 3)
+
+
+def test_round_follows_numpy_half_to_even():
+    i = np.array([15, -25, 7], np.int32)
+    for x in (ROUND_X, ROUND_X.astype(np.float32)):
+        expected = _rounds(x, i)
+        for got in (msir.jit(_rounds)(x, i), pynative(lambda: msir.jit(_rounds)(x, i))):
+            for g, e in zip(got, expected):
+                assert g.dtype == e.dtype
+                np.testing.assert_array_equal(g, e)
+                assert np.array_equal(np.signbit(g), np.signbit(e))
+
+
+def test_round_has_zero_gradient():
+    # away from the jumps, d/dx sum(round(x, 1) * x) is round(x, 1)
+    _check(lambda x: np.sum(np.round(x, 1) * x + np.round(x) ** 2), np.array([-1.33, -0.52, 0.18, 0.77, 2.61]))
+
+
+def _round_ints_negative(i):
+    return np.round(i, -1)
+
+
+def test_round_of_integers_to_negative_decimals_is_refused_at_the_call():
+    with pytest.raises(UnsupportedSyntaxError, match="integer array to negative decimals") as e:
+        msir.jit(_round_ints_negative)(np.array([15, 25]))
+    assert e.value.loc.line == _round_ints_negative.__code__.co_firstlineno + 1
+
+
+def _diffs(x, i, b):
+    return (np.diff(x), np.diff(x, 2), np.diff(x, axis=0), np.diff(x, n=3, axis=1), np.diff(x, 0), np.diff(x, 9),
+            np.diff(i), np.diff(b))
+
+
+def test_diff_follows_numpy():
+    x = np.arange(12.0).reshape(3, 4) ** 2
+    i, b = np.array([3, -1, 4, 4], np.int32), np.array([True, True, False, True])
+    expected = _diffs(x, i, b)
+    for got in (msir.jit(_diffs)(x, i, b), pynative(lambda: msir.jit(_diffs)(x, i, b))):
+        for g, e in zip(got, expected):
+            assert g.dtype == e.dtype and g.shape == e.shape
+            np.testing.assert_array_equal(g, e)
+
+
+def test_diff_gradients():
+    _check(lambda x: np.sum(np.diff(x, 2, axis=1) ** 2) + np.sum(np.sin(np.diff(x, axis=0))), A)
+
+
+def _diff_negative(x):
+    return np.diff(x, -1)
+
+
+def _diff_scalar(x):
+    return np.diff(x[0, 0])
+
+
+def test_diff_errors_are_numpy_s_at_the_call():
+    for fn, message in ((_diff_negative, "order must be non-negative but got -1"),
+                        (_diff_scalar, "diff requires input that is at least one dimensional")):
+        with pytest.raises(MsirValueError, match=message) as e:
+            msir.jit(fn)(A)
+        assert e.value.loc.line == fn.__code__.co_firstlineno + 1
+
+
+def _stacks(x, v, s):
+    return (np.hstack([x, x]), np.hstack((v, v * 2, s)), np.hstack([s, 1.5]), np.vstack([x, v[:4]]),
+            np.vstack((v, v)), np.vstack([s, s]), np.hstack([np.ones(2, np.int32), v[:1]]))
+
+
+def _stack_loss(x, v):
+    return np.sum(np.hstack([x, x * x]) ** 2) + np.sum(np.vstack([v, np.sin(v)]) * np.arange(10.0).reshape(2, 5))
+
+
+def test_hstack_and_vstack_follow_numpy():
+    s = np.float64(0.5)
+    expected = _stacks(A, V, s)
+    for got in (msir.jit(_stacks)(A, V, s), pynative(lambda: msir.jit(_stacks)(A, V, s))):
+        for g, e in zip(got, expected):
+            assert g.dtype == e.dtype and g.shape == e.shape
+            np.testing.assert_array_equal(g, e)
+
+
+@pytest.mark.parametrize("argnums", [0, 1])
+def test_hstack_and_vstack_gradients(argnums):
+    _check(_stack_loss, A, V, argnums=argnums)
+
+
+def _comparisons_and_shapes(x, y):
+    return (np.equal(x, y), np.not_equal(x, 0.5), np.less(x, y), np.less_equal(x, y), np.greater(y, x),
+            np.greater_equal(x, 1), np.shape(x), np.size(x), np.ndim(x), np.ravel(x), np.copy(x) * 2)
+
+
+def test_comparison_functions_and_shape_utilities_follow_numpy():
+    x, y = A.copy(), A.copy()
+    y[0, 0], y[1, 2] = 9.0, -9.0
+    expected = _comparisons_and_shapes(x, y)
+    for got in (msir.jit(_comparisons_and_shapes)(x, y), pynative(lambda: msir.jit(_comparisons_and_shapes)(x, y))):
+        for g, e in zip(got, expected):
+            assert np.shape(g) == np.shape(e) and np.asarray(g).dtype == np.asarray(e).dtype
+            np.testing.assert_array_equal(g, e)
+    _check(lambda x: np.sum(np.ravel(x) * np.arange(12.0)) + np.sum(np.copy(x) ** 2) / np.size(x), A)
