@@ -1064,6 +1064,55 @@ def stack_along(which: str, tup: Any) -> Any:
     return concatenate([_out(t) for t in ts], 0 if ts and ts[0].ndim == 1 else 1)
 
 
+def isclose(a: Any, b: Any, rtol: Any = 1e-05, atol: Any = 1e-08, equal_nan: Any = False, every: bool = False) -> Any:
+    ta, tb = _T.of(a), _T.of(b)
+    dtype = numpy_bodies.float_dtype(ta.dtype, ta.weak, tb.dtype, tb.weak)
+    shape = _broadcast_shapes(ta.shape, tb.shape)
+    ta, tb = (_bcast(_cast(t, dtype, False), shape) for t in (ta, tb))
+    close = numpy_bodies.isclose_body(TRACING_BUILDER, ta.v, tb.v, float(rtol), float(atol), bool(equal_nan))
+    if every:
+        close = numpy_bodies.truth_body(TRACING_BUILDER, close, tuple(range(len(shape))), False, True)
+    return _body(close)
+
+
+def count_nonzero(a: Any, axis: Any = None, keepdims: Any = False) -> Any:
+    t = _T.of(a)
+    nonzero = t if t.dtype == "bool" else _T.of(compare("ne", t, 0))
+    return reduce("sum", _out(_cast(nonzero, "int64", False)), axis, keepdims)
+
+
+def average(a: Any, axis: Any = None, weights: Any = None, returned: Any = False, keepdims: Any = False) -> Any:
+    t = _T.of(a)
+    if weights is None:
+        avg = _T.of(reduce("mean", t, axis, keepdims))
+        if not returned:
+            return _out(avg)
+        size = math.prod(avg.shape)
+        count = math.prod(t.shape) // max(size, 1) if size else 0
+        return _out(avg), np.full(avg.shape, count, avg.dtype)[()]
+    w = _T.of(weights)
+    if w.shape != t.shape:
+        if axis is None or w.ndim != 1:
+            raise ShapeError("Axis must be specified when shapes of a and weights differ.")
+        ax = _normalize_axis(axis, t.ndim)
+        if w.shape[0] != t.shape[ax]:
+            raise ShapeError("Length of weights not compatible with specified axis.")
+        w = _T.of(reshape(w, tuple(w.shape[0] if i == ax else 1 for i in range(t.ndim))))
+    dtype = numpy_bodies.float_dtype(t.dtype, t.weak, w.dtype, w.weak)
+    t, w = _cast(t, dtype, False), _cast(w, dtype, False)
+    total = reduce("sum", _out(_bcast(w, t.shape)), axis, keepdims)
+    avg = binary("div", reduce("sum", binary("mul", _out(t), _out(w)), axis, keepdims), total)
+    return (avg, total) if returned else avg
+
+
+def atleast(ndim: int, *arrays: Any) -> Any:
+    out = []
+    for x in arrays:
+        t = _T.of(x)
+        out.append(_out(t) if t.ndim >= ndim else reshape(t, (1,) * (ndim - t.ndim) + t.shape))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
 _NUMPY_ARANGE = np.arange
 
 
@@ -1370,6 +1419,17 @@ _FUNCTIONS: dict[Any, Any] = {
     np.hstack: _wrap("np.hstack", ["tup"], {}, lambda tup: stack_along("hstack", tup)),
     np.vstack: _wrap("np.vstack", ["tup"], {}, lambda tup: stack_along("vstack", tup)),
     np.ravel: _wrap("np.ravel", ["a"], {}, lambda a: reshape(a, (-1,))),
+    np.isclose: _wrap("np.isclose", ["a", "b", "rtol", "atol", "equal_nan"],
+                      {"rtol": 1e-05, "atol": 1e-08, "equal_nan": False}, isclose),
+    np.allclose: _wrap("np.allclose", ["a", "b", "rtol", "atol", "equal_nan"],
+                       {"rtol": 1e-05, "atol": 1e-08, "equal_nan": False},
+                       lambda a, b, rtol, atol, equal_nan: isclose(a, b, rtol, atol, equal_nan, every=True)),
+    np.count_nonzero: _wrap("np.count_nonzero", ["a", "axis", "keepdims"], {"axis": None, "keepdims": False},
+                            count_nonzero),
+    np.average: _wrap("np.average", ["a", "axis", "weights", "returned", "keepdims"],
+                      {"axis": None, "weights": None, "returned": False, "keepdims": False}, average),
+    np.atleast_1d: lambda *arrays: atleast(1, *arrays),
+    np.atleast_2d: lambda *arrays: atleast(2, *arrays),
     np.copy: _wrap("np.copy", ["a"], {}, lambda a: _out(_T.of(a))),
     np.cumsum: _wrap("np.cumsum", ["a", "axis", "dtype"], {"axis": None, "dtype": None},
                      lambda a, axis, dtype: scan("add", a, axis, dtype)),

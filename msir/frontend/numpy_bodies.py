@@ -485,3 +485,17 @@ def diff_body(B, x: V, n: int, axis: int) -> V:
         hi = B.slice(x, starts, sizes, steps)
         x = B.compare("ne", hi, lo) if B.dtype(x) == "bool" else B.binary("sub", hi, lo)
     return x
+
+
+def isclose_body(B, a: V, b: V, rtol: float, atol: float, equal_nan: bool) -> V:
+    """np.isclose of `a`, `b` of one float dtype and shape, as NumPy computes it:
+    `|a - b| <= atol + rtol * |b|` where b is finite, or `a == b` (equal
+    infinities), or both NaN with `equal_nan`."""
+    dtype, shape = B.dtype(a), B.shape(a)
+    bound = B.binary("add", _full(B, atol, dtype, shape), B.binary("mul", _full(B, rtol, dtype, shape), B.unary("abs", b)))
+    close = B.binary("and", B.compare("le", B.unary("abs", B.binary("sub", a, b)), bound),
+                     float_class_body(B, b, "isfinite"))
+    close = B.binary("or", close, B.compare("eq", a, b))
+    if equal_nan:
+        close = B.binary("or", close, B.binary("and", B.compare("ne", a, a), B.compare("ne", b, b)))
+    return close

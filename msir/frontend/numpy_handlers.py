@@ -22,7 +22,7 @@ import numpy as np
 
 from msir.dialects import msir as M
 from msir.dialects import primitives
-from msir.errors import DTypeError, MsirError, MsirIndexError, UnsupportedSyntaxError
+from msir.errors import DTypeError, MsirError, MsirIndexError, ShapeError, UnsupportedSyntaxError
 from msir.frontend import numpy_bodies
 from msir.frontend.base import TypeError_, ValueError_, _loc_attr
 from msir.frontend.einsum import build_einsum
@@ -588,6 +588,88 @@ def _np_copy(tr, args, kwargs, node):
     return _numpy_result(tr.as_tensor(a, node))  # values are immutable: the copy is the value
 
 
+def _np_isclose(every: bool):
+    """np.isclose, and np.allclose (every element close)."""
+    fname = "np.allclose" if every else "np.isclose"
+
+    def handler(tr, args, kwargs, node):
+        a, b, rtol, atol, equal_nan = _params(tr, args, kwargs, ["a", "b", "rtol", "atol", "equal_nan"],
+                                              {"rtol": 1e-05, "atol": 1e-08, "equal_nan": False}, node, fname)
+        ta, tb = tr.as_tensor(a, node), tr.as_tensor(b, node)
+        dtype = numpy_bodies.float_dtype(ta.dtype, ta.weak, tb.dtype, tb.weak)
+        shape = M.infer_broadcast(ta.shape, tb.shape)
+        ta, tb = (tr.broadcast(tr.cast(t, dtype, False), shape) for t in (ta, tb))
+        tol = [_static_float(tr, v, f"{name} of {fname}", node) for v, name in ((rtol, "rtol"), (atol, "atol"))]
+        nan = tr.static_bool(equal_nan, node, f"equal_nan of {fname}")
+        close = _body(tr, node, lambda B: numpy_bodies.isclose_body(B, ta.ssa, tb.ssa, *tol, nan), ta, tb)
+        if not every:
+            return close
+        return _body(tr, node, lambda B: numpy_bodies.truth_body(B, close.ssa, tuple(range(close.ndim)), False, True),
+                     close)
+
+    return handler
+
+
+def _static_float(tr, value, what: str, node) -> float:
+    if isinstance(value, (bool, int, float)):
+        return float(value)
+    raise tr.error(UnsupportedSyntaxError, f"{what} must be a number known at compile time", node)
+
+
+def _np_count_nonzero(tr, args, kwargs, node):
+    a, axis, keepdims = _params(tr, args, kwargs, ["a", "axis", "keepdims"], {"axis": None, "keepdims": False},
+                                node, "np.count_nonzero")
+    t = tr.as_tensor(a, node)
+    nonzero = t if t.dtype == "bool" else tr.compare("ne", t, 0, node)
+    return tr.reduce("sum", tr.cast(nonzero, "int64"), axis, keepdims, node)
+
+
+def _np_average(tr, args, kwargs, node):
+    a, axis, weights, returned, keepdims = _params(
+        tr, args, kwargs, ["a", "axis", "weights", "returned", "keepdims"],
+        {"axis": None, "weights": None, "returned": False, "keepdims": False}, node, "np.average")
+    t = tr.as_tensor(a, node)
+    with_sum = tr.static_bool(returned, node, "returned of np.average")
+    if weights is None:
+        avg = tr.reduce("mean", t, axis, keepdims, node)
+        if not with_sum:
+            return avg
+        count = math.prod(t.shape) // max(math.prod(avg.shape), 1) if math.prod(avg.shape) else 0
+        return avg, tr.full(avg.shape, count, avg.dtype, node)
+    w = tr.as_tensor(weights, node)
+    if w.shape != t.shape:
+        if axis is None or w.ndim != 1:
+            raise tr.error(ShapeError, "Axis must be specified when shapes of a and weights differ.", node)
+        ax = M.normalize_axis(tr.static_int(axis, "an axis", node), t.ndim)
+        if w.shape[0] != t.shape[ax]:
+            raise tr.error(ShapeError, "Length of weights not compatible with specified axis.", node)
+        w = tr.reshape(w, tuple(w.shape[0] if i == ax else 1 for i in range(t.ndim)), node)
+    dtype = numpy_bodies.float_dtype(t.dtype, t.weak, w.dtype, w.weak)
+    t, w = tr.cast(t, dtype, False), tr.cast(w, dtype, False)
+    total = tr.reduce("sum", tr.broadcast(w, t.shape), axis, keepdims, node)
+    avg = tr.elementwise("div", tr.reduce("sum", tr.elementwise("mul", t, w, node), axis, keepdims, node), total, node)
+    return (avg, total) if with_sum else avg
+
+
+def _np_atleast(ndim: int):
+    """np.atleast_1d / np.atleast_2d: a 0-d array as (1,) or (1, 1), a 1-d one
+    as a row (1, n); several arrays give a tuple, as NumPy 2 does."""
+
+    def one(tr, x, node):
+        t = tr.as_tensor(x, node)
+        if t.ndim >= ndim:
+            return t
+        return tr.reshape(t, (1,) * (ndim - t.ndim) + t.shape, node)
+
+    def handler(tr, args, kwargs, node):
+        if kwargs:
+            raise tr.error(UnsupportedSyntaxError, f"np.atleast_{ndim}d takes no keyword arguments", node)
+        out = [one(tr, x, node) for x in args]
+        return out[0] if len(out) == 1 else tuple(out)
+
+    return handler
+
+
 def _np_sort(argsort: bool):
     fname = "np.argsort" if argsort else "np.sort"
 
@@ -756,6 +838,12 @@ _NUMPY_HANDLERS: dict[Any, Callable] = {
     np.less_equal: _np_compare("le", "np.less_equal"),
     np.greater: _np_compare("gt", "np.greater"),
     np.greater_equal: _np_compare("ge", "np.greater_equal"),
+    np.isclose: _np_isclose(False),
+    np.allclose: _np_isclose(True),
+    np.count_nonzero: _np_count_nonzero,
+    np.average: _np_average,
+    np.atleast_1d: _np_atleast(1),
+    np.atleast_2d: _np_atleast(2),
     np.shape: _np_shape_of("shape"),
     np.size: _np_shape_of("size"),
     np.ndim: _np_shape_of("ndim"),

@@ -989,3 +989,45 @@ def test_comparison_functions_and_shape_utilities_follow_numpy():
             assert np.shape(g) == np.shape(e) and np.asarray(g).dtype == np.asarray(e).dtype
             np.testing.assert_array_equal(g, e)
     _check(lambda x: np.sum(np.ravel(x) * np.arange(12.0)) + np.sum(np.copy(x) ** 2) / np.size(x), A)
+
+
+def _closeness(x, y, i):
+    return (np.isclose(x, y), np.isclose(x, y, rtol=0.1, atol=0.0, equal_nan=True), np.allclose(x, x + 1e-9),
+            np.allclose(x, y), np.isclose(i, 3), np.count_nonzero(x), np.count_nonzero(x > 0.5, axis=0),
+            np.count_nonzero(i, keepdims=True))
+
+
+def test_isclose_allclose_and_count_nonzero_follow_numpy():
+    x = np.array([[1.0, np.nan, np.inf, -np.inf], [0.0, 1e-9, 2.0, 5.0]])
+    y = np.array([[1.0 + 1e-6, np.nan, np.inf, np.inf], [1e-8, 0.0, 2.15, 5.4]])
+    i = np.array([3, 0, 4], np.int32)
+    expected = _closeness(x, y, i)
+    for got in (msir.jit(_closeness)(x, y, i), pynative(lambda: msir.jit(_closeness)(x, y, i))):
+        for g, e in zip(got, expected):
+            assert np.shape(g) == np.shape(e) and np.asarray(g).dtype == np.asarray(e).dtype, (g, e)
+            np.testing.assert_array_equal(g, e)
+
+
+def _averages(x, w, v):
+    return (np.average(x), np.average(x, axis=1), np.average(x, axis=0, weights=v[:3]),
+            np.average(x, weights=w, returned=True), np.average(x, axis=1, keepdims=True, returned=True),
+            np.atleast_1d(v[0]), np.atleast_2d(v), np.atleast_2d(x), np.atleast_1d(v[0], x))
+
+
+def _average_loss(x, v):
+    return np.sum(np.average(x, axis=0, weights=v[:3] ** 2) ** 2) + np.average(x, weights=np.abs(x) + 1.0)
+
+
+def test_average_and_atleast_follow_numpy():
+    w = np.abs(B) + 0.5
+    expected = _averages(A, w, V)
+    for got in (msir.jit(_averages)(A, w, V), pynative(lambda: msir.jit(_averages)(A, w, V))):
+        for g, e in zip(got, expected):
+            for gg, ee in zip(g, e) if isinstance(e, tuple) else ((g, e),):
+                assert np.shape(gg) == np.shape(ee) and np.asarray(gg).dtype == np.asarray(ee).dtype, (gg, ee)
+                np.testing.assert_allclose(gg, ee, rtol=1e-14)
+
+
+@pytest.mark.parametrize("argnums", [0, 1])
+def test_average_gradients_through_values_and_weights(argnums):
+    _check(_average_loss, A, V, argnums=argnums)
