@@ -154,7 +154,8 @@ NOTES: dict[str, Note] = {
     "max": Note(YES, "of arguments or of an iterable; Python's tie rule (the first maximum)", eager=True),
     "min": Note(YES, "of arguments or of an iterable; Python's tie rule (the first minimum)", eager=True),
     "sum": Note(YES, "of an iterable (an array's rows), with start", eager=True),
-    "len": Note(NONE, "static: the length of a tuple, list or an array's first axis", eager=True),
+    "len": Note(NONE, "static: the length of a tuple, list or an array's first axis (a runtime length: a runtime "
+                      "int64)", eager=True),
     "float": Note(YES, "a 0-d value as a weak float64; refused in PYNATIVE mode (it would drop the derivative)",
                   eager=False),
     "int": Note(NO, "a 0-d value as a weak int64", eager=True),
@@ -327,8 +328,10 @@ def array_rows() -> list[Row]:
     from msir.frontend.attributes import ARRAY_ATTRIBUTES
     from msir.frontend.numpy_handlers import _ARRAY_METHODS
 
-    rows = [Row(f".{a}", True, hasattr(Tracer, a), NONE if a != "T" else YES, "known while tracing" if a != "T"
-                else "a transpose") for a in ARRAY_ATTRIBUTES]
+    notes = {"T": "a transpose", "shape": "known while tracing; a runtime length (a mask read, a runtime np.arange) "
+             "is a runtime int64", "size": "known while tracing, or a runtime int64 as `.shape`"}
+    rows = [Row(f".{a}", True, hasattr(Tracer, a), NONE if a != "T" else YES, notes.get(a, "known while tracing"))
+            for a in ARRAY_ATTRIBUTES]
     for m in sorted(_ARRAY_METHODS):
         differentiable = NO if m in ("argmax", "argmin", "any", "all", "argsort") else YES
         note = {"item": "a size-1 array as a weak Python scalar", "astype": "a cast"}.get(m, f"as np.{m}")

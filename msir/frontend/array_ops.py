@@ -3,7 +3,10 @@
 Reductions (`sum`, `prod`, `mean`, `max`, `min`, `argmax`, `argmin`) with
 NumPy's accumulation dtypes, and shape operations (reshape, transpose,
 filled arrays, `arange`, concatenate/stack), their static arguments (axes,
-shapes, bounds) checked as NumPy checks them.
+shapes, bounds) checked as NumPy checks them. `np.arange` with a runtime
+bound and `np.linspace` with a runtime count give a value of runtime length
+(`msir.ramp`; see `msir.frontend.subscripts` for how such values combine),
+and reductions over a runtime length divide by, or check, its count.
 """
 
 from __future__ import annotations

@@ -9,6 +9,15 @@ axes). A boolean mask of the array's leading dims, alone in the index, is
 `msir.compress`: its result's first dim is only known at run time (see
 `msir.frontend.masks`); masks mixed with other indices are refused.
 
+Runtime lengths. A first dim of runtime size comes from one source: the
+`msir.compress` of a mask read or the `msir.ramp` of an `np.arange` with
+runtime bounds (`length_source`). Values of one source combine
+elementwise (masks computed alike, or counts computed alike, are one
+source); a static operand repeats along the runtime dim (compressed by the
+mask, or a ramp of step zero); values of two sources are refused, since
+their lengths cannot be proved equal. Such an axis is indexed only whole
+(`:`, `None` beside it) or by an integer array, and is not iterated over.
+
 A slice with a runtime start and a length known at compile time (`x[i:i + k]`,
 `x[i - 1:i + 2]`, with `i` a runtime scalar such as a loop counter) is a
 window, as JAX's `dynamic_slice`: the frontend proves the length static when
