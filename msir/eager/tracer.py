@@ -27,6 +27,7 @@ plain NumPy function performs on it, level by level.
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import math
 from collections.abc import Sequence
@@ -1116,6 +1117,7 @@ def atleast(ndim: int, *arrays: Any) -> Any:
 _NUMPY_ARANGE = np.arange
 
 
+@functools.wraps(_NUMPY_ARANGE)  # NumPy's name and module: code compiled meanwhile reads it as np.arange
 def arange(*args: Any, **kwargs: Any) -> np.ndarray:
     """np.arange while a transformation runs (`numpy_functions_on_tracers`):
     NumPy's own, with traced bounds replaced by their values, since the
@@ -1123,6 +1125,7 @@ def arange(*args: Any, **kwargs: Any) -> np.ndarray:
     tracer for an array, which a tracer refuses: it would drop a derivative
     anywhere else)."""
     return _NUMPY_ARANGE(*(base_value(a) for a in args), **{k: base_value(v) for k, v in kwargs.items()})
+
 
 
 _installed = 0
@@ -1137,6 +1140,8 @@ def numpy_functions_on_tracers():
     keeps NumPy's, whose traced bounds are refused as before."""
     global _installed
     if _installed == 0:
+        import numpy.ma  # noqa: F401  (NumPy's lazily imported modules wrap np.arange: let them take NumPy's)
+
         np.arange = arange
     _installed += 1
     try:

@@ -620,6 +620,30 @@ def test_what_runtime_lengths_cannot_do_is_refused_at_the_users_line(fn, error, 
     assert e.value.loc.line == first + next(i for i, line in enumerate(lines) if text in line)
 
 
+def _arange_sum(n):
+    return np.sum(np.arange(n) * 1.0)
+
+
+def _compiles_inside(w):
+    return w * msir.jit(_arange_sum)(np.int64(4))  # compiled while the eager transformation runs
+
+
+def _raises_inside(w):
+    raise ValueError("from user code")
+
+
+def test_pynative_transformations_give_np_arange_back_to_numpy():
+    original = np.arange
+    msir.set_context(mode=msir.PYNATIVE_MODE)
+    try:
+        assert msir.grad(_compiles_inside)(1.5) == 6.0
+        with pytest.raises(ValueError, match="from user code"):
+            msir.grad(_raises_inside)(1.5)
+    finally:
+        msir.set_context(mode=msir.GRAPH_MODE)
+    assert np.arange is original
+
+
 def _linspaces(a, b, n):
     return (np.linspace(a, b, n), np.linspace(a, b, n, endpoint=False), np.linspace(a, b, n, dtype=np.int64),
             np.linspace(b, a, num=n) * np.arange(n))
