@@ -1117,7 +1117,7 @@ def atleast(ndim: int, *arrays: Any) -> Any:
 _NUMPY_ARANGE = np.arange
 
 
-@functools.wraps(_NUMPY_ARANGE)  # NumPy's name and module: code compiled meanwhile reads it as np.arange
+@functools.wraps(_NUMPY_ARANGE)  # NumPy's name and docstring (numpy.ma reads it)
 def arange(*args: Any, **kwargs: Any) -> np.ndarray:
     """np.arange while a transformation runs (`numpy_functions_on_tracers`):
     NumPy's own, with traced bounds replaced by their values, since the
@@ -1125,6 +1125,9 @@ def arange(*args: Any, **kwargs: Any) -> np.ndarray:
     tracer for an array, which a tracer refuses: it would drop a derivative
     anywhere else)."""
     return _NUMPY_ARANGE(*(base_value(a) for a in args), **{k: base_value(v) for k, v in kwargs.items()})
+
+
+arange.msir_stands_for = _NUMPY_ARANGE  # code compiled meanwhile takes it for np.arange (frontend `_handler_for`)
 
 
 

@@ -939,6 +939,12 @@ def _handler_for(fn: Any) -> Callable | None:
         return None
     if found is not None:
         return found
+    stands_for = getattr(fn, "msir_stands_for", None)  # np.arange while an eager transformation runs
+    if stands_for is not None:
+        try:
+            return _NUMPY_HANDLERS.get(stands_for)
+        except TypeError:
+            return None
     # ml_dtypes.bfloat16 without importing ml_dtypes: code that names it has imported it
     ml_dtypes = sys.modules.get("ml_dtypes")
     return _BFLOAT16 if ml_dtypes is not None and fn is ml_dtypes.bfloat16 else None
