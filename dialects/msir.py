@@ -530,6 +530,41 @@ class IotaOp(IRDLOperation):
         _expect_dtype(self, "result", self.result.type, NUMERIC)
 
 
+@irdl_op_definition
+class RampOp(IRDLOperation):
+    """`%count` rows (the result's dynamic first dim), row i being
+    `start + i * step` elementwise (`start`, `step` of one type, any rank):
+    `np.arange` with bounds known only at run time, whose length the frontend
+    computes, and the broadcast of a value to such a runtime length (a step of
+    zeros). A count below zero gives no rows.
+
+    ```mlir
+    %r = msir.ramp %start, %step, %n : tensor<f64>, tensor<i64> to tensor<?xf64>
+    ```
+    """
+
+    name = "msir.ramp"
+    T: ClassVar = VarConstraint("T", _TensorT)
+    start = operand_def(T)
+    step = operand_def(T)
+    count = operand_def(_TensorT)
+    result = result_def(_TensorT)
+    traits = traits_def(Pure())
+    assembly_format = "$start `,` $step `,` $count attr-dict `:` type($start) `,` type($count) `to` type($result)"
+
+    def __init__(self, start, step, count):
+        t = SSAValue.get(start).type
+        super().__init__(operands=[start, step, count],
+                         result_types=[TensorType(t.element_type, [DYNAMIC, *shape_of(t)])])
+
+    def verify_(self) -> None:
+        _expect_dtype(self, "start", self.start.type, NUMERIC)
+        if not _scalar_type(self.count.type, ("int64",)):
+            raise VerifyException(f"'{self.name}' count has type {self.count.type}, expected tensor<i64>")
+        expected = TensorType(self.start.type.element_type, [DYNAMIC, *shape_of(self.start.type)])  # type: ignore[attr-defined]
+        _expect_type(self, "result", self.result.type, expected)
+
+
 # ---------------------------------------------------------------------------
 # Elementwise ops
 # ---------------------------------------------------------------------------
@@ -2586,6 +2621,7 @@ Msir = Dialect(
         ScatterAddOp,
         CompressOp,
         ExpandOp,
+        RampOp,
         StopGradientOp,
         ClosureOp,
         ApplyOp,

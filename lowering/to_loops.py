@@ -948,6 +948,35 @@ def _iota(L: _Lowering, op: msir.IotaOp) -> None:
     L.loops(shape, body)
 
 
+def _ramp(L: _Lowering, op: msir.RampOp) -> None:
+    """max(count, 0) rows, row i `start + i * step` (a step of zero, as a
+    runtime-length broadcast builds it, copies start with no product)."""
+    start, step = L.get(op.start), L.get(op.step)
+    rows = L.v(arith.MaxSIOp, L.to_index(_scalar(L, op.count)), L.index(0))
+    row_dims = L.dims_of(op.start)
+    out = L.result(op.result, [rows, *row_dims])
+    et = op.result.type.element_type  # type: ignore[attr-defined]
+    zero_step = isinstance(op.step.owner, msir.ConstantOp) and not any(op.step.owner.values())
+
+    half = _is_half(et)  # as NumPy's half fill: in float32, rounded once
+    ct = _F32 if half else et
+
+    def body(ivs, _):
+        first = L.load(start, ivs[1:])
+        if zero_step:
+            L.store(first, out, ivs)
+            return
+        d = L.load(step, ivs[1:])
+        if half:
+            first, d = L.v(arith.ExtFOp, first, type=_F32), L.v(arith.ExtFOp, d, type=_F32)
+        i = L.v(arith.IndexCastOp, ivs[0], type=i64 if _is_float(ct) else ct)
+        i = L.v(arith.SIToFPOp, i, type=ct) if _is_float(ct) else i
+        y = L.add(first, L.mul(i, d))
+        L.store(L.v(arith.TruncFOp, y, type=et) if half else y, out, ivs)
+
+    L.loops([rows, *row_dims], body)
+
+
 def _broadcast_to(L: _Lowering, op: msir.BroadcastToOp) -> None:
     src = L.get(op.input)
     in_shape, out_shape = _shape(op.input.type), _shape(op.result.type)
@@ -2165,6 +2194,7 @@ EMITTERS: dict[type[Operation], Callable[[_Lowering, Operation], None]] = {
     msir.ScatterSliceOp: _scatter_slice,
     msir.ScatterAddOp: _scatter_add,
     msir.CompressOp: _compress,
+    msir.RampOp: _ramp,
     msir.ExpandOp: _expand,
     msir.StopGradientOp: _stop_gradient,
     msir.CheckOp: _check,

@@ -291,6 +291,8 @@ class IRBuilder:
                                             p["dilation"], p["groups"]))
             case "max_pool2d":
                 return self.emit(M.MaxPool2dOp(self.val(xs[0]), p["kernel"], p["stride"], p["padding"]))
+            case "ramp":
+                return self.emit(M.RampOp(*(self.val(x) for x in xs)))
             case "avg_pool2d":
                 return self.emit(M.AvgPool2dOp(self.val(xs[0]), p["kernel"], p["stride"], p["padding"],
                                                p["count_include_pad"]))

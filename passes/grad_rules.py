@@ -360,6 +360,15 @@ def _(B, p, xs, y, ct):
     return [B.compress(ct, xs[1]), None]
 
 
+@vjp("ramp")
+def _(B, p, xs, y, ct):
+    # row i is start + i * step: start gets every row, step each row times i
+    start, step, count = xs
+    counts = B.apply("ramp", {}, [B.constant(0, B.dtype(step), B.shape(step)),
+                                  B.constant(1, B.dtype(step), B.shape(step)), count])
+    return [B.reduce("sum", ct, [0], False), B.reduce("sum", B.binary("mul", ct, counts), [0], False), None]
+
+
 @vjp("concatenate")
 def _(B, p, xs, y, ct):
     axis, out, start = p["axis"], [], 0
@@ -548,6 +557,11 @@ def _(B, p, xs, y, ts):
 @jvp("compress")
 def _(B, p, xs, y, ts):
     return B.compress(_t(B, ts[0], xs[0]), xs[1])
+
+
+@jvp("ramp")
+def _(B, p, xs, y, ts):
+    return B.apply("ramp", {}, [_t(B, ts[0], xs[0]), _t(B, ts[1], xs[1]), xs[2]])
 
 
 @jvp("expand")

@@ -65,7 +65,8 @@ NOTES: dict[str, Note] = {
                            "(no 2, -2, 'nuc': they need singular values); axis, keepdims"),
     "np.any": Note(NO, "axis, keepdims"),
     "np.all": Note(NO, "axis, keepdims"),
-    "np.linspace": Note(YES, "runtime scalar start/stop, static num, endpoint, dtype"),
+    "np.linspace": Note(YES, "runtime scalar start/stop; num static, or runtime (a runtime length, as np.arange's); "
+                        "endpoint, dtype"),
     "np.take_along_axis": Note(YES, "integer indices; the gradient scatters back"),
     "np.sort": Note(YES, "axis (static, default -1, None flattens); always stable (kind='stable', whatever kind "
                     "names); NaN last; O(n^2) per row in the axis length; the gradient scatters back through the "
@@ -100,8 +101,36 @@ NOTES: dict[str, Note] = {
     "np.zeros_like": Note(NONE, "dtype"),
     "np.ones_like": Note(NONE, "dtype"),
     "np.full_like": Note(YES, "dtype; a runtime fill value is differentiable"),
-    "np.arange": Note(NONE, "static bounds (positional), dtype"),
+    "np.arange": Note(NO, "bounds positional, dtype; static bounds give a static length, a runtime scalar bound a "
+                      "runtime length (combines like a mask read: with scalars, static arrays along other axes "
+                      "and values of the same arange; reductions; returned); step 0 is a ZeroDivisionError "
+                      "at run time; no derivative with respect to the bounds", eager=True),
     "np.broadcast_to": Note(YES, "shape static"),
+    "np.tan": Note(YES, "sin / cos"),
+    "np.sinh": Note(YES, "finite up to where sinh overflows; expm1 near 0"),
+    "np.cosh": Note(YES, "finite up to where cosh overflows"),
+    "np.round": Note(NO, "decimals static; half to even, as NumPy; integers with decimals >= 0"),
+    "np.around": Note(NO, "as np.round"),
+    "np.diff": Note(YES, "n, axis static"),
+    "np.hstack": Note(YES, "a tuple or list of arrays"),
+    "np.vstack": Note(YES, "a tuple or list of arrays (1-d ones become rows)"),
+    "np.equal": Note(NO, "as `==`"),
+    "np.not_equal": Note(NO, "as `!=`"),
+    "np.less": Note(NO, "as `<`"),
+    "np.less_equal": Note(NO, "as `<=`"),
+    "np.greater": Note(NO, "as `>`"),
+    "np.greater_equal": Note(NO, "as `>=`"),
+    "np.isclose": Note(NO, "rtol, atol, equal_nan static; NumPy's test, |a - b| <= atol + rtol * |b|"),
+    "np.allclose": Note(NO, "as np.isclose, all elements; a 0-d bool array"),
+    "np.count_nonzero": Note(NO, "axis, keepdims; int64"),
+    "np.average": Note(YES, "axis, weights (of a's shape, or 1-d along axis), returned, keepdims"),
+    "np.atleast_1d": Note(YES, "one or more arrays (a tuple for several)"),
+    "np.atleast_2d": Note(YES, "one or more arrays; a 1-d array becomes a row"),
+    "np.shape": Note(NONE, "as `.shape`"),
+    "np.size": Note(NONE, "as `.size` (no axis)"),
+    "np.ndim": Note(NONE, "as `.ndim`"),
+    "np.ravel": Note(YES, "row-major (order 'C')"),
+    "np.copy": Note(YES, "the value itself (values are immutable)"),
     "np.expand_dims": Note(YES, "axis static (an int or a tuple)"),
     "np.squeeze": Note(YES, "axis static"),
     "np.clip": Note(YES, "a_min/a_max (or min/max), either may be None"),
@@ -125,7 +154,8 @@ NOTES: dict[str, Note] = {
     "max": Note(YES, "of arguments or of an iterable; Python's tie rule (the first maximum)", eager=True),
     "min": Note(YES, "of arguments or of an iterable; Python's tie rule (the first minimum)", eager=True),
     "sum": Note(YES, "of an iterable (an array's rows), with start", eager=True),
-    "len": Note(NONE, "static: the length of a tuple, list or an array's first axis", eager=True),
+    "len": Note(NONE, "static: the length of a tuple, list or an array's first axis (a runtime length: a runtime "
+                      "int64)", eager=True),
     "float": Note(YES, "a 0-d value as a weak float64; refused in PYNATIVE mode (it would drop the derivative)",
                   eager=False),
     "int": Note(NO, "a 0-d value as a weak int64", eager=True),
@@ -298,8 +328,10 @@ def array_rows() -> list[Row]:
     from msir.frontend.attributes import ARRAY_ATTRIBUTES
     from msir.frontend.numpy_handlers import _ARRAY_METHODS
 
-    rows = [Row(f".{a}", True, hasattr(Tracer, a), NONE if a != "T" else YES, "known while tracing" if a != "T"
-                else "a transpose") for a in ARRAY_ATTRIBUTES]
+    notes = {"T": "a transpose", "shape": "known while tracing; a runtime length (a mask read, a runtime np.arange) "
+             "is a runtime int64", "size": "known while tracing, or a runtime int64 as `.shape`"}
+    rows = [Row(f".{a}", True, hasattr(Tracer, a), NONE if a != "T" else YES, notes.get(a, "known while tracing"))
+            for a in ARRAY_ATTRIBUTES]
     for m in sorted(_ARRAY_METHODS):
         differentiable = NO if m in ("argmax", "argmin", "any", "all", "argsort") else YES
         note = {"item": "a size-1 array as a weak Python scalar", "astype": "a cast"}.get(m, f"as np.{m}")

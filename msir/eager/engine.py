@@ -36,6 +36,7 @@ from msir.eager.tracer import (
     _out,
     bind,
     fmt_shape,
+    numpy_functions_on_tracers,
 )
 from msir.errors import MsirError, NotDifferentiableError, ShapeError, SourceLoc, UnsupportedSyntaxError
 
@@ -286,9 +287,12 @@ def _user_location(tb) -> SourceLoc | None:
 
 def _run_user_function(fn: Any, args: tuple) -> Any:
     """`fn(*args)` on tracers; an msir error raised inside the tracer gets the
-    user's line that called the operation, as the compiled path reports it."""
+    user's line that called the operation, as the compiled path reports it.
+    NumPy functions that tracers cannot intercept are wrapped meanwhile
+    (`msir.eager.tracer.numpy_functions_on_tracers`)."""
     try:
-        return fn(*args)
+        with numpy_functions_on_tracers():
+            return fn(*args)
     except MsirError as e:
         if e.loc is None:
             e.loc = _user_location(e.__traceback__)

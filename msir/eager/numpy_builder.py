@@ -219,6 +219,10 @@ class NumpyBuilder:
                 return self.compress(xs[0], xs[1])
             case "expand":
                 return self.expand(xs[0], xs[1], p["shape"])
+            case "ramp":
+                start, step = _arr(xs[0]), _arr(xs[1])
+                rows = np.arange(max(int(_arr(xs[2])), 0)).reshape((-1,) + (1,) * start.ndim)
+                return (start + rows.astype(start.dtype) * step).astype(start.dtype)
             case "matmul":
                 return self.matmul(xs[0], xs[1])
             case "einsum":

@@ -26,6 +26,8 @@ plain NumPy function performs on it, level by level.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import itertools
 import math
 from collections.abc import Sequence
@@ -1023,6 +1025,136 @@ def linspace(start: Any, stop: Any, num: Any = 50, endpoint: Any = True, dtype: 
     return _out(_cast(y if target in FLOATS else _unary("floor", y), target, False))
 
 
+def float_unary(which: str, x: Any) -> Any:
+    """np.tan / np.sinh / np.cosh (`numpy_bodies`), typed as np.sin."""
+    t = _T.of(x)
+    _, dtype, _ = unary_typing("sin", t.dtype, t.weak)
+    body = {"tan": numpy_bodies.tan_body, "sinh": numpy_bodies.sinh_body, "cosh": numpy_bodies.cosh_body}[which]
+    return _body(body(TRACING_BUILDER, _cast(t, dtype, False).v))
+
+
+def round_(a: Any, decimals: Any = 0, out: Any = None) -> Any:
+    t = _T.of(a)
+    d = _static_int(decimals, "the decimals of np.round")
+    if kind(t.dtype) != 2:
+        if t.dtype == "bool":
+            raise DTypeError("np.round of a bool array is not supported")
+        if d < 0:
+            raise UnsupportedSyntaxError("np.round of an integer array to negative decimals is not supported "
+                                         "(NumPy rounds it in integer arithmetic)")
+        return _out(_T(t.v, t.dtype, t.shape, False))
+    return _body(numpy_bodies.round_body(TRACING_BUILDER, t.v, d))
+
+
+def diff(a: Any, n: Any = 1, axis: Any = -1) -> Any:
+    t = _T.of(a)
+    order = _static_int(n, "the order of np.diff")
+    numpy_bodies.check_diff(t.ndim, order)
+    return _body(numpy_bodies.diff_body(TRACING_BUILDER, t.v, order, _normalize_axis(axis, t.ndim)))
+
+
+def stack_along(which: str, tup: Any) -> Any:
+    """np.hstack / np.vstack, as the compiled frontend builds them."""
+    if not isinstance(tup, (tuple, list)):
+        raise UnsupportedSyntaxError(f"np.{which} takes a tuple or list of arrays")
+    ts = [_T.of(x) for x in tup]
+    if which == "vstack":
+        return concatenate([reshape(t, (1, 1) if t.ndim == 0 else (1, *t.shape)) if t.ndim < 2 else _out(t)
+                            for t in ts], 0)
+    ts = [_T.of(reshape(t, (1,))) if t.ndim == 0 else t for t in ts]
+    return concatenate([_out(t) for t in ts], 0 if ts and ts[0].ndim == 1 else 1)
+
+
+def isclose(a: Any, b: Any, rtol: Any = 1e-05, atol: Any = 1e-08, equal_nan: Any = False, every: bool = False) -> Any:
+    ta, tb = _T.of(a), _T.of(b)
+    dtype = numpy_bodies.float_dtype(ta.dtype, ta.weak, tb.dtype, tb.weak)
+    shape = _broadcast_shapes(ta.shape, tb.shape)
+    ta, tb = (_bcast(_cast(t, dtype, False), shape) for t in (ta, tb))
+    close = numpy_bodies.isclose_body(TRACING_BUILDER, ta.v, tb.v, float(rtol), float(atol), bool(equal_nan))
+    if every:
+        close = numpy_bodies.truth_body(TRACING_BUILDER, close, tuple(range(len(shape))), False, True)
+    return _body(close)
+
+
+def count_nonzero(a: Any, axis: Any = None, keepdims: Any = False) -> Any:
+    t = _T.of(a)
+    nonzero = t if t.dtype == "bool" else _T.of(compare("ne", t, 0))
+    return reduce("sum", _out(_cast(nonzero, "int64", False)), axis, keepdims)
+
+
+def average(a: Any, axis: Any = None, weights: Any = None, returned: Any = False, keepdims: Any = False) -> Any:
+    t = _T.of(a)
+    if weights is None:
+        avg = _T.of(reduce("mean", t, axis, keepdims))
+        if not returned:
+            return _out(avg)
+        size = math.prod(avg.shape)
+        count = math.prod(t.shape) // max(size, 1) if size else 0
+        return _out(avg), np.full(avg.shape, count, avg.dtype)[()]
+    w = _T.of(weights)
+    if w.shape != t.shape:
+        if axis is None or w.ndim != 1:
+            raise ShapeError("Axis must be specified when shapes of a and weights differ.")
+        ax = _normalize_axis(axis, t.ndim)
+        if w.shape[0] != t.shape[ax]:
+            raise ShapeError("Length of weights not compatible with specified axis.")
+        w = _T.of(reshape(w, tuple(w.shape[0] if i == ax else 1 for i in range(t.ndim))))
+    dtype = numpy_bodies.float_dtype(t.dtype, t.weak, w.dtype, w.weak)
+    t, w = _cast(t, dtype, False), _cast(w, dtype, False)
+    total = reduce("sum", _out(_bcast(w, t.shape)), axis, keepdims)
+    avg = binary("div", reduce("sum", binary("mul", _out(t), _out(w)), axis, keepdims), total)
+    return (avg, total) if returned else avg
+
+
+def atleast(ndim: int, *arrays: Any) -> Any:
+    out = []
+    for x in arrays:
+        t = _T.of(x)
+        out.append(_out(t) if t.ndim >= ndim else reshape(t, (1,) * (ndim - t.ndim) + t.shape))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+_NUMPY_ARANGE = np.arange
+
+
+@functools.wraps(_NUMPY_ARANGE)  # NumPy's name and docstring (numpy.ma reads it)
+def arange(*args: Any, **kwargs: Any) -> np.ndarray:
+    """np.arange while a transformation runs (`numpy_functions_on_tracers`):
+    NumPy's own, with traced bounds replaced by their values, since the
+    result has no derivative with respect to its bounds (NumPy would ask a
+    tracer for an array, which a tracer refuses: it would drop a derivative
+    anywhere else)."""
+    return _NUMPY_ARANGE(*(base_value(a) for a in args), **{k: base_value(v) for k, v in kwargs.items()})
+
+
+arange.msir_stands_for = _NUMPY_ARANGE  # code compiled meanwhile takes it for np.arange (frontend `_handler_for`)
+
+
+
+_installed = 0
+
+
+@contextlib.contextmanager
+def numpy_functions_on_tracers():
+    """While a user function runs on tracers, `numpy.arange` (which NumPy
+    does not dispatch to `__array_function__`) is `arange` above. Nested
+    transformations install it once; it is NumPy's again when the outermost
+    one returns. Code that bound `arange` itself (`from numpy import arange`)
+    keeps NumPy's, whose traced bounds are refused as before."""
+    global _installed
+    if _installed == 0:
+        import numpy.ma  # noqa: F401  (NumPy's lazily imported modules wrap np.arange: let them take NumPy's)
+
+        np.arange = arange
+    _installed += 1
+    try:
+        yield
+    finally:
+        _installed -= 1
+        if _installed == 0:
+            np.arange = _NUMPY_ARANGE
+
+
 def sort(a: Any, axis: Any = -1, kind: Any = None, order: Any = None, argsort: bool = False) -> Any:
     t = _T.of(a)
     numpy_bodies.check_sort_kind(kind, order, "np.argsort" if argsort else "np.sort")
@@ -1235,6 +1367,7 @@ _UFUNCS: dict[str, Any] = {
     "logical_xor": lambda a, b: logical("xor", a, b),
     "logical_not": lambda a: logical("not", a),
     "logaddexp": logaddexp,
+    **{which: (lambda w: lambda x: float_unary(w, x))(which) for which in ("tan", "sinh", "cosh")},
     **{which: (lambda w: lambda x: _body(numpy_bodies.float_class_body(TRACING_BUILDER, _T.of(x).v, w)))(which)
        for which in ("isnan", "isinf", "isfinite")},
 }
@@ -1288,6 +1421,24 @@ _FUNCTIONS: dict[Any, Any] = {
     np.sort: _wrap("np.sort", ["a", "axis", "kind", "order"], {"axis": -1, "kind": None, "order": None}, sort),
     np.argsort: _wrap("np.argsort", ["a", "axis", "kind", "order"], {"axis": -1, "kind": None, "order": None},
                       lambda a, axis, kind, order: sort(a, axis, kind, order, argsort=True)),
+    np.round: _wrap("np.round", ["a", "decimals"], {"decimals": 0}, round_),
+    np.around: _wrap("np.around", ["a", "decimals"], {"decimals": 0}, round_),
+    np.diff: _wrap("np.diff", ["a", "n", "axis"], {"n": 1, "axis": -1}, diff),
+    np.hstack: _wrap("np.hstack", ["tup"], {}, lambda tup: stack_along("hstack", tup)),
+    np.vstack: _wrap("np.vstack", ["tup"], {}, lambda tup: stack_along("vstack", tup)),
+    np.ravel: _wrap("np.ravel", ["a"], {}, lambda a: reshape(a, (-1,))),
+    np.isclose: _wrap("np.isclose", ["a", "b", "rtol", "atol", "equal_nan"],
+                      {"rtol": 1e-05, "atol": 1e-08, "equal_nan": False}, isclose),
+    np.allclose: _wrap("np.allclose", ["a", "b", "rtol", "atol", "equal_nan"],
+                       {"rtol": 1e-05, "atol": 1e-08, "equal_nan": False},
+                       lambda a, b, rtol, atol, equal_nan: isclose(a, b, rtol, atol, equal_nan, every=True)),
+    np.count_nonzero: _wrap("np.count_nonzero", ["a", "axis", "keepdims"], {"axis": None, "keepdims": False},
+                            count_nonzero),
+    np.average: _wrap("np.average", ["a", "axis", "weights", "returned", "keepdims"],
+                      {"axis": None, "weights": None, "returned": False, "keepdims": False}, average),
+    np.atleast_1d: lambda *arrays: atleast(1, *arrays),
+    np.atleast_2d: lambda *arrays: atleast(2, *arrays),
+    np.copy: _wrap("np.copy", ["a"], {}, lambda a: _out(_T.of(a))),
     np.cumsum: _wrap("np.cumsum", ["a", "axis", "dtype"], {"axis": None, "dtype": None},
                      lambda a, axis, dtype: scan("add", a, axis, dtype)),
     np.cumprod: _wrap("np.cumprod", ["a", "axis", "dtype"], {"axis": None, "dtype": None},

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from msir.dialects import msir as M
 from msir.errors import UnsupportedSyntaxError
 from msir.frontend.base import AttributeError_
 from msir.frontend.numpy_handlers import _ARRAY_METHODS, _BoundMethod
@@ -23,10 +24,22 @@ from msir.frontend.state import ObjectValue
 from msir.frontend.values import KnownInt, Tensor
 
 
+def _shape(tr, t: Tensor, node) -> tuple:
+    """The shape, a runtime length (of a mask read, an np.arange) as a runtime int64 scalar."""
+    return tuple(tr.runtime_count(t, "int64", node) if d == M.DYNAMIC else d for d in t.shape)
+
+
+def _size(tr, t: Tensor, node):
+    if M.DYNAMIC not in t.shape:
+        return math.prod(t.shape)
+    rest = math.prod(d for d in t.shape if d != M.DYNAMIC)
+    return tr.binary("mul", tr.runtime_count(t, "int64", node), rest, node)
+
+
 ARRAY_ATTRIBUTES = {
-    "shape": lambda tr, t, node: tuple(t.shape),
+    "shape": _shape,
     "ndim": lambda tr, t, node: t.ndim,
-    "size": lambda tr, t, node: math.prod(t.shape),
+    "size": _size,
     "dtype": lambda tr, t, node: np.dtype(t.dtype),
     "T": lambda tr, t, node: tr.transpose(t, None, node),
 }

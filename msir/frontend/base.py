@@ -27,7 +27,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Block, Operation, Region
 
 from msir.dialects import msir as M
-from msir.errors import DTypeError, MsirError, SourceLoc, UnsupportedSyntaxError
+from msir.errors import DTypeError, MsirError, ShapeError, SourceLoc, UnsupportedSyntaxError
 from msir.frontend.parameter_writes import entry_write_results, refuse_callee_writes
 from msir.frontend.source import FunctionSource
 from msir.frontend.state import MethodValue, ObjectValue, TraceContext
@@ -169,7 +169,7 @@ class TranslatorBase:
                for i, d in enumerate(shape)):
             # the size of a runtime dim comes from its operand (convert-msir-to-loops)
             raise self.error(ShapeError, f"cannot broadcast {self.describe(t)} to shape {M.fmt_shape(shape)}: "
-                             "a dimension of runtime size (from a boolean mask) needs one in the operand", None)
+                             "a dimension of runtime size (from a boolean mask or np.arange) needs one in the operand", None)
         return self.tensor(M.BroadcastToOp(t.ssa, shape), t.weak)
 
     def static_int(self, value: Any, what: str, node: ast.AST | None = None) -> int:

@@ -98,6 +98,13 @@ class ControlFlowMixin:
         dtypes = []
         for x, y, name in zip(a, b, names):
             what = name if name.startswith("the ") else f"variable '{name}'"
+            if M.DYNAMIC in x.shape or M.DYNAMIC in y.shape:
+                raise self.error(
+                    ShapeError,
+                    f"{what} has a runtime length (from a boolean mask or np.arange) {paths[0]}: a value of "
+                    "runtime length cannot leave an if or cross loop iterations yet; compute it where it is used",
+                    node,
+                )
             if x.shape != y.shape:
                 raise self.error(
                     ShapeError,
@@ -506,7 +513,7 @@ class ControlFlowMixin:
         if isinstance(it, Tensor):
             if it.ndim == 0:
                 raise self.error(TypeError_, "iteration over a 0-d array", node)
-            array, it = it, RangeValue(0, it.shape[0], 1)
+            array, it = it, RangeValue(0, self.rows(it, node), 1)
         if not isinstance(it, RangeValue):
             raise self.error(UnsupportedSyntaxError, f"iterating over {self.describe(it)}", node.iter)
         if not isinstance(node.target, ast.Name) and array is None:

@@ -335,8 +335,11 @@ class ExpressionsMixin:
         if dtype == "int32" and any(_out_of_int32(x) for x in (a, b)):
             dtype = "int64"  # NumPy compares with a Python int exactly, whatever its size
         shape = M.infer_broadcast(ta.shape, tb.shape)
-        a2 = self.broadcast(self.cast(ta, dtype), shape)
-        b2 = self.broadcast(self.cast(tb, dtype), shape)
+        if M.DYNAMIC in shape:  # an operand of runtime length (a mask read, an np.arange)
+            a2, b2 = self.align_runtime_lengths(self.cast(ta, dtype), self.cast(tb, dtype), shape, node)
+        else:
+            a2 = self.broadcast(self.cast(ta, dtype), shape)
+            b2 = self.broadcast(self.cast(tb, dtype), shape)
         return self.tensor(M.CompareOp(pred, a2.ssa, b2.ssa), ta.weak and tb.weak)
 
     def compare_chain(self, left, ops, comps, node) -> Any:
@@ -428,7 +431,7 @@ class ExpressionsMixin:
                     )
                 it = range(*it.static)
             elif isinstance(it, Tensor) and it.ndim > 0:
-                it = [self.index(it, i, node) for i in range(it.shape[0])]
+                it = [self.index(it, i, node) for i in range(self.rows(it, g.iter))]
             elif not isinstance(it, (tuple, list, range)):
                 raise self.error(UnsupportedSyntaxError, f"a list comprehension over {self.describe(it)}", g.iter)
             if len(it) > _MAX_UNROLL:

@@ -43,6 +43,14 @@ Decisions:
 * `np.linspace` computes as NumPy does, `start + iota * ((stop - start) / div)`
   with the last element `stop` exactly; start and stop may be runtime
   scalars (and are differentiable), the count is static (it is a shape).
+* `np.tan` is sin / cos; `np.cosh` and `np.sinh` go through exp(|x| - log 2),
+  so they stay finite up to where the result overflows, and sinh uses
+  expm1 below |x| = 1 (no cancellation near 0); their derivatives follow.
+* `np.round` / `np.around` are NumPy's `rint(x * 10**d) / 10**d`, rint being
+  floor plus a step (half to even, signed zeros kept): zero derivative.
+  Integers are returned as they are for d >= 0; negative d on integers is
+  refused (NumPy rounds them in integer arithmetic).
+* `np.diff` subtracts two slices per order (booleans: not_equal).
 * `np.linalg.norm` supports what reductions compute: for vectors ord None, 2,
   1, inf, -inf and any other nonzero number p (`sum(|x|**p)**(1/p)`), for
   matrices None/'fro', 1, -1, inf, -inf. The spectral and nuclear norms
@@ -62,9 +70,10 @@ Decisions:
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-from msir.errors import ShapeError, UnsupportedSyntaxError
+from msir.errors import MsirValueError, ShapeError, UnsupportedSyntaxError
 from msir.frontend.values import kind, promote
 
 V = Any  # a builder value
@@ -398,3 +407,95 @@ def float_class_body(B, x: V, which: str) -> V:
         return B.compare("ne", x, x)
     magnitude, inf = B.unary("abs", x), _full(B, float("inf"), B.dtype(x), B.shape(x))
     return B.compare("eq" if which == "isinf" else "lt", magnitude, inf)
+
+
+def tan_body(B, x: V) -> V:
+    """np.tan of a float array: sin / cos (its derivative 1 / cos**2 follows)."""
+    return B.binary("div", B.unary("sin", x), B.unary("cos", x))
+
+
+def _half_exp(B, a: V) -> V:
+    """exp(a) / 2 for a >= 0, finite up to where the result itself overflows."""
+    return B.unary("exp", B.binary("sub", a, _full(B, math.log(2.0), B.dtype(a), B.shape(a))))
+
+
+def cosh_body(B, x: V) -> V:
+    """np.cosh of a float array: e/2 + 1/(4 * (e/2)) with e/2 = exp(|x| - log 2),
+    finite wherever cosh is (plain exp(|x|) would overflow first)."""
+    half = _half_exp(B, B.unary("abs", x))
+    quarter = _full(B, 0.25, B.dtype(x), B.shape(x))
+    return B.binary("add", half, B.binary("div", quarter, half))
+
+
+def sinh_body(B, x: V) -> V:
+    """np.sinh of a float array: (expm1(x) - expm1(-x)) / 2 where |x| < 1 (no
+    cancellation near 0; keeps -0.0), else ±(e/2 - 1/(4 * (e/2))) as cosh.
+    Each branch reads only the inputs it is chosen for (the other gets a
+    harmless 0 or 1), so the unchosen one gives no inf or NaN to the derivative."""
+    dtype, shape = B.dtype(x), B.shape(x)
+    zero, one, half_ = (_full(B, v, dtype, shape) for v in (0.0, 1.0, 0.5))
+    a = B.unary("abs", x)
+    small = B.compare("lt", a, one)
+    xs = B.select(small, x, zero)
+    near = B.binary("mul", half_, B.binary("sub", B.unary("expm1", xs), B.unary("expm1", B.unary("neg", xs))))
+    e = _half_exp(B, B.select(small, one, a))
+    far = B.binary("sub", e, B.binary("div", _full(B, 0.25, dtype, shape), e))
+    far = B.select(B.compare("lt", x, zero), B.unary("neg", far), far)
+    return B.select(small, near, far)
+
+
+def round_body(B, x: V, decimals: int) -> V:
+    """np.round / np.around of a float array to `decimals` places, as NumPy:
+    `rint(x * 10**d) / 10**d` (for d < 0, `rint(x / 10**-d) * 10**-d`), with
+    rint rounding half to even and keeping the sign of a zero. rint is
+    floor plus a step, so the derivative is zero, as NumPy's is."""
+    dtype, shape = B.dtype(x), B.shape(x)
+    scale = _full(B, 10.0 ** abs(decimals), dtype, shape)
+    y = x if decimals == 0 else B.binary("mul" if decimals > 0 else "div", x, scale)
+    f = B.unary("floor", y)
+    frac = B.binary("sub", y, f)
+    half_, one, two = (_full(B, v, dtype, shape) for v in (0.5, 1.0, 2.0))
+    odd = B.compare("ne", B.binary("sub", f, B.binary("mul", two, B.unary("floor", B.binary("div", f, two)))),
+                    _full(B, 0.0, dtype, shape))
+    tie_up = B.binary("and", B.compare("eq", frac, half_), odd)
+    up = B.binary("or", B.compare("gt", frac, half_), tie_up)
+    r = B.select(up, B.binary("add", f, one), f)
+    r = B.select(B.compare("eq", r, _full(B, 0.0, dtype, shape)), B.binary("mul", y, _full(B, 0.0, dtype, shape)), r)
+    return r if decimals == 0 else B.binary("div" if decimals > 0 else "mul", r, scale)
+
+
+def check_diff(ndim: int, n: int) -> None:
+    if n < 0:
+        raise MsirValueError(f"order must be non-negative but got {n}")
+    if ndim == 0:
+        raise MsirValueError("diff requires input that is at least one dimensional")
+
+
+def diff_body(B, x: V, n: int, axis: int) -> V:
+    """np.diff: `n` times the differences of neighbours along `axis` (two
+    slices subtracted, so the adjoint scatters back; booleans as not_equal)."""
+    for _ in range(n):
+        shape = B.shape(x)
+        size = max(shape[axis] - 1, 0)
+        sizes = tuple(size if i == axis else d for i, d in enumerate(shape))
+        starts = [0] * len(shape)
+        steps = [1] * len(shape)
+        lo = B.slice(x, starts, sizes, steps)
+        starts[axis] = 1 if size else 0
+        hi = B.slice(x, starts, sizes, steps)
+        x = B.compare("ne", hi, lo) if B.dtype(x) == "bool" else B.binary("sub", hi, lo)
+    return x
+
+
+def isclose_body(B, a: V, b: V, rtol: float, atol: float, equal_nan: bool) -> V:
+    """np.isclose of `a`, `b` of one float dtype and shape, as NumPy computes it:
+    `|a - b| <= atol + rtol * |b|` where b is finite, or `a == b` (equal
+    infinities), or both NaN with `equal_nan`."""
+    dtype, shape = B.dtype(a), B.shape(a)
+    bound = B.binary("add", _full(B, atol, dtype, shape), B.binary("mul", _full(B, rtol, dtype, shape), B.unary("abs", b)))
+    close = B.binary("and", B.compare("le", B.unary("abs", B.binary("sub", a, b)), bound),
+                     float_class_body(B, b, "isfinite"))
+    close = B.binary("or", close, B.compare("eq", a, b))
+    if equal_nan:
+        close = B.binary("or", close, B.binary("and", B.compare("ne", a, a), B.compare("ne", b, b)))
+    return close

@@ -22,11 +22,11 @@ import numpy as np
 
 from msir.dialects import msir as M
 from msir.dialects import primitives
-from msir.errors import DTypeError, MsirError, MsirIndexError, UnsupportedSyntaxError
+from msir.errors import DTypeError, MsirError, MsirIndexError, ShapeError, UnsupportedSyntaxError
 from msir.frontend import numpy_bodies
 from msir.frontend.base import TypeError_, ValueError_, _loc_attr
 from msir.frontend.einsum import build_einsum
-from msir.frontend.elementwise import binary_typing, check_square
+from msir.frontend.elementwise import binary_typing, check_square, unary_typing
 from msir.frontend.ops_calls import OPS_HANDLERS
 from msir.frontend.state import _MAX_UNROLL, RangeValue
 from msir.frontend.values import KnownInt, Tensor, dtype_name, kind, promote
@@ -120,9 +120,12 @@ def _np_where(tr, args, kwargs, node):
     ta, tb = tr.as_tensor(a, node), tr.as_tensor(b, node)
     dtype, weak = promote(ta.dtype, ta.weak, tb.dtype, tb.weak)
     shape = M.infer_broadcast(M.infer_broadcast(tc_.shape, ta.shape), tb.shape)
-    c2 = tr.broadcast(tc_, shape)
-    a2 = tr.broadcast(tr.cast(ta, dtype), shape)
-    b2 = tr.broadcast(tr.cast(tb, dtype), shape)
+    if M.DYNAMIC in shape:  # an operand of runtime length (a mask read, an np.arange)
+        c2, a2, b2 = tr.align_all([tc_, tr.cast(ta, dtype), tr.cast(tb, dtype)], shape, node)
+    else:
+        c2 = tr.broadcast(tc_, shape)
+        a2 = tr.broadcast(tr.cast(ta, dtype), shape)
+        b2 = tr.broadcast(tr.cast(tb, dtype), shape)
     return tr.tensor(M.SelectOp(c2.ssa, a2.ssa, b2.ssa), False)
 
 
@@ -192,7 +195,7 @@ def _filler_like(value: Any):
     def handler(tr, args, kwargs, node):
         a, dtype = _params(tr, args, kwargs, ["a", "dtype"], {"dtype": None}, node, "np.*_like")
         t = tr.as_tensor(a, node)
-        return tr.full(t.shape, value, dtype if dtype is not None else t.dtype, node)
+        return tr.full_like(t, value, dtype if dtype is not None else t.dtype, node)
 
     return handler
 
@@ -200,7 +203,7 @@ def _filler_like(value: Any):
 def _np_full_like(tr, args, kwargs, node):
     a, fill, dtype = _params(tr, args, kwargs, ["a", "fill_value", "dtype"], {"dtype": None}, node, "np.full_like")
     t = tr.as_tensor(a, node)
-    return tr.full(t.shape, fill, dtype if dtype is not None else t.dtype, node)
+    return tr.full_like(t, fill, dtype if dtype is not None else t.dtype, node)
 
 
 def _np_arange(tr, args, kwargs, node):
@@ -320,8 +323,13 @@ def _log_base(base: float):
 # -- the composites of msir.frontend.numpy_bodies, through an IRBuilder ----------
 
 
-def _body(tr, node, build: Callable[[IRBuilder], Any]) -> Tensor:
-    """The value `build` emits at the call; its errors are reported there."""
+def _body(tr, node, build: Callable[[IRBuilder], Any], *inputs: Tensor) -> Tensor:
+    """The value `build` emits at the call; its errors are reported there.
+    The bodies size their constants and slices from static shapes, so
+    `inputs` of runtime length are refused."""
+    if any(M.DYNAMIC in t.shape for t in inputs):
+        raise tr.error(UnsupportedSyntaxError, "this NumPy function does not take an array of runtime length (a "
+                       "boolean-mask read or an np.arange with runtime bounds) yet", node)
     try:
         v = build(IRBuilder(tr.block, _loc_attr(tr.loc)))
     except MsirError as e:
@@ -337,7 +345,7 @@ def _np_logaddexp(tr, args, kwargs, node):
     dtype = numpy_bodies.float_dtype(ta.dtype, ta.weak, tb.dtype, tb.weak)
     shape = M.infer_broadcast(ta.shape, tb.shape)
     ta, tb = (tr.broadcast(tr.cast(t, dtype, False), shape) for t in (ta, tb))
-    return _body(tr, node, lambda B: numpy_bodies.logaddexp_body(B, ta.ssa, tb.ssa))
+    return _body(tr, node, lambda B: numpy_bodies.logaddexp_body(B, ta.ssa, tb.ssa), ta, tb)
 
 
 def _np_outer(tr, args, kwargs, node):
@@ -348,7 +356,7 @@ def _np_outer(tr, args, kwargs, node):
     except MsirError as e:
         raise tr.error(type(e), e.message, node) from None
     ta, tb = tr.cast(ta, dtype, False), tr.cast(tb, dtype, False)
-    return _body(tr, node, lambda B: numpy_bodies.outer_body(B, ta.ssa, tb.ssa, product))
+    return _body(tr, node, lambda B: numpy_bodies.outer_body(B, ta.ssa, tb.ssa, product), ta, tb)
 
 
 def _static_size(tr, value, what: str, node) -> int:
@@ -382,7 +390,7 @@ def _np_triangle(upper: bool):
         m, k = _params(tr, args, kwargs, ["m", "k"], {"k": 0}, node, fname)
         t = tr.as_tensor(m, node)
         diagonal = tr.static_int(k, f"the diagonal of {fname}", node)
-        return _body(tr, node, lambda B: numpy_bodies.triangle_body(B, t.ssa, diagonal, upper))
+        return _body(tr, node, lambda B: numpy_bodies.triangle_body(B, t.ssa, diagonal, upper), t)
 
     return handler
 
@@ -398,7 +406,7 @@ def _np_diag(tr, args, kwargs, node):
             return numpy_bodies.diag_from_vector_body(B, t.ssa, diagonal)
         return numpy_bodies.diag_of_matrix_body(B, t.ssa, diagonal)
 
-    return _body(tr, node, build)
+    return _body(tr, node, build, t)
 
 
 def _np_scan(combine: str, fname: str):
@@ -410,7 +418,7 @@ def _np_scan(combine: str, fname: str):
         else:
             ax = M.normalize_axis(tr.static_int(axis, "an axis", node), t.ndim)
         t = tr.cast(t, dtype_name(dtype, tr.loc) if dtype is not None else numpy_bodies.scan_dtype(t.dtype), False)
-        return _body(tr, node, lambda B: numpy_bodies.scan_body(B, t.ssa, ax, combine))
+        return _body(tr, node, lambda B: numpy_bodies.scan_body(B, t.ssa, ax, combine), t)
 
     return handler
 
@@ -429,7 +437,7 @@ def _np_norm(tr, args, kwargs, node):
     def build(B):
         return numpy_bodies.norm_body(B, t.ssa, numpy_bodies.norm_axes(t.ndim, ord, axis), ord, bool(keepdims))
 
-    return _body(tr, node, build)
+    return _body(tr, node, build, t)
 
 
 def _np_truth(every: bool):
@@ -440,7 +448,7 @@ def _np_truth(every: bool):
                                     node, fname)
         t = tr.as_tensor(a, node)
         axes = tr.axes(axis, t.ndim, node)
-        return _body(tr, node, lambda B: numpy_bodies.truth_body(B, t.ssa, axes, bool(keepdims), every))
+        return _body(tr, node, lambda B: numpy_bodies.truth_body(B, t.ssa, axes, bool(keepdims), every), t)
 
     return handler
 
@@ -455,7 +463,7 @@ def _np_take_along_axis(tr, args, kwargs, node):
     else:
         ax = M.normalize_axis(tr.static_int(axis, "an axis", node), a.ndim)
     i = tr.cast(i, "int64", False)
-    return _body(tr, node, lambda B: numpy_bodies.take_along_axis_body(B, a.ssa, i.ssa, ax))
+    return _body(tr, node, lambda B: numpy_bodies.take_along_axis_body(B, a.ssa, i.ssa, ax), a, i)
 
 
 def _np_linspace(tr, args, kwargs, node):
@@ -465,11 +473,14 @@ def _np_linspace(tr, args, kwargs, node):
     if lo.ndim or hi.ndim:
         raise tr.error(UnsupportedSyntaxError, "np.linspace: start and stop must be scalars (array bounds are not "
                        "supported)", node)
-    count = _static_size(tr, num, "the number of samples of np.linspace", node)
     with_end = tr.static_bool(endpoint, node, "endpoint of np.linspace")
     compute = numpy_bodies.float_dtype(lo.dtype, lo.weak, hi.dtype, hi.weak)
     lo, hi = tr.cast(lo, compute, False), tr.cast(hi, compute, False)
-    y = _body(tr, node, lambda B: numpy_bodies.linspace_body(B, lo.ssa, hi.ssa, count, with_end))
+    if isinstance(num, Tensor):
+        y = tr.runtime_linspace(lo, hi, num, with_end, node)
+    else:
+        count = _static_size(tr, num, "the number of samples of np.linspace", node)
+        y = _body(tr, node, lambda B: numpy_bodies.linspace_body(B, lo.ssa, hi.ssa, count, with_end))
     if dtype is None:
         return y
     target = dtype_name(dtype, tr.loc)
@@ -481,7 +492,180 @@ def _np_float_class(which: str):
     def handler(tr, args, kwargs, node):
         (x,) = _params(tr, args, kwargs, ["x"], {}, node, f"np.{which}")
         t = tr.as_tensor(x, node)
-        return _body(tr, node, lambda B: numpy_bodies.float_class_body(B, t.ssa, which))
+        return _body(tr, node, lambda B: numpy_bodies.float_class_body(B, t.ssa, which), t)
+
+    return handler
+
+
+def _float_unary(which: str):
+    """np.tan / np.sinh / np.cosh: a composite of float primitives, typed as
+    NumPy types np.sin (integers give float64, bool float16)."""
+    body = {"tan": numpy_bodies.tan_body, "sinh": numpy_bodies.sinh_body, "cosh": numpy_bodies.cosh_body}[which]
+
+    def handler(tr, args, kwargs, node):
+        (x,) = _params(tr, args, kwargs, ["x"], {}, node, f"np.{which}")
+        t = tr.as_tensor(x, node)
+        try:
+            _, dtype, _ = unary_typing("sin", t.dtype, t.weak)
+        except DTypeError as e:
+            raise tr.error(DTypeError, e.message.replace("np.sin", f"np.{which}"), node) from None
+        t = tr.cast(t, dtype, False)
+        return _body(tr, node, lambda B: body(B, t.ssa), t)
+
+    return handler
+
+
+def _np_round(tr, args, kwargs, node):
+    a, decimals = _params(tr, args, kwargs, ["a", "decimals"], {"decimals": 0}, node, "np.round")
+    t = tr.as_tensor(a, node)
+    d = tr.static_int(decimals, "the decimals of np.round", node)
+    if kind(t.dtype) != 2:
+        if t.dtype == "bool":
+            raise tr.error(DTypeError, "np.round of a bool array is not supported", node)
+        if d < 0:
+            raise tr.error(UnsupportedSyntaxError, "np.round of an integer array to negative decimals is not "
+                           "supported (NumPy rounds it in integer arithmetic)", node)
+        return _numpy_result(t)
+    return _body(tr, node, lambda B: numpy_bodies.round_body(B, t.ssa, d), t)
+
+
+def _np_diff(tr, args, kwargs, node):
+    a, n, axis = _params(tr, args, kwargs, ["a", "n", "axis"], {"n": 1, "axis": -1}, node, "np.diff")
+    t = tr.as_tensor(a, node)
+    order = tr.static_int(n, "the order of np.diff", node)
+
+    def build(B):
+        numpy_bodies.check_diff(t.ndim, order)
+        return numpy_bodies.diff_body(B, t.ssa, order, M.normalize_axis(tr.static_int(axis, "an axis", node), t.ndim))
+
+    return _body(tr, node, build, t)
+
+
+def _np_stack_along(which: str):
+    """np.hstack / np.vstack: np.concatenate of the arrays made at least 1-d
+    (hstack; joined along axis 1 unless they are 1-d) or 2-d (vstack, a 1-d
+    array becoming one row)."""
+
+    def handler(tr, args, kwargs, node):
+        (arrays,) = _params(tr, args, kwargs, ["tup"], {}, node, f"np.{which}")
+        if not isinstance(arrays, (tuple, list)):
+            raise tr.error(UnsupportedSyntaxError, f"np.{which} takes a tuple or list of arrays", node)
+        ts = [tr.as_tensor(x, node) for x in arrays]
+        if which == "vstack":
+            ts = [tr.reshape(t, (1, 1) if t.ndim == 0 else (1, *t.shape), node) if t.ndim < 2 else t for t in ts]
+            return tr.concatenate(ts, 0, node)
+        ts = [tr.reshape(t, (1,), node) if t.ndim == 0 else t for t in ts]
+        return tr.concatenate(ts, 0 if ts and ts[0].ndim == 1 else 1, node)
+
+    return handler
+
+
+def _np_compare(pred: str, fname: str):
+    def handler(tr, args, kwargs, node):
+        a, b = _params(tr, args, kwargs, ["x1", "x2"], {}, node, fname)
+        return _numpy_result(tr.compare(pred, tr.as_tensor(a, node), tr.as_tensor(b, node), node))
+
+    return handler
+
+
+def _np_shape_of(what: str):
+    """np.shape / np.size / np.ndim: the array attribute."""
+
+    def handler(tr, args, kwargs, node):
+        (a,) = _params(tr, args, kwargs, ["a"], {}, node, f"np.{what}")
+        return tr.attribute(tr.as_tensor(a, node), what, node)
+
+    return handler
+
+
+def _np_ravel(tr, args, kwargs, node):
+    (a,) = _params(tr, args, kwargs, ["a"], {}, node, "np.ravel")
+    return tr.reshape(tr.as_tensor(a, node), (-1,), node)
+
+
+def _np_copy(tr, args, kwargs, node):
+    (a,) = _params(tr, args, kwargs, ["a"], {}, node, "np.copy")
+    return _numpy_result(tr.as_tensor(a, node))  # values are immutable: the copy is the value
+
+
+def _np_isclose(every: bool):
+    """np.isclose, and np.allclose (every element close)."""
+    fname = "np.allclose" if every else "np.isclose"
+
+    def handler(tr, args, kwargs, node):
+        a, b, rtol, atol, equal_nan = _params(tr, args, kwargs, ["a", "b", "rtol", "atol", "equal_nan"],
+                                              {"rtol": 1e-05, "atol": 1e-08, "equal_nan": False}, node, fname)
+        ta, tb = tr.as_tensor(a, node), tr.as_tensor(b, node)
+        dtype = numpy_bodies.float_dtype(ta.dtype, ta.weak, tb.dtype, tb.weak)
+        shape = M.infer_broadcast(ta.shape, tb.shape)
+        ta, tb = (tr.broadcast(tr.cast(t, dtype, False), shape) for t in (ta, tb))
+        tol = [_static_float(tr, v, f"{name} of {fname}", node) for v, name in ((rtol, "rtol"), (atol, "atol"))]
+        nan = tr.static_bool(equal_nan, node, f"equal_nan of {fname}")
+        close = _body(tr, node, lambda B: numpy_bodies.isclose_body(B, ta.ssa, tb.ssa, *tol, nan), ta, tb)
+        if not every:
+            return close
+        return _body(tr, node, lambda B: numpy_bodies.truth_body(B, close.ssa, tuple(range(close.ndim)), False, True),
+                     close)
+
+    return handler
+
+
+def _static_float(tr, value, what: str, node) -> float:
+    if isinstance(value, (bool, int, float)):
+        return float(value)
+    raise tr.error(UnsupportedSyntaxError, f"{what} must be a number known at compile time", node)
+
+
+def _np_count_nonzero(tr, args, kwargs, node):
+    a, axis, keepdims = _params(tr, args, kwargs, ["a", "axis", "keepdims"], {"axis": None, "keepdims": False},
+                                node, "np.count_nonzero")
+    t = tr.as_tensor(a, node)
+    nonzero = t if t.dtype == "bool" else tr.compare("ne", t, 0, node)
+    return tr.reduce("sum", tr.cast(nonzero, "int64"), axis, keepdims, node)
+
+
+def _np_average(tr, args, kwargs, node):
+    a, axis, weights, returned, keepdims = _params(
+        tr, args, kwargs, ["a", "axis", "weights", "returned", "keepdims"],
+        {"axis": None, "weights": None, "returned": False, "keepdims": False}, node, "np.average")
+    t = tr.as_tensor(a, node)
+    with_sum = tr.static_bool(returned, node, "returned of np.average")
+    if weights is None:
+        avg = tr.reduce("mean", t, axis, keepdims, node)
+        if not with_sum:
+            return avg
+        count = math.prod(t.shape) // max(math.prod(avg.shape), 1) if math.prod(avg.shape) else 0
+        return avg, tr.full(avg.shape, count, avg.dtype, node)
+    w = tr.as_tensor(weights, node)
+    if w.shape != t.shape:
+        if axis is None or w.ndim != 1:
+            raise tr.error(ShapeError, "Axis must be specified when shapes of a and weights differ.", node)
+        ax = M.normalize_axis(tr.static_int(axis, "an axis", node), t.ndim)
+        if w.shape[0] != t.shape[ax]:
+            raise tr.error(ShapeError, "Length of weights not compatible with specified axis.", node)
+        w = tr.reshape(w, tuple(w.shape[0] if i == ax else 1 for i in range(t.ndim)), node)
+    dtype = numpy_bodies.float_dtype(t.dtype, t.weak, w.dtype, w.weak)
+    t, w = tr.cast(t, dtype, False), tr.cast(w, dtype, False)
+    total = tr.reduce("sum", tr.broadcast(w, t.shape), axis, keepdims, node)
+    avg = tr.elementwise("div", tr.reduce("sum", tr.elementwise("mul", t, w, node), axis, keepdims, node), total, node)
+    return (avg, total) if with_sum else avg
+
+
+def _np_atleast(ndim: int):
+    """np.atleast_1d / np.atleast_2d: a 0-d array as (1,) or (1, 1), a 1-d one
+    as a row (1, n); several arrays give a tuple, as NumPy 2 does."""
+
+    def one(tr, x, node):
+        t = tr.as_tensor(x, node)
+        if t.ndim >= ndim:
+            return t
+        return tr.reshape(t, (1,) * (ndim - t.ndim) + t.shape, node)
+
+    def handler(tr, args, kwargs, node):
+        if kwargs:
+            raise tr.error(UnsupportedSyntaxError, f"np.atleast_{ndim}d takes no keyword arguments", node)
+        out = [one(tr, x, node) for x in args]
+        return out[0] if len(out) == 1 else tuple(out)
 
     return handler
 
@@ -503,7 +687,7 @@ def _np_sort(argsort: bool):
             numpy_bodies.check_sort_kind(sort_kind, order, fname)
             return body(B, t.ssa, ax)
 
-        return _body(tr, node, build)
+        return _body(tr, node, build, t)
 
     return handler
 
@@ -521,7 +705,7 @@ def _py_minmax(name: str):
             raise tr.error(UnsupportedSyntaxError, f"{name}() with keyword arguments is not supported", node)
         items = list(args[0]) if len(args) == 1 and isinstance(args[0], (tuple, list)) else list(args)
         if len(args) == 1 and isinstance(args[0], Tensor):
-            items = [tr.index(args[0], i, node) for i in range(args[0].shape[0])]
+            items = [tr.index(args[0], i, node) for i in range(tr.rows(args[0], node))]
         if not items:
             raise tr.error(ValueError_, f"{name}() arg is an empty sequence", node)
         if all(isinstance(i, (int, float)) for i in items):
@@ -551,7 +735,7 @@ def _py_minmax(name: str):
 def _py_sum(tr, args, kwargs, node):
     items, start = _params(tr, args, kwargs, ["iterable", "start"], {"start": 0}, node, "sum")
     if isinstance(items, Tensor):
-        items = [tr.index(items, i, node) for i in range(items.shape[0])]
+        items = [tr.index(items, i, node) for i in range(tr.rows(items, node))]
     total = start
     for it in items:
         total = tr.binary("add", total, it, node)
@@ -565,7 +749,8 @@ def _py_len(tr, args, kwargs, node):
     t = tr.as_tensor(x, node)
     if t.ndim == 0:
         raise tr.error(TypeError_, "len() of unsized object", node)
-    return t.shape[0]
+    # a runtime length (a mask read, an np.arange) is a runtime int64 scalar
+    return tr.runtime_count(t, "int64", node) if t.shape[0] == M.DYNAMIC else t.shape[0]
 
 
 def _py_convert(name: str):
@@ -598,7 +783,7 @@ def _unrolled_items(tr, value: Any, fname: str, node) -> list[Any]:
             raise tr.error(ValueError_, "range() arg 3 must not be zero", node)
         items = list(range(*bounds))
     elif isinstance(value, Tensor) and value.ndim > 0:
-        items = list(range(value.shape[0]))
+        items = list(range(tr.rows(value, node)))
     else:
         raise tr.error(TypeError_, f"{fname}() over {tr.describe(value)} is not supported in compiled code "
                        "(a tuple, list, range or array is)", node)
@@ -639,6 +824,31 @@ _NUMPY_HANDLERS: dict[Any, Callable] = {
     **{p.numpy: _unary_np(p.name, p.numpy.__name__) for p in primitives.UNARY if p.name != "not"},
     **{p.numpy: _binary_np(p.name, p.numpy.__name__) for p in primitives.BINARY if p.numpy is not None},
     np.power: _binary_np("pow", "power"),
+    np.tan: _float_unary("tan"),
+    np.sinh: _float_unary("sinh"),
+    np.cosh: _float_unary("cosh"),
+    np.round: _np_round,
+    np.around: _np_round,
+    np.diff: _np_diff,
+    np.hstack: _np_stack_along("hstack"),
+    np.vstack: _np_stack_along("vstack"),
+    np.equal: _np_compare("eq", "np.equal"),
+    np.not_equal: _np_compare("ne", "np.not_equal"),
+    np.less: _np_compare("lt", "np.less"),
+    np.less_equal: _np_compare("le", "np.less_equal"),
+    np.greater: _np_compare("gt", "np.greater"),
+    np.greater_equal: _np_compare("ge", "np.greater_equal"),
+    np.isclose: _np_isclose(False),
+    np.allclose: _np_isclose(True),
+    np.count_nonzero: _np_count_nonzero,
+    np.average: _np_average,
+    np.atleast_1d: _np_atleast(1),
+    np.atleast_2d: _np_atleast(2),
+    np.shape: _np_shape_of("shape"),
+    np.size: _np_shape_of("size"),
+    np.ndim: _np_shape_of("ndim"),
+    np.ravel: _np_ravel,
+    np.copy: _np_copy,
     np.logaddexp: _np_logaddexp,
     np.outer: _np_outer,
     np.eye: _np_eye,
@@ -729,6 +939,12 @@ def _handler_for(fn: Any) -> Callable | None:
         return None
     if found is not None:
         return found
+    stands_for = getattr(fn, "msir_stands_for", None)  # np.arange while an eager transformation runs
+    if stands_for is not None:
+        try:
+            return _NUMPY_HANDLERS.get(stands_for)
+        except TypeError:
+            return None
     # ml_dtypes.bfloat16 without importing ml_dtypes: code that names it has imported it
     ml_dtypes = sys.modules.get("ml_dtypes")
     return _BFLOAT16 if ml_dtypes is not None and fn is ml_dtypes.bfloat16 else None

@@ -190,7 +190,7 @@ class StatementsMixin:
         if isinstance(value, (tuple, list)):
             items = list(value)
         elif isinstance(value, Tensor) and value.ndim > 0:
-            items = [self.index(value, i, node) for i in range(value.shape[0])]
+            items = [self.index(value, i, node) for i in range(self.rows(value, node))]
         else:
             raise self.error(UnsupportedSyntaxError, f"cannot unpack {self.describe(value)}", node)
         if n is not None and len(items) != n:

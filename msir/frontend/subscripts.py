@@ -9,6 +9,15 @@ axes). A boolean mask of the array's leading dims, alone in the index, is
 `msir.compress`: its result's first dim is only known at run time (see
 `msir.frontend.masks`); masks mixed with other indices are refused.
 
+Runtime lengths. A first dim of runtime size comes from one source: the
+`msir.compress` of a mask read or the `msir.ramp` of an `np.arange` with
+runtime bounds (`length_source`). Values of one source combine
+elementwise (masks computed alike, or counts computed alike, are one
+source); a static operand repeats along the runtime dim (compressed by the
+mask, or a ramp of step zero); values of two sources are refused, since
+their lengths cannot be proved equal. Such an axis is indexed only whole
+(`:`, `None` beside it) or by an integer array, and is not iterated over.
+
 A slice with a runtime start and a length known at compile time (`x[i:i + k]`,
 `x[i - 1:i + 2]`, with `i` a runtime scalar such as a loop counter) is a
 window, as JAX's `dynamic_slice`: the frontend proves the length static when
@@ -76,6 +85,13 @@ def _same_value(a: SSAValue, b: SSAValue) -> bool:
     return (type(x) is type(y) and not x.regions and not y.regions and x.properties == y.properties
             and x.attributes == y.attributes and len(x.operands) == len(y.operands)
             and all(_same_value(p, q) for p, q in zip(x.operands, y.operands)))
+
+
+def _same_length(a: M.CompressOp | M.RampOp, b: M.CompressOp | M.RampOp) -> bool:
+    """Whether two length sources give one runtime length: the same mask, or the same count."""
+    if type(a) is not type(b):
+        return False
+    return _same_value(a.mask, b.mask) if isinstance(a, M.CompressOp) else _same_value(a.count, b.count)
 
 
 class SubscriptsMixin:
@@ -156,51 +172,92 @@ class SubscriptsMixin:
             raise self.error(MsirIndexError, problem, node)
         return self.tensor(M.CompressOp(t.ssa, items[0].ssa), t.weak)
 
-    def mask_of(self, t: Tensor, node: ast.AST | None) -> Tensor:
-        """The mask whose number of true elements is the runtime length (first
-        dim) of `t`: that of the `msir.compress` that `t` derives from through
-        ops keeping that dim (elementwise ops, casts, reductions of other axes)."""
+    def rows(self, t: Tensor, node: ast.AST | None) -> int:
+        """The static length of `t`'s first axis, for code that unrolls over it
+        (iteration, unpacking, `sum`/`max` of an array); a runtime length is refused."""
+        if t.shape[0] == M.DYNAMIC:
+            raise self.error(UnsupportedSyntaxError, f"cannot iterate over {self.describe(t)}: its length is known "
+                             "only at run time (a boolean-mask read or an np.arange with runtime bounds); use the "
+                             "NumPy function (np.sum, np.max...) instead", node)
+        return t.shape[0]
+
+    def length_source(self, t: Tensor, node: ast.AST | None) -> M.CompressOp | M.RampOp:
+        """The op that gave `t` its runtime length (first dim): the
+        `msir.compress` of an `x[mask]` or the `msir.ramp` of an `np.arange`
+        with runtime bounds that `t` derives from through ops keeping that dim
+        (elementwise ops, casts, reductions of other axes)."""
         v = t.ssa
-        while isinstance(v, OpResult) and not isinstance(v.owner, M.CompressOp):
+        while isinstance(v, OpResult) and not isinstance(v.owner, (M.CompressOp, M.RampOp)):
             v = next((o for o in v.owner.operands if _runtime_length(M.shape_of(o.type))), None)
         if not isinstance(v, OpResult):
-            raise self.error(ShapeError, "cannot tell which mask the runtime length of "
-                             f"{self.describe(t)} comes from: only values computed from one x[mask] in this "
-                             "function combine with other arrays", node)
-        mask = v.owner.mask
-        return Tensor(mask, M.dtype_of(mask.type), M.shape_of(mask.type), False)
+            raise self.error(ShapeError, "cannot tell which mask or np.arange the runtime length of "
+                             f"{self.describe(t)} comes from: only values computed from one x[mask] or "
+                             "np.arange in this function combine with other arrays", node)
+        return v.owner
 
     def runtime_count(self, t: Tensor, dtype: str, node: ast.AST | None) -> Tensor:
-        """The runtime length of `t` (the true elements of its mask) as a 0-d `dtype`."""
-        mask = self.mask_of(t, node)
-        ones = self.cast(mask, "int64")
-        return self.cast(self.tensor(M.ReduceSumOp(ones.ssa, tuple(range(mask.ndim)), False)), dtype)
+        """The runtime length of `t` (the true elements of its mask, or its
+        np.arange's count) as a 0-d `dtype`."""
+        source = self.length_source(t, node)
+        if isinstance(source, M.RampOp):
+            return self.cast(Tensor(source.count, "int64", (), False), dtype)
+        ones = self.cast(Tensor(source.mask, "bool", M.shape_of(source.mask.type), False), "int64")
+        return self.cast(self.tensor(M.ReduceSumOp(ones.ssa, tuple(range(ones.ndim)), False)), dtype)
 
     def align_runtime_lengths(self, a: Tensor, b: Tensor, shape: tuple[int, ...],
                               node: ast.AST | None) -> tuple[Tensor, Tensor]:
-        """`a` and `b` broadcast to `shape`, whose first dim is a runtime length.
-        A static operand is broadcast to the mask's shape and compressed by the
-        same mask; two runtime lengths must come from one mask (masks computed
-        alike count as one), since values of unrelated lengths cannot be proved
-        to broadcast."""
+        """`a` and `b` broadcast to `shape`, whose first dim is a runtime length (`align_all`)."""
+        a2, b2 = self.align_all([a, b], shape, node)
+        return a2, b2
+
+    def align_all(self, ts: list[Tensor], shape: tuple[int, ...], node: ast.AST | None) -> list[Tensor]:
+        """Each of `ts` broadcast to `shape`, whose first dim is a runtime length.
+        Runtime lengths must come from one source (masks computed alike
+        count as one, so do np.arange counts), since values of unrelated
+        lengths cannot be proved to broadcast. A static operand repeats along
+        the runtime dim: for a mask it is broadcast to the mask's shape and
+        compressed by it, for an np.arange it is a `msir.ramp` of step zero
+        with the arange's count."""
         if not _runtime_length(shape):
             raise self.error(ShapeError, f"cannot broadcast shape {M.fmt_shape(shape)}: only the first dim "
                              "of an array may have a runtime size", node)
-        masks_ = [self.mask_of(t, node) for t in (a, b) if _runtime_length(t.shape) and t.ndim == len(shape)]
-        if len(masks_) == 2 and not _same_value(masks_[0].ssa, masks_[1].ssa):
-            raise self.error(ShapeError, f"cannot broadcast {self.describe(a)} with {self.describe(b)}: their "
-                             "runtime lengths come from different masks; index both with one mask", node)
-        mask = masks_[0]
+        runtime = [t for t in ts if _runtime_length(t.shape) and t.ndim == len(shape)]
+        sources = [self.length_source(t, node) for t in runtime]
+        for t, other in zip(runtime[1:], sources[1:]):
+            if not _same_length(sources[0], other):
+                kinds = {type(sources[0]), type(other)}
+                what = ("masks" if kinds == {M.CompressOp} else "np.arange calls" if kinds == {M.RampOp}
+                        else "sources")
+                fix = "index both with one mask" if what == "masks" else "compute both from one np.arange or one mask"
+                raise self.error(ShapeError, f"cannot broadcast {self.describe(runtime[0])} with {self.describe(t)}: "
+                                 f"their runtime lengths come from different {what}; {fix}", node)
+        source = sources[0]
         out = []
-        for t in (a, b):
+        for t in ts:
             if _runtime_length(t.shape) and t.ndim == len(shape):
                 out.append(self.broadcast(t, shape))
                 continue
             if t.ndim == len(shape):  # its first dim is 1: it repeats along the selected rows
                 t = self.tensor(M.ReshapeOp(t.ssa, list(t.shape[1:])), t.weak)
-            full = self.broadcast(t, (*mask.shape, *shape[1:]))
-            out.append(self.tensor(M.CompressOp(full.ssa, mask.ssa), t.weak))
-        return out[0], out[1]
+            if isinstance(source, M.RampOp):
+                out.append(self.repeat_rows(t, shape, source.count, node))
+                continue
+            mask = source.mask
+            full = self.broadcast(t, (*M.shape_of(mask.type), *shape[1:]))
+            out.append(self.tensor(M.CompressOp(full.ssa, mask), t.weak))
+        return out
+
+    def repeat_rows(self, t: Tensor, shape: tuple[int, ...], count: SSAValue, node: ast.AST | None) -> Tensor:
+        """`t` broadcast to `shape[1:]`, repeated `count` times along a new first
+        dim: a `msir.ramp` of step zero (booleans as int32 compared with 0,
+        since a ramp computes)."""
+        row = self.broadcast(t, shape[1:])
+        if row.dtype == "bool":
+            ints = self.repeat_rows(self.cast(row, "int32"), shape, count, node)
+            zeros = self.repeat_rows(self.constant(0, "int32"), shape, count, node)
+            return self.tensor(M.CompareOp("ne", ints.ssa, zeros.ssa), t.weak)
+        zeros = self.full(row.shape, 0, row.dtype, node)
+        return self.tensor(M.RampOp(row.ssa, zeros.ssa, count), t.weak)
 
     def subscript_value(self, t: Tensor, idx: Any, node: ast.AST) -> Tensor:
         items = list(idx) if isinstance(idx, tuple) else [idx]
@@ -229,12 +286,21 @@ class SubscriptsMixin:
                 out_shape.append(("new", 1))
                 continue
             dim = t.shape[axis]
+            if dim == M.DYNAMIC and it != slice(None) and (isinstance(it, (slice, Window, int, np.integer))):
+                raise self.error(UnsupportedSyntaxError, f"axis {axis} has a runtime length (a boolean-mask read "
+                                 "or an np.arange with runtime bounds): it can be indexed only whole (`:`) or by "
+                                 "an integer array", node)
             if isinstance(it, Window):
                 starts.append(0)
                 sizes.append(dim)
                 steps.append(1)
                 windows.append((axis, it))
                 out_shape.append(("keep", it.length))
+            elif it == slice(None) and dim == M.DYNAMIC:  # a runtime length, kept whole
+                starts.append(0)
+                sizes.append(dim)
+                steps.append(1)
+                out_shape.append(("keep", dim))
             elif isinstance(it, slice):
                 bounds = [
                     None if p is None else self.static_int(p, "a slice bound", node)

@@ -8,11 +8,14 @@ differences. Inputs are float64 so that the differences are exact to ~1e-9.
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import pytest
 from gradcheck import numerical_jvp, numerical_vjp, pynative
 
 import msir
+from msir.errors import MsirValueError, MsirZeroDivisionError, ShapeError, UnsupportedSyntaxError
 
 
 def _check(loss, *args, argnums=0, rtol=1e-6, atol=1e-8):
@@ -419,6 +422,259 @@ def test_linspace_gradients_with_runtime_bounds(argnums):
     _check(_linspace_loss, np.float64(0.7), np.float64(-1.2), argnums=argnums)
 
 
+# -- np.arange and np.linspace with runtime bounds: a result of runtime length --------------
+
+
+def _arange1(stop):
+    return np.arange(stop)
+
+
+def _arange3(start, stop, step):
+    return np.arange(start, stop, step)
+
+
+def _arange_typed(start, stop, step):
+    return (np.arange(start, stop, step, dtype=np.float32), np.arange(start, stop, step, dtype=np.int32),
+            np.arange(start, stop, dtype=np.float64), np.arange(stop, dtype=np.int64))
+
+
+def _arange_mixed(stop):
+    return np.arange(1, stop), np.arange(0.5, stop), np.arange(stop, 0, -3), np.arange(1.5, 2.0, stop)
+
+
+_ARANGES = [
+    (np.int64(5), np.int64(7), np.int64(1)),
+    (np.int64(2), np.int64(9), np.int64(3)),
+    (np.int64(9), np.int64(2), np.int64(1)),  # empty
+    (np.int64(9), np.int64(2), np.int64(-2)),  # a negative step
+    (np.int32(-3), np.int32(4), np.int32(3)),
+    (np.float64(0.5), np.float64(3.2), np.float64(0.7)),
+    (np.float64(3.0), np.float64(-1.0), np.float64(-0.25)),
+    (np.float64(1.0), np.float64(1.0), np.float64(0.5)),  # empty
+    (np.float32(0.1), np.float32(1.0), np.float32(0.3)),  # float64, as NumPy gives for scalar bounds
+    (np.float64(0.5), np.float64(5.0), np.float64(1.5)),  # dtype=int truncates first and first + step
+    (np.int64(0), np.int64(5), np.float64(0.5)),
+]
+
+
+def _same(got, expected):
+    assert got.dtype == expected.dtype and got.shape == expected.shape, (got, expected)
+    np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("bounds", _ARANGES, ids=lambda b: ",".join(map(str, b)))
+def test_arange_with_runtime_bounds_follows_numpy(bounds):
+    for run in (lambda f, *a: msir.jit(f)(*a), lambda f, *a: pynative(lambda: msir.jit(f)(*a))):
+        _same(run(_arange3, *bounds), np.arange(*bounds))
+        _same(run(_arange1, bounds[1]), np.arange(bounds[1]))
+        for got, expected in zip(run(_arange_typed, *bounds), _arange_typed(*bounds)):
+            _same(got, expected)
+
+
+def test_arange_mixes_runtime_and_python_bounds():
+    for stop in (np.int64(7), np.int64(-1), np.float64(4.5)):
+        for got, expected in zip(msir.jit(_arange_mixed)(stop), _arange_mixed(stop)):
+            _same(got, expected)
+
+
+def _arange_uses(n, x, w):
+    r = np.arange(n)
+    squares = r ** 2
+    table = np.arange(n)[:, None] * x  # a static row along the other axis
+    total = 0.0
+    for i in range(3):  # a runtime length inside a loop body, new each iteration
+        total = total + np.sum(np.arange(n + i) * w)
+    return (np.sum(squares), np.mean(r * 1.5), np.max(r - w), np.min(r), r * 2 + squares, table,
+            np.sum(table, axis=0), total)
+
+
+def test_arange_results_combine_reduce_return_and_loop():
+    x = np.array([1.0, -2.0, 0.5])
+    for n in (np.int64(6), np.int64(1)):
+        expected = _arange_uses(n, x, 0.25)
+        for got in (msir.jit(_arange_uses)(n, x, 0.25), pynative(lambda: msir.jit(_arange_uses)(n, x, 0.25))):
+            for g, e in zip(got, expected):
+                np.testing.assert_allclose(g, e, rtol=1e-15)
+                assert np.shape(g) == np.shape(e) and np.asarray(g).dtype == np.asarray(e).dtype
+
+
+def _empty_max(n):
+    return np.max(np.arange(n) * 1.0)
+
+
+def _arange_step(a, step):
+    return np.arange(a, 10.0, step)
+
+
+def _arange_int_step(step):
+    return np.sum(np.arange(0, 10, step))
+
+
+def _two_lengths(n):
+    return np.arange(n) * np.arange(n + 1)
+
+
+def test_runtime_arange_errors_are_numpy_s_at_the_users_line(mode):
+    with pytest.raises(MsirZeroDivisionError) as e:
+        msir.jit(_arange_step)(1.0, 0.0)
+    assert e.value.message == "float division by zero"  # NumPy's (Python's) words for float bounds
+    assert e.value.loc.line == _arange_step.__code__.co_firstlineno + 1
+    with pytest.raises(MsirZeroDivisionError) as e:
+        msir.jit(_arange_int_step)(np.int64(0))
+    assert e.value.message == "division by zero"
+    assert e.value.loc.line == _arange_int_step.__code__.co_firstlineno + 1
+    with pytest.raises(MsirValueError, match="arange: cannot compute length") as e:
+        msir.jit(_arange_step)(np.nan, 1.0)
+    with pytest.raises(MsirValueError, match="Maximum allowed size exceeded"):
+        msir.jit(_arange_step)(-np.inf, 1.0)
+    with pytest.raises(MsirValueError, match="zero-size array to reduction operation maximum") as e:
+        msir.jit(_empty_max)(np.int64(0))
+    assert e.value.loc.line == _empty_max.__code__.co_firstlineno + 1
+    assert msir.jit(_arange_step)(1.0, 4.0).tolist() == [1.0, 5.0, 9.0]  # the errors left nothing behind
+    with pytest.raises(ShapeError, match="runtime lengths come from different np.arange calls") as e:
+        msir.jit(_two_lengths)(np.int64(3))
+    assert e.value.loc.line == _two_lengths.__code__.co_firstlineno + 1
+
+
+def _sin_ramp(a, b, w):
+    return np.sum(np.sin(np.arange(a, b, 0.5) * w))
+
+
+def _arange_loss(a, w):
+    return np.sum(np.cos(np.arange(a, 4.3, 0.4) * w) * np.arange(a, 4.3, 0.4)) + np.mean(np.arange(a, 4.3, 0.4) ** 2)
+
+
+def test_arange_gradient_through_a_float_function_of_it():
+    _check(lambda w: _sin_ramp(0.3, 3.1, w), np.float64(1.7))
+    _check(lambda w: _arange_loss(-0.7, w), np.float64(0.9))
+    _check(lambda w: _sin_ramp(5.0, 4.0, w), np.float64(0.9))  # empty
+
+
+def test_arange_has_no_gradient_with_respect_to_its_bounds(mode):
+    g = msir.grad(_sin_ramp, argnums=(0, 1, 2))(0.3, 3.1, 1.7)
+    assert g[0] == 0.0 and g[1] == 0.0
+    h = 1e-6
+    np.testing.assert_allclose(g[2], (_sin_ramp(0.3, 3.1, 1.7 + h) - _sin_ramp(0.3, 3.1, 1.7 - h)) / (2 * h),
+                               rtol=1e-6)
+    # away from a change of length, the values do not vary with the bounds either
+    assert (_sin_ramp(0.3 + h, 3.1 + h, 1.7) - _sin_ramp(0.3 - h, 3.1 - h, 1.7)) != 0.0
+    _, t = msir.jvp(_sin_ramp, (0.3, 3.1, 1.7), (1.0, 1.0, 0.0))
+    assert t == 0.0
+
+
+def _arange_with_numpy(n, m):
+    r = np.arange(n)
+    return (np.where(r > 2, r, -r), np.where(m, r[:, None], -1), np.zeros_like(r), np.full_like(r * 0.5, 2.5),
+            len(r), r.shape, (r[:, None] * np.ones(3)).size, np.arange(n, dtype=np.float16) * np.float16(0.5))
+
+
+def test_arange_results_in_where_like_len_shape_and_half():
+    m = np.array([True, False])
+    for n in (np.int64(5), np.int64(0)):
+        expected = _arange_with_numpy(n, m)
+        got = msir.jit(_arange_with_numpy)(n, m)
+        for g, e in zip(got, expected):
+            assert np.shape(g) == np.shape(e) and np.asarray(g).dtype == np.asarray(e).dtype, (g, e)
+            np.testing.assert_array_equal(g, e)
+
+
+def _through_if(n, x):
+    if x > 0:
+        r = np.arange(n)
+    else:
+        r = np.arange(n) * 2
+    return r
+
+
+def _carried(n):
+    r = np.arange(n)
+    for i in range(3):
+        r = np.arange(n + i)
+    return r
+
+
+def _iterated(n):
+    return sum(np.arange(n))
+
+
+def _sliced(n):
+    return np.arange(n)[1:]
+
+
+def _scanned(n):
+    return np.cumsum(np.arange(n))
+
+
+@pytest.mark.parametrize("fn, error, message, text", [
+    (_through_if, ShapeError, "variable 'r' has a runtime length .* cannot leave an if", "if x > 0"),
+    (_carried, ShapeError, "variable 'r' has a runtime length .* cross loop iterations", "for i in range"),
+    (_iterated, UnsupportedSyntaxError, "cannot iterate over an array of shape \\(\\?,\\)", "sum("),
+    (_sliced, UnsupportedSyntaxError, "axis 0 has a runtime length .* only whole", "[1:]"),
+    (_scanned, UnsupportedSyntaxError, "does not take an array of runtime length", "np.cumsum"),
+], ids=["if", "loop", "iterate", "slice", "numpy-body"])
+def test_what_runtime_lengths_cannot_do_is_refused_at_the_users_line(fn, error, message, text):
+    args = (np.int64(3), 1.0) if fn is _through_if else (np.int64(3),)
+    with pytest.raises(error, match=message) as e:
+        msir.jit(fn)(*args)
+    lines, first = inspect.getsourcelines(fn)
+    assert e.value.loc.line == first + next(i for i, line in enumerate(lines) if text in line)
+
+
+def _arange_sum(n):
+    return np.sum(np.arange(n) * 1.0)
+
+
+def _compiles_inside(w):
+    return w * msir.jit(_arange_sum)(np.int64(4))  # compiled while the eager transformation runs
+
+
+def _raises_inside(w):
+    raise ValueError("from user code")
+
+
+def test_pynative_transformations_give_np_arange_back_to_numpy():
+    original = np.arange
+    msir.set_context(mode=msir.PYNATIVE_MODE)
+    try:
+        assert msir.grad(_compiles_inside)(1.5) == 6.0
+        with pytest.raises(ValueError, match="from user code"):
+            msir.grad(_raises_inside)(1.5)
+    finally:
+        msir.set_context(mode=msir.GRAPH_MODE)
+    assert np.arange is original
+
+
+def _linspaces(a, b, n):
+    return (np.linspace(a, b, n), np.linspace(a, b, n, endpoint=False), np.linspace(a, b, n, dtype=np.int64),
+            np.linspace(b, a, num=n) * np.arange(n))
+
+
+def _linspace_runtime_loss(a, b, n):
+    return np.sum(np.linspace(a, b, n) ** 3) + np.sum(np.linspace(b, a * a, n, endpoint=False) * np.arange(n))
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 7])
+def test_linspace_with_a_runtime_num_follows_numpy(n):
+    expected = _linspaces(-0.3, 2.5, n)
+    for got in (msir.jit(_linspaces)(-0.3, 2.5, np.int64(n)),
+                pynative(lambda: msir.jit(_linspaces)(-0.3, 2.5, np.int64(n)))):
+        for g, e in zip(got, expected):
+            assert g.dtype == e.dtype and g.shape == e.shape
+            np.testing.assert_allclose(g, e, rtol=1e-15, atol=1e-15)
+
+
+@pytest.mark.parametrize("argnums", [0, 1])
+def test_linspace_with_a_runtime_num_gradients(argnums):
+    _check(_linspace_runtime_loss, np.float64(0.7), np.float64(-1.2), np.int64(6), argnums=argnums)
+
+
+def test_linspace_with_a_negative_runtime_num_is_numpy_s_error_at_the_call():
+    with pytest.raises(MsirValueError) as e:
+        msir.jit(_linspaces)(-0.3, 2.5, np.int64(-2))
+    assert e.value.message == "Number of samples, -2, must be non-negative."
+    assert e.value.loc.line == _linspaces.__code__.co_firstlineno + 1
+
+
 # -- enumerate and zip in compiled code -------------------------------------------------
 
 
@@ -615,3 +871,187 @@ def test_the_argsort_method_follows_numpy():
         for g, e in zip(got, expected):
             np.testing.assert_array_equal(g, e)
     np.testing.assert_array_equal(pynative(lambda: msir.grad(lambda x: _argsort_method(x)[2])(A)), np.ones_like(A))
+
+
+# -- np.tan, np.sinh, np.cosh, np.round, np.diff, np.hstack / np.vstack, comparisons ----------------
+# Functions that were missing and are common in scientific code (counted in scikit-learn,
+# SciPy and Matplotlib): each a composite of existing primitives, in both modes.
+
+HYPER_X = np.array([-705.0, -3.2, -1.0, -0.999, -1e-10, -0.0, 0.0, 1e-12, 0.3, 0.999, 1.0, 2.5, 709.0])
+
+
+def _hyper(x):
+    return np.tan(x), np.sinh(x), np.cosh(x)
+
+
+def _hyper_loss(x):
+    return np.sum(np.tan(x) * np.sinh(x) + np.cosh(x) ** 2)
+
+
+def test_tan_sinh_cosh_follow_numpy():
+    for x in (HYPER_X, HYPER_X.astype(np.float32)[1:-1], np.array([0, 1, -2])):
+        expected = _hyper(x)
+        for got in (msir.jit(_hyper)(x), pynative(lambda: msir.jit(_hyper)(x))):
+            for g, e in zip(got, expected):
+                assert g.dtype == e.dtype
+                np.testing.assert_allclose(g, e, rtol=4e-6 if e.dtype == np.float32 else 2e-13, atol=0)
+                assert np.array_equal(np.signbit(g), np.signbit(e))  # sinh(-0.0) is -0.0
+
+
+def test_tan_sinh_cosh_gradients():
+    _check(_hyper_loss, np.array([-1.3, -0.9, -0.2, 0.4, 0.95, 1.1, 2.0]))
+
+
+def test_sinh_gradient_stays_finite_where_its_other_branch_would_overflow(mode):
+    x = np.array([-705.0, 705.0, 0.5])
+    np.testing.assert_allclose(msir.grad(lambda v: np.sum(np.sinh(v)))(x), np.cosh(x), rtol=1e-12)
+
+
+ROUND_X = np.array([-2.5, -1.5, -0.5, -0.4, 0.5, 1.5, 2.5, 2.675, 1.005, 1234.5678, -0.0, 0.04, np.nan, np.inf,
+                    -np.inf, 4.5e15 + 0.5, 2.0 ** 60])
+
+
+def _rounds(x, i):
+    return np.round(x), np.round(x, 2), np.around(x, -2), np.round(x * 0.1, 1), np.round(i), np.round(i, 3)
+
+
+def test_round_follows_numpy_half_to_even():
+    i = np.array([15, -25, 7], np.int32)
+    for x in (ROUND_X, ROUND_X.astype(np.float32)):
+        expected = _rounds(x, i)
+        for got in (msir.jit(_rounds)(x, i), pynative(lambda: msir.jit(_rounds)(x, i))):
+            for g, e in zip(got, expected):
+                assert g.dtype == e.dtype
+                np.testing.assert_array_equal(g, e)
+                assert np.array_equal(np.signbit(g), np.signbit(e))
+
+
+def test_round_has_zero_gradient():
+    # away from the jumps, d/dx sum(round(x, 1) * x) is round(x, 1)
+    _check(lambda x: np.sum(np.round(x, 1) * x + np.round(x) ** 2), np.array([-1.33, -0.52, 0.18, 0.77, 2.61]))
+
+
+def _round_ints_negative(i):
+    return np.round(i, -1)
+
+
+def test_round_of_integers_to_negative_decimals_is_refused_at_the_call():
+    with pytest.raises(UnsupportedSyntaxError, match="integer array to negative decimals") as e:
+        msir.jit(_round_ints_negative)(np.array([15, 25]))
+    assert e.value.loc.line == _round_ints_negative.__code__.co_firstlineno + 1
+
+
+def _diffs(x, i, b):
+    return (np.diff(x), np.diff(x, 2), np.diff(x, axis=0), np.diff(x, n=3, axis=1), np.diff(x, 0), np.diff(x, 9),
+            np.diff(i), np.diff(b))
+
+
+def test_diff_follows_numpy():
+    x = np.arange(12.0).reshape(3, 4) ** 2
+    i, b = np.array([3, -1, 4, 4], np.int32), np.array([True, True, False, True])
+    expected = _diffs(x, i, b)
+    for got in (msir.jit(_diffs)(x, i, b), pynative(lambda: msir.jit(_diffs)(x, i, b))):
+        for g, e in zip(got, expected):
+            assert g.dtype == e.dtype and g.shape == e.shape
+            np.testing.assert_array_equal(g, e)
+
+
+def test_diff_gradients():
+    _check(lambda x: np.sum(np.diff(x, 2, axis=1) ** 2) + np.sum(np.sin(np.diff(x, axis=0))), A)
+
+
+def _diff_negative(x):
+    return np.diff(x, -1)
+
+
+def _diff_scalar(x):
+    return np.diff(x[0, 0])
+
+
+def test_diff_errors_are_numpy_s_at_the_call():
+    for fn, message in ((_diff_negative, "order must be non-negative but got -1"),
+                        (_diff_scalar, "diff requires input that is at least one dimensional")):
+        with pytest.raises(MsirValueError, match=message) as e:
+            msir.jit(fn)(A)
+        assert e.value.loc.line == fn.__code__.co_firstlineno + 1
+
+
+def _stacks(x, v, s):
+    return (np.hstack([x, x]), np.hstack((v, v * 2, s)), np.hstack([s, 1.5]), np.vstack([x, v[:4]]),
+            np.vstack((v, v)), np.vstack([s, s]), np.hstack([np.ones(2, np.int32), v[:1]]))
+
+
+def _stack_loss(x, v):
+    return np.sum(np.hstack([x, x * x]) ** 2) + np.sum(np.vstack([v, np.sin(v)]) * np.arange(10.0).reshape(2, 5))
+
+
+def test_hstack_and_vstack_follow_numpy():
+    s = np.float64(0.5)
+    expected = _stacks(A, V, s)
+    for got in (msir.jit(_stacks)(A, V, s), pynative(lambda: msir.jit(_stacks)(A, V, s))):
+        for g, e in zip(got, expected):
+            assert g.dtype == e.dtype and g.shape == e.shape
+            np.testing.assert_array_equal(g, e)
+
+
+@pytest.mark.parametrize("argnums", [0, 1])
+def test_hstack_and_vstack_gradients(argnums):
+    _check(_stack_loss, A, V, argnums=argnums)
+
+
+def _comparisons_and_shapes(x, y):
+    return (np.equal(x, y), np.not_equal(x, 0.5), np.less(x, y), np.less_equal(x, y), np.greater(y, x),
+            np.greater_equal(x, 1), np.shape(x), np.size(x), np.ndim(x), np.ravel(x), np.copy(x) * 2)
+
+
+def test_comparison_functions_and_shape_utilities_follow_numpy():
+    x, y = A.copy(), A.copy()
+    y[0, 0], y[1, 2] = 9.0, -9.0
+    expected = _comparisons_and_shapes(x, y)
+    for got in (msir.jit(_comparisons_and_shapes)(x, y), pynative(lambda: msir.jit(_comparisons_and_shapes)(x, y))):
+        for g, e in zip(got, expected):
+            assert np.shape(g) == np.shape(e) and np.asarray(g).dtype == np.asarray(e).dtype
+            np.testing.assert_array_equal(g, e)
+    _check(lambda x: np.sum(np.ravel(x) * np.arange(12.0)) + np.sum(np.copy(x) ** 2) / np.size(x), A)
+
+
+def _closeness(x, y, i):
+    return (np.isclose(x, y), np.isclose(x, y, rtol=0.1, atol=0.0, equal_nan=True), np.allclose(x, x + 1e-9),
+            np.allclose(x, y), np.isclose(i, 3), np.count_nonzero(x), np.count_nonzero(x > 0.5, axis=0),
+            np.count_nonzero(i, keepdims=True))
+
+
+def test_isclose_allclose_and_count_nonzero_follow_numpy():
+    x = np.array([[1.0, np.nan, np.inf, -np.inf], [0.0, 1e-9, 2.0, 5.0]])
+    y = np.array([[1.0 + 1e-6, np.nan, np.inf, np.inf], [1e-8, 0.0, 2.15, 5.4]])
+    i = np.array([3, 0, 4], np.int32)
+    expected = _closeness(x, y, i)
+    for got in (msir.jit(_closeness)(x, y, i), pynative(lambda: msir.jit(_closeness)(x, y, i))):
+        for g, e in zip(got, expected):
+            assert np.shape(g) == np.shape(e) and np.asarray(g).dtype == np.asarray(e).dtype, (g, e)
+            np.testing.assert_array_equal(g, e)
+
+
+def _averages(x, w, v):
+    return (np.average(x), np.average(x, axis=1), np.average(x, axis=0, weights=v[:3]),
+            np.average(x, weights=w, returned=True), np.average(x, axis=1, keepdims=True, returned=True),
+            np.atleast_1d(v[0]), np.atleast_2d(v), np.atleast_2d(x), np.atleast_1d(v[0], x))
+
+
+def _average_loss(x, v):
+    return np.sum(np.average(x, axis=0, weights=v[:3] ** 2) ** 2) + np.average(x, weights=np.abs(x) + 1.0)
+
+
+def test_average_and_atleast_follow_numpy():
+    w = np.abs(B) + 0.5
+    expected = _averages(A, w, V)
+    for got in (msir.jit(_averages)(A, w, V), pynative(lambda: msir.jit(_averages)(A, w, V))):
+        for g, e in zip(got, expected):
+            for gg, ee in zip(g, e) if isinstance(e, tuple) else ((g, e),):
+                assert np.shape(gg) == np.shape(ee) and np.asarray(gg).dtype == np.asarray(ee).dtype, (gg, ee)
+                np.testing.assert_allclose(gg, ee, rtol=1e-14)
+
+
+@pytest.mark.parametrize("argnums", [0, 1])
+def test_average_gradients_through_values_and_weights(argnums):
+    _check(_average_loss, A, V, argnums=argnums)
