@@ -453,7 +453,8 @@ class FunctionPlanner:
             self._reserve_row(push, op)
         producer = self.absorbed.get(op)
         if producer is not None:
-            self._result(op.results[0])
+            for r in op.results:
+                self._result(r)
             self._release(producer, k, last_use, at=op)
         elif isinstance(op, msir.IfOp):
             self._if(op)
