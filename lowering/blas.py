@@ -99,13 +99,14 @@ instead of in a second pass over C::
 
 `task(ctx, chunk, lo, hi)` is an outlined loop (`msir.lowering.parallel_outline`)
 computing the epilogue of C's rows [lo, hi). When the product is split by
-rows -- m >= n, as in a plain product, or rows enough for two chunks (at
-least `GEMM_MIN_CHUNK_ROWS` and `GEMM_CHUNK_FLOPS` each, as above) -- each
-chunk of msir's pool runs its single-threaded gemm on rows [lo, hi) and then
-`task` on the same rows. Otherwise (few rows, many columns: splitting the rows
-would leave threads idle) the product is split by columns as usual and then
-`task` runs over all rows through `__msir_parallel_for` with its own
-`task_min_iters`: the second pass, but still no buffer for the product.
+rows -- m >= n, as in a plain product, or rows enough for
+`EPILOGUE_MIN_ROW_CHUNKS` chunks (of at least `GEMM_MIN_CHUNK_ROWS` rows and
+`GEMM_CHUNK_FLOPS` flops, as above) -- each chunk of msir's pool runs its
+single-threaded gemm on rows [lo, hi) and then `task` on the same rows.
+Otherwise (few rows, many columns: splitting the rows would leave threads
+idle) the product is split by columns as usual and then `task` runs over all
+rows through `__msir_parallel_for` with its own `task_min_iters`: a second
+pass, but still no buffer for the product.
 Chunks depend on the shapes only, so results keep their bits across thread
 counts. `fused_epilogues()` counts the products whose epilogue ran per chunk.
 
@@ -165,6 +166,12 @@ r rows costs ~k x n extra copies against 2 r k n flops (measured
 single-threaded on a loaded 2-core host, so roughly: 256-row pieces of 512^3
 and 1024^3 ran as fast as the whole product, 128-row ones 1.0-1.2x, 64-row
 ones up to 1.4x slower)."""
+
+EPILOGUE_MIN_ROW_CHUNKS = 4
+"""A product wider than tall runs its epilogue per chunk of rows only when its
+rows make at least this many chunks: fewer would leave a loaded machine's
+awake threads little to take over from a descheduled one (the column split
+makes more chunks; its epilogue then runs as a pass of its own)."""
 
 _TRAMPOLINE = """
 declare void @scipy_cblas_{p}gemm(i32, i32, i32, i32, i32, i32, {t}, ptr, i32, ptr, i32, {t}, ptr, i32)
@@ -316,8 +323,9 @@ define void @{epilogue}(i64 %ta, i64 %tb, i64 %m, i64 %n, i64 %k,
   %by_flops = udiv i64 %want, %per
   %min_rows = call i64 @llvm.smax.i64(i64 %by_flops, i64 {min_rows})
   %tall = icmp sge i64 %m, %n
-  %two = icmp sgt i64 %m, %min_rows
-  %by_rows = or i1 %tall, %two
+  %enough = mul i64 %min_rows, {row_chunks_m1}
+  %many = icmp sgt i64 %m, %enough
+  %by_rows = or i1 %tall, %many
   br i1 %by_rows, label %fused, label %apart
 fused:
   %s0 = insertvalue %args_{p} undef, i64 %ta, 0
@@ -476,6 +484,7 @@ def _load() -> None:
         _TRAMPOLINE.format(p=p, t=t, name=GEMM_SYMBOLS[k], update=GEMM_UPDATE_SYMBOLS[k],
                            epilogue=GEMM_EPILOGUE_SYMBOLS[k], size=size,
                            min_rows=GEMM_MIN_CHUNK_ROWS, chunk_flops=GEMM_CHUNK_FLOPS,
+                           row_chunks_m1=EPILOGUE_MIN_ROW_CHUNKS - 1,
                            chunk_flops_m1=GEMM_CHUNK_FLOPS - 1)
         for p, t, k, size in (("s", "float", "f32", 4), ("d", "double", "f64", 8))
     )

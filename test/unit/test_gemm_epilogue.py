@@ -69,9 +69,10 @@ def _run(fn, args, fuse: bool, threads_: int):
     return out, blas.fused_epilogues() - before
 
 
-# (m, k, n): tall (rows: m >= n), wide with rows for two chunks (rows), wide with
-# few rows (columns, epilogue apart); none a multiple of the chunking
-SHAPES = [(777, 300, 513), (300, 784, 512), (100, 200, 3000)]
+# (m, k, n): tall (rows: m >= n), wide with rows for 4 chunks of 128 (rows), wide
+# with fewer rows (W5's first layer: columns, the epilogue apart); none a multiple
+# of the chunking
+SHAPES = [(777, 300, 513), (600, 200, 1000), (300, 784, 512)]
 
 
 @pytest.mark.parametrize("fn", [dense_relu, dense_relu_ta, dense_relu_tb, dense_gelu])
@@ -84,7 +85,7 @@ def test_fused_epilogue_matches_numpy_and_the_unfused_bits(fn, m, k, n, dtype):
     assert fused.dtype == dtype and fused.shape == ref.shape
     tol = (1e-6 if dtype == np.float32 else 1e-14) * np.sqrt(k)
     np.testing.assert_allclose(fused, ref, rtol=0, atol=tol * np.abs(ref).max())
-    rows = m >= n or m > 128
+    rows = m >= n or m > (blas.EPILOGUE_MIN_ROW_CHUNKS - 1) * blas.GEMM_MIN_CHUNK_ROWS
     assert ran == (1 if rows else 0)
     for t in (1, 3):  # the chunks depend on the shapes only
         again, _ = _run(fn, args, True, t)
