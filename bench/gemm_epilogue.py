@@ -10,8 +10,11 @@ second pass). Both stay in msir.jit's in-memory cache, which keys on that switch
 and the switch is set before every call, so the two alternate within each round
 (A B, then B A in the next round). Printed per case: the median time of each, the
 median over rounds of unfused / fused (> 1: fusing is faster) with its spread
-(min-max over rounds), and checks that the fused path ran (`blas.fused_epilogues()`)
-and that both give the same bits. OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are
+(min-max over rounds), the ratio of the two fastest runs, the same ratio of the
+process's CPU time (`time.process_time`: on a loaded machine it leaves out the
+time other processes held the core, so at 1 thread it is the steadier figure;
+at 2 threads it includes the pool's spinning), and checks that the fused path ran
+(`blas.fused_epilogues()`) and that both give the same bits. OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are
 removed before the BLAS loads, as in bench/run.py.
 
 Cases: `dense` relu(x @ w + b) 1024^3 f32 (the harness's W4-1024-relu), and the
@@ -77,23 +80,30 @@ def main() -> None:
             ran[fuse] = blas.fused_epilogues() - before
         same = all(x.tobytes() == y.tobytes() for x, y in zip(res[True], res[False]))
         times: dict[bool, list[float]] = {True: [], False: []}
-        ratios = []
+        cpu: dict[bool, list[float]] = {True: [], False: []}
+        ratios, cpu_ratios = [], []
         for r in range(rounds):
             order = (True, False) if r % 2 == 0 else (False, True)
-            t = {}
+            t, c = {}, {}
             for fuse in order:
                 blas.fuse_epilogues = fuse
-                t0 = time.perf_counter()
+                c0, t0 = time.process_time(), time.perf_counter()
                 _outputs(fn(*args))
-                t[fuse] = time.perf_counter() - t0
+                t[fuse], c[fuse] = time.perf_counter() - t0, time.process_time() - c0
                 times[fuse].append(t[fuse])
+                cpu[fuse].append(c[fuse])
             ratios.append(t[False] / t[True])
+            cpu_ratios.append(c[False] / max(c[True], 1e-9))
         blas.fuse_epilogues = True
         print(f"  {name:8s} {desc}")
         print(f"           fused {statistics.median(times[True]) * 1e3:8.3f} ms   unfused "
               f"{statistics.median(times[False]) * 1e3:8.3f} ms   unfused/fused median "
-              f"{statistics.median(ratios):.3f} (min {min(ratios):.3f}, max {max(ratios):.3f})   "
-              f"epilogues run per chunk: {ran[True]} fused, {ran[False]} unfused; same bits: {'yes' if same else 'no'}")
+              f"{statistics.median(ratios):.3f} (min {min(ratios):.3f}, max {max(ratios):.3f}), "
+              f"of the fastest runs {min(times[False]) / min(times[True]):.3f}")
+        print(f"           CPU time unfused/fused median {statistics.median(cpu_ratios):.3f} "
+              f"(min {min(cpu_ratios):.3f}, max {max(cpu_ratios):.3f}), of the least "
+              f"{min(cpu[False]) / max(min(cpu[True]), 1e-9):.3f}; epilogues run per chunk: {ran[True]} fused, "
+              f"{ran[False]} unfused; same bits: {'yes' if same else 'no'}")
 
 
 if __name__ == "__main__":
