@@ -15,7 +15,8 @@ Use::
     plan = planner.plan(Schedule(absorbed, row_groups))   # the target's loop choices
 
 The `Schedule` is the target's: ops it computes inside the code of another
-(`absorbed`: a matmul accumulated by the BLAS call of its update) and runs of
+(`absorbed`: a matmul accumulated by the BLAS call of its update, or computed
+into the result of the fusion that is its epilogue) and runs of
 top-level ops it lowers in one loop over their rows (`row_groups`).
 
 The decisions

@@ -60,6 +60,15 @@ Guarantees
       (a donated argument), then accumulates alpha * a @ b with the BLAS
       (beta = 1). The product gets no buffer, the update no loop: an SGD step
       `w - lr * (x.T @ g)` on donated weights is one gemm on the weights.
+    * Matmul epilogues. A fusion reading a 2-D float product p that has no
+      other use, one of whose results has p's type (`relu(x @ w + b)`, a
+      residual add, ReLU's backward mask), and that is not a matmul update:
+      `__msir_gemm_<t>` computes p straight into that result's buffer, and the
+      fusion's loop nest follows the call at once, reading p there at the
+      element it writes (in place), its outer `scf.for` over p's rows marked
+      `{msir.gemm_epilogue}` (`loops_abi.GEMM_EPILOGUE_ATTR`): msir-lower-to-llvm
+      may run it per chunk of rows right after that chunk's gemm. The product
+      gets no buffer. Off with `MSIR_GEMM_EPILOGUE=0`.
     * Donation. An output argument the plan pairs with donated argument i gets
       `{msir.alias_of = i : i64}`: the function computes the same values
       whether the caller passes argument i's buffer there or a distinct one.
@@ -108,7 +117,7 @@ element into an f32 accumulator and truncates the result once (a mean divides
 first).
 
 Per function, the pass first plans the buffers (`bufferize.FunctionPlanner`,
-with this pass's schedule: its matmul updates and row groups), then walks the
+with this pass's schedule: its matmul updates, matmul epilogues and row groups), then walks the
 function once and builds the output directly (a dispatch table keyed by op
 class, one short emitter per op, a shared loop-nest helper); ops are created
 with `Operation.create` and appended to their block, which is several times
