@@ -116,8 +116,10 @@ Disabling
 False` makes `available()` false: matmuls lowered afterwards use msir's loop
 kernel, with the same results up to float rounding. So does a missing or
 unloadable library. `MSIR_GEMM_EPILOGUE=0` (or `fuse_epilogues = False`) keeps the BLAS
-but lowers epilogues as a pass of their own over a product buffer, with the
-same bits.
+but lowers epilogues as a pass of their own over a product buffer: the same
+bits whenever the product is split the same way (always but for a wide
+product with rows for `EPILOGUE_MIN_ROW_CHUNKS` chunks, split by rows fused
+and by columns unfused; then within the rounding of the product).
 """
 
 from __future__ import annotations
