@@ -17,8 +17,10 @@ at 2 threads it includes the pool's spinning), and checks that the fused path ra
 (`blas.fused_epilogues()`) and that both give the same bits. OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are
 removed before the BLAS loads, as in bench/run.py.
 
-Cases: `dense` relu(x @ w + b) 1024^3 f32 (the harness's W4-1024-relu), and the
-W5 training steps of bench/workloads.py (`W5-b256`, `W5-b128`).
+Cases: `dense` relu(x @ w + b) 1024^3 f32 (the harness's W4-1024-relu), `dense-k64`
+the same with k = 64 and a 4096x2048 C (little arithmetic per element of C, C larger
+than the L3 cache: where a second pass over C costs most), and the W5 training
+steps of bench/workloads.py (`W5-b256`, `W5-b128`).
 """
 
 from __future__ import annotations
@@ -43,9 +45,21 @@ def _cases(quick: bool):
     import msir
 
     yield "dense", "relu(x @ w + b) 1024^3 f32", msir.jit(W.dense_relu_numpy), W.REGISTRY["W4-1024-relu"]
+    yield "dense-k64", "relu(x @ w + b) 4096x64 @ 64x2048 f32 (C 32 MiB, beyond L3)", \
+        msir.jit(W.dense_relu_numpy), _Inputs(lambda quick, rng: (
+            rng.standard_normal((512 if quick else 4096, 64), dtype=np.float32),
+            rng.standard_normal((64, 256 if quick else 2048), dtype=np.float32),
+            rng.standard_normal(256 if quick else 2048, dtype=np.float32)))
     for name in ("W5-b256", "W5-b128"):
         w = W.REGISTRY[name]
         yield name, w.desc.split(";")[0], w.impls["msir"]({"msir": msir}), w
+
+
+class _Inputs:
+    """A case's inputs, as a workload's `make_inputs(quick, rng)`."""
+
+    def __init__(self, make):
+        self.make_inputs = make
 
 
 def _outputs(out) -> list[np.ndarray]:
