@@ -158,3 +158,16 @@ def test_gradients_through_fused_epilogues_are_the_unfused_ones_and_numpys():
     for got, plain, want in zip(fused, unfused, ref):
         assert got.tobytes() == plain.tobytes()
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-5 * np.abs(want).max())
+
+
+def test_a_donated_operand_of_the_product_is_not_overwritten_while_the_gemm_reads_it():
+    h = RNG.standard_normal((600, 512)).astype(np.float32)
+    w = (RNG.standard_normal((512, 512)) / 23).astype(np.float32)
+    b = RNG.standard_normal(512).astype(np.float32)
+    ref = np.maximum(h.astype(np.float64) @ w + b, 0.0)
+    blas.fuse_epilogues = True
+    before = blas.fused_epilogues()
+    with pytest.warns(msir.DonationWarning, match="not elementwise"):
+        out = msir.jit(dense_relu, donate_argnums=(0,))(h.copy(), w, b)
+    assert blas.fused_epilogues() - before == 1
+    np.testing.assert_allclose(out, ref, rtol=0, atol=1e-5 * np.abs(ref).max())
