@@ -165,7 +165,7 @@ GEMM_MIN_CHUNK_ROWS = 256
 """Rows (or columns) a chunk has at least (up to the runtime's rounding): each
 chunk is a gemm call that packs the shared operand again, so a chunk of
 r rows costs ~k x n extra copies against 2 r k n flops, an overhead of about
-30 / r whatever k and n. Measured in CPU time (steady under load), one thread,
+30 / r whatever k and n. Measured (`bench/gemm_chunks.py`) in CPU time (steady under load), one thread,
 OpenBLAS's SkylakeX kernels on a Zen 5, the rows of a product in r-row pieces
 over the whole product: r = 64: 1.50 (1024^3), 1.61 (2048^3); 128: 1.24, 1.30;
 256: 1.08, 1.14; 512: 1.05, 1.07; through msir, 256 against 128 took 9 %
