@@ -165,9 +165,9 @@ GEMM_MIN_CHUNK_ROWS = 256
 """Rows (or columns) a chunk has at least (up to the runtime's rounding): each
 chunk is a gemm call that packs the shared operand again, so a chunk of
 r rows costs ~k x n extra copies against 2 r k n flops, an overhead of about
-30 / r whatever k and n. Measured (`bench/gemm_chunks.py`) in CPU time (steady under load), one thread,
-OpenBLAS's SkylakeX kernels on a Zen 5, the rows of a product in r-row pieces
-over the whole product: r = 64: 1.50 (1024^3), 1.61 (2048^3); 128: 1.24, 1.30;
+30 / r whatever k and n. Measured by `bench/gemm_chunks.py` in CPU time
+(steady under load), one thread, OpenBLAS's SkylakeX kernels on a Zen 5, the
+rows of a product in r-row pieces over the whole product: r = 64: 1.50 (1024^3), 1.61 (2048^3); 128: 1.24, 1.30;
 256: 1.08, 1.14; 512: 1.05, 1.07; through msir, 256 against 128 took 9 %
 (1024^3) and 12 % (2048^3) less CPU time. (On a Zen 3 with Haswell kernels
 128-row pieces had cost 1.0-1.2x.) 256 rows still make 4 chunks of a 1024^3
