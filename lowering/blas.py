@@ -167,9 +167,10 @@ chunk is a gemm call that packs the shared operand again, so a chunk of
 r rows costs ~k x n extra copies against 2 r k n flops, an overhead of about
 30 / r whatever k and n. Measured by `bench/gemm_chunks.py` in CPU time
 (steady under load), one thread, OpenBLAS's SkylakeX kernels on a Zen 5, the
-rows of a product in r-row pieces over the whole product: r = 64: 1.50 (1024^3), 1.61 (2048^3); 128: 1.24, 1.30;
-256: 1.08, 1.14; 512: 1.05, 1.07; through msir, 256 against 128 took 9 %
-(1024^3) and 12 % (2048^3) less CPU time. (On a Zen 3 with Haswell kernels
+rows of a product in r-row pieces over the whole product: r = 64: 1.50-1.65
+(1024^3), 1.61-1.74 (2048^3); 128: 1.24-1.28, 1.30-1.38; 256: 1.08-1.11,
+1.14-1.18; 512: 1.05, 1.07-1.08 (two runs). Through msir, 256 against 128
+took 9 % (1024^3) and 12 % (2048^3) less CPU time. (On a Zen 3 with Haswell kernels
 128-row pieces had cost 1.0-1.2x.) 256 rows still make 4 chunks of a 1024^3
 product for the pool to balance; sharing packed panels between threads, as
 OpenBLAS's own threading does, would remove the overhead."""
