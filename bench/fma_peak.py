@@ -26,6 +26,12 @@ the last thread's end, per thread its own flops over its own time. Each
 figure is the best of `reps` runs (a peak: on a shared machine the median
 says more about the neighbours), with the median beside it.
 
+Plausibility, on the 2-core AMD EPYC (Zen 5, family 0x1A, AVX-512) of
+2026-12-02: Zen 5 has two 512-bit FMA pipes, 2 x 16 lanes x 2 flops = 64 f32
+flops a cycle; 1 thread measured 250 GFLOP/s (median 249), i.e. 3.9 GHz, a
+Zen 5 boost clock (DESIGN.md had 267 on another such host), and NumPy's
+single-threaded sgemm 1024^3 reached 200-222 GFLOP/s, 80-89 % of it.
+
 Imports llvmlite only (no msir), so the limits worker of bench/peers.py can
 run it before anything else is loaded.
 """
