@@ -2296,7 +2296,8 @@ def _schedule(ops: list[Operation], folded: set[Operation]) -> tuple[
     epilogues = _gemm_epilogues(ops, folded | set(products.values()) | set(products))
     products.update((op, mm) for op, (mm, _, _) in epilogues.items())
     groups = _row_groups(ops, folded | set(products.values()) | set(products))
-    return bufferize.Schedule(products, groups), updates, epilogues
+    written_first = {op: host for op, (_, _, host) in epilogues.items()}
+    return bufferize.Schedule(products, groups, written_first), updates, epilogues
 
 
 def lower_module(module: ModuleOp) -> None:

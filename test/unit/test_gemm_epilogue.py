@@ -167,7 +167,22 @@ def test_a_donated_operand_of_the_product_is_not_overwritten_while_the_gemm_read
     ref = np.maximum(h.astype(np.float64) @ w + b, 0.0)
     blas.fuse_epilogues = True
     before = blas.fused_epilogues()
-    with pytest.warns(msir.DonationWarning, match="not elementwise"):
+    with pytest.warns(msir.DonationWarning, match="computes its matmul into output 0 before it reads the argument"):
         out = msir.jit(dense_relu, donate_argnums=(0,))(h.copy(), w, b)
     assert blas.fused_epilogues() - before == 1
+    np.testing.assert_allclose(out, ref, rtol=0, atol=1e-5 * np.abs(ref).max())
+
+
+def residual_relu(h, w, r0):
+    return np.maximum(h @ w + r0, 0.0)
+
+
+def test_a_donated_input_of_the_epilogue_does_not_receive_the_product_before_it_is_read():
+    h = RNG.standard_normal((600, 512)).astype(np.float32)
+    w = (RNG.standard_normal((512, 512)) / 23).astype(np.float32)
+    r0 = RNG.standard_normal((600, 512)).astype(np.float32)
+    ref = np.maximum(h.astype(np.float64) @ w + r0, 0.0)
+    blas.fuse_epilogues = True
+    with pytest.warns(msir.DonationWarning, match="computes its matmul into output 0 before it reads the argument"):
+        out = msir.jit(residual_relu, donate_argnums=(2,))(h, w, r0.copy())
     np.testing.assert_allclose(out, ref, rtol=0, atol=1e-5 * np.abs(ref).max())
