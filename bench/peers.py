@@ -7,7 +7,7 @@ to the ``--out`` JSON file. Modes:
 
     peers.py steady --framework F --threads N --workloads W1,W2 [--quick] --out r.json
     peers.py w8     --framework F --dir D --out r.json        # one W8 compile probe
-    peers.py limits --threads N [--quick] --out r.json        # copy GB/s, sgemm GFLOP/s
+    peers.py limits --threads N [--quick] --out r.json        # copy GB/s, sgemm and FMA GFLOP/s
 
 Imports only NumPy and the framework measured: the MindSpore worker runs this file
 with the python of its own virtualenv (numpy<2, no msir).
@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import fma_peak  # noqa: E402  (stdlib only at import; llvmlite when it measures)
 import workloads as W  # noqa: E402
 
 FRAMEWORKS = ["msir", "numpy", "jax", "torch", "torch.compile", "mindspore"]
@@ -240,7 +241,8 @@ def run_w8(framework: str, d: Path) -> dict:
 def run_limits(threads: int, quick: bool) -> dict:
     """Machine limits with `threads` threads: copy bandwidth (np.copyto of a large,
     pre-faulted buffer, split across Python threads, which copyto runs without the GIL;
-    GB/s counts read + write) and NumPy's float32 matmul 1024^3 (OpenBLAS)."""
+    GB/s counts read + write), NumPy's float32 matmul 1024^3 (OpenBLAS) and the f32
+    FMA peak of `threads` threads at once (bench/fma_peak.py: all of them, and per thread)."""
     pin_threads(threads)
     n = (1 << 24) if quick else (1 << 26)  # 64 MiB / 256 MiB of float32
     src = np.ones(n, np.float32)
@@ -271,6 +273,7 @@ def run_limits(threads: int, quick: bool) -> dict:
     a = np.random.default_rng(0).standard_normal((m, m), dtype=np.float32)
     b = a.copy()
     gb, gm = best_and_median(lambda: a @ b, 5 if quick else 30)
+    fma = fma_peak.measure(threads, reps=3 if quick else 7, iterations=fma_peak.ITERATIONS // (8 if quick else 1))
     return {
         "status": "ok",
         "copy_gb_s_best": 2 * src.nbytes / cb / 1e9,
@@ -278,6 +281,10 @@ def run_limits(threads: int, quick: bool) -> dict:
         "sgemm_gflop_s_best": 2 * m**3 / gb / 1e9,
         "sgemm_gflop_s_median": 2 * m**3 / gm / 1e9,
         "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE"),
+        "fma_isa": fma["isa"],
+        "fma_gflop_s_best": fma["gflop_s_best"],
+        "fma_gflop_s_median": fma["gflop_s_median"],
+        "fma_per_thread_gflop_s_best": fma["per_thread_gflop_s_best"],
     }
 
 

@@ -14,8 +14,11 @@ and TorchInductor cache directories, so "first call" is a cold compile.
 Per workload and framework: first call (compile + one run, imports excluded), median
 of repeated steady-state runs after warm-up, agreement with NumPy (max|out-ref| /
 max|ref| <= tol), GB/s against the measured copy bandwidth, GFLOP/s against the
-measured NumPy sgemm, and each framework's time divided by msir's from the same run
-("x msir": above 1 means msir is faster). MindSpore runs with the python of its own
+measured NumPy sgemm and against the measured f32 FMA peak x threads ("% FMA": the
+best single-thread peak of bench/fma_peak.py, an llvmlite kernel at the host's widest
+vector width, times the row's thread count; the limits line also gives the peak of
+that many threads at once), and each framework's time divided by msir's from the same
+run ("x msir": above 1 means msir is faster). MindSpore runs with the python of its own
 virtualenv (bench/setup_peers.sh); a framework that is not installed is "skipped".
 W8 (compile time of a 200-op function, first and second process) runs apart.
 
@@ -129,7 +132,8 @@ def build_table(report: dict) -> str:
     lim = report["machine"]["limits"]
     hdr = ["workload", "framework"] + [f"{t}T ms" for t in threads] + [f"{t}T x msir" for t in threads]
     tl = threads[-1]
-    hdr += [f"{tl}T GB/s|GFLOP/s", "% limit", "1st call s", "rel err", "ok"]
+    hdr += [f"{tl}T GB/s|GFLOP/s", "% limit", "% FMA", "1st call s", "rel err", "ok"]
+    peak = fma_peak_of(lim, tl)
     rows = [hdr]
     for name, wr in report["workloads"].items():
         for fw, per_t in wr["results"].items():
@@ -149,11 +153,13 @@ def build_table(report: dict) -> str:
             if _cell(r, "gflop_s") is not None:
                 row.append(f"{r['gflop_s']:.1f} GF")
                 row.append(f"{100 * r['gflop_s'] / lim[str(tl)]['sgemm_gflop_s_best']:.0f}%")
+                row.append(f"{100 * r['gflop_s'] / peak:.0f}%" if peak else "-")
             elif _cell(r, "gb_s") is not None:
                 row.append(f"{r['gb_s']:.1f} GB")
                 row.append(f"{100 * r['gb_s'] / lim[str(tl)]['copy_gb_s_best']:.0f}%")
+                row.append("-")
             else:
-                row += ["-", "-"]
+                row += ["-", "-", "-"]
             firsts = [_cell(x, "first_call_s") for x in per_t.values() if _cell(x, "first_call_s") is not None]
             row.append(f"{min(firsts):.3f}" if firsts else "-")
             errs = [_cell(x, "max_rel_err") for x in per_t.values() if _cell(x, "max_rel_err") is not None]
@@ -165,6 +171,14 @@ def build_table(report: dict) -> str:
     lines = ["  ".join(c.rjust(w) if i > 1 else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in rows]
     lines.insert(1, "-" * len(lines[0]))
     return "\n".join(lines)
+
+
+def fma_peak_of(limits: dict, threads: int) -> float | None:
+    """The issue's "measured FMA peak x threads": the best per-thread FMA GFLOP/s of
+    any limits run (the 1-thread one unless only more were measured) times `threads`."""
+    per = [x.get("fma_per_thread_gflop_s_best") for x in limits.values() if x.get("status") == "ok"]
+    per = [p for p in per if p]
+    return max(per) * threads if per else None
 
 
 def build_w8_table(w8: dict, quick: bool) -> str:
@@ -217,6 +231,13 @@ def targets(report: dict) -> list[str]:
         frac = ours / max(np_all)
         verdict = "met" if frac >= 0.8 else f"MISSED by {0.8 / frac:.2f}x"
         out.append(f"{v} >= 0.8x NumPy BLAS best kernel: msir {ours:.1f} vs {max(np_all):.1f} GFLOP/s -> {frac:.2f}x: {verdict}")
+    ours = _cell(wl.get("W4-1024", {}).get("results", {}).get("msir", {}).get(t), "gflop_s")
+    peak = fma_peak_of(report["machine"]["limits"], int(t))
+    if ours is not None and peak:
+        frac = ours / peak
+        verdict = "met" if frac >= 0.9 else f"MISSED by {0.9 / frac:.2f}x"
+        out.append(f"W4-1024 >= 90% of FMA peak x {t} threads (issue 18): msir {ours:.1f} vs {peak:.1f} GFLOP/s "
+                   f"-> {100 * frac:.0f}%: {verdict}")
     w8 = report.get("w8", {})
     m, j = w8.get("msir", {}), w8.get("jax", {})
     if m.get("status") == "ok" and j.get("status") == "ok":
@@ -502,13 +523,15 @@ def render(report: dict) -> str:
     for t, lim in m["limits"].items():
         if lim.get("status") == "ok":
             lines.append(f"  limits, {t} thread(s): copy {lim['copy_gb_s_best']:.1f} GB/s (median {lim['copy_gb_s_median']:.1f}), "
-                         f"NumPy sgemm 1024^3 {lim['sgemm_gflop_s_best']:.1f} GFLOP/s (median {lim['sgemm_gflop_s_median']:.1f})")
+                         f"NumPy sgemm 1024^3 {lim['sgemm_gflop_s_best']:.1f} GFLOP/s (median {lim['sgemm_gflop_s_median']:.1f}), "
+                         f"FMA peak ({lim.get('fma_isa')}) {lim.get('fma_gflop_s_best', 0):.1f} GFLOP/s "
+                         f"(median {lim.get('fma_gflop_s_median', 0):.1f}; per thread {lim.get('fma_per_thread_gflop_s_best', 0):.1f})")
     fws = []
     for fw, st in report["frameworks"].items():
         fws.append(f"{fw} {st.get('version', '')}".strip() if st["status"] == "ok" else f"{fw}: skipped ({st.get('reason')})")
     lines.append("  frameworks: " + "; ".join(fws))
     lines.append("  ms = median steady-state time; x msir = framework time / msir time (> 1: msir faster);"
-                 " % limit = of measured copy GB/s or sgemm GFLOP/s; rel err = max|out-ref|/max|ref| vs NumPy")
+                 " % limit = of measured copy GB/s or sgemm GFLOP/s; % FMA = of the FMA peak per thread x threads; rel err = max|out-ref|/max|ref| vs NumPy")
     for name, wr in report["workloads"].items():
         quick = ""
         if report["config"]["quick"]:

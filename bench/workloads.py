@@ -272,6 +272,40 @@ for _n, _qn in ((512, 64), (1024, 128)):
             )
         )
 
+# W4-1024-relu: a dense layer's forward relu(x @ w + b), the bias and activation the
+# epilogue of the product (msir fuses it into the GEMM: lowering/blas.py, "Epilogues";
+# bench/gemm_epilogue.py compares fused and unfused msir in one process)
+
+
+def dense_relu_numpy(x, w, b):
+    return np.maximum(x @ w + b, 0.0)
+
+
+def _dense_relu_jax(m):
+    jnp = m["jnp"]
+    return m["jax"].jit(lambda x, w, b: jnp.maximum(x @ w + b, 0.0))
+
+
+def _dense_relu_torch(m):
+    torch = m["torch"]
+    return lambda x, w, b: torch.relu(torch.addmm(b, x, w))
+
+
+register(
+    Workload(
+        name="W4-1024-relu",
+        desc="dense layer relu(x @ w + b), 1024^3 f32",
+        make_inputs=lambda quick, rng: (_f32(rng, 128 if quick else 1024, 128 if quick else 1024),
+                                        _f32(rng, 128 if quick else 1024, 128 if quick else 1024),
+                                        _f32(rng, 128 if quick else 1024)),
+        reference=dense_relu_numpy,
+        impls={"msir": lambda m: m["msir"].jit(dense_relu_numpy), "numpy": lambda m: dense_relu_numpy,
+               "jax": _dense_relu_jax, "torch": _dense_relu_torch},
+        flops=lambda inp: 2.0 * inp[0].shape[0] * inp[0].shape[1] * inp[1].shape[1],
+        tol=1e-4,
+    )
+)
+
 # --------------------------------------------------------------------------------------
 # W8: compile time of a 200-op straight-line elementwise function, in a first and a
 # second process. The module is written to a file (msir compiles source, and a

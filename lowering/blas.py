@@ -87,12 +87,39 @@ chunks still run: those chunks then use OpenBLAS's threads (correct results,
 not necessarily the same bits).
 `split_gemms()` counts the products that ran as more than one chunk.
 
+Epilogues
+=========
+An elementwise consumer of a product (bias add and activation, a residual
+add, a backward mask: a fusion, convert-msir-to-loops' "Matmul epilogues")
+runs on each block of C right after the block's gemm, while it is in cache,
+instead of in a second pass over C::
+
+    void __msir_gemm_epilogue_f32(<the 14 gemm arguments>, ptr task, ptr ctx, i64 task_min_iters)
+    void __msir_gemm_epilogue_f64(...)
+
+`task(ctx, chunk, lo, hi)` is an outlined loop (`msir.lowering.parallel_outline`)
+computing the epilogue of C's rows [lo, hi). When the product is split by
+rows -- m >= n, as in a plain product, or rows enough for
+`EPILOGUE_MIN_ROW_CHUNKS` chunks (of at least `GEMM_MIN_CHUNK_ROWS` rows and
+`GEMM_CHUNK_FLOPS` flops, as above) -- each chunk of msir's pool runs its
+single-threaded gemm on rows [lo, hi) and then `task` on the same rows.
+Otherwise (few rows, many columns: splitting the rows would leave threads
+idle) the product is split by columns as usual and then `task` runs over all
+rows through `__msir_parallel_for` with its own `task_min_iters`: a second
+pass, but still no buffer for the product.
+Chunks depend on the shapes only, so results keep their bits across thread
+counts. `fused_epilogues()` counts the products whose epilogue ran per chunk.
+
 Disabling
 =========
 `MSIR_BLAS=0` in the environment (read at import) or `msir.lowering.blas.enabled =
 False` makes `available()` false: matmuls lowered afterwards use msir's loop
 kernel, with the same results up to float rounding. So does a missing or
-unloadable library.
+unloadable library. `MSIR_GEMM_EPILOGUE=0` (or `fuse_epilogues = False`) keeps the BLAS
+but lowers epilogues as a pass of their own over a product buffer: the same
+bits whenever the product is split the same way (always but for a wide
+product with rows for `EPILOGUE_MIN_ROW_CHUNKS` chunks, split by rows fused
+and by columns unfused; then within the rounding of the product).
 """
 
 from __future__ import annotations
@@ -107,10 +134,17 @@ from msir.lowering.load_once import load_once
 LIBRARY_NAME = "libscipy_openblas.so"
 GEMM_SYMBOLS = {"f32": "__msir_gemm_f32", "f64": "__msir_gemm_f64"}
 GEMM_UPDATE_SYMBOLS = {"f32": "__msir_gemm_update_f32", "f64": "__msir_gemm_update_f64"}
+GEMM_EPILOGUE_SYMBOLS = {"f32": "__msir_gemm_epilogue_f32", "f64": "__msir_gemm_epilogue_f64"}
 
 enabled = os.environ.get("MSIR_BLAS", "1").strip().lower() not in ("0", "false", "no", "off")
 """Whether the lowering may call the BLAS (tests switch it off to check the
 loop kernel)."""
+
+fuse_epilogues = os.environ.get("MSIR_GEMM_EPILOGUE", "1").strip().lower() not in ("0", "false", "no", "off")
+"""Whether convert-msir-to-loops computes a matmul straight into the fusion
+consuming it and marks that fusion's loop as the product's epilogue (see
+"Epilogues"); off (`MSIR_GEMM_EPILOGUE=0`, read at import), the product gets
+a buffer and the fusion is a loop of its own, as before (the benchmark's A/B)."""
 
 _lock = threading.Lock()
 _state: dict[str, object] = {}  # "ok": bool, "engine", "cdll", "path", "error"
@@ -127,13 +161,25 @@ machines), well above the ~1 us of a dispatch to awake workers and the
 ~20-200 us of one to sleeping workers (`threads.measure_dispatch_us`). A
 recurrent step's 128x128x32 product (1 MFLOP, W6) is never split."""
 
-GEMM_MIN_CHUNK_ROWS = 128
+GEMM_MIN_CHUNK_ROWS = 256
 """Rows (or columns) a chunk has at least (up to the runtime's rounding): each
 chunk is a gemm call that packs the shared operand again, so a chunk of
-r rows costs ~k x n extra copies against 2 r k n flops (measured
-single-threaded on a loaded 2-core host, so roughly: 256-row pieces of 512^3
-and 1024^3 ran as fast as the whole product, 128-row ones 1.0-1.2x, 64-row
-ones up to 1.4x slower)."""
+r rows costs ~k x n extra copies against 2 r k n flops, an overhead of about
+30 / r whatever k and n. Measured by `bench/gemm_chunks.py` in CPU time
+(steady under load), one thread, OpenBLAS's SkylakeX kernels on a Zen 5, the
+rows of a product in r-row pieces over the whole product: r = 64: 1.50-1.65
+(1024^3), 1.61-1.74 (2048^3); 128: 1.24-1.28, 1.30-1.38; 256: 1.08-1.11,
+1.14-1.18; 512: 1.05, 1.07-1.08 (two runs). Through msir, 256 against 128
+took 9 % (1024^3) and 12 % (2048^3) less CPU time. (On a Zen 3 with Haswell kernels
+128-row pieces had cost 1.0-1.2x.) 256 rows still make 4 chunks of a 1024^3
+product for the pool to balance; sharing packed panels between threads, as
+OpenBLAS's own threading does, would remove the overhead."""
+
+EPILOGUE_MIN_ROW_CHUNKS = 4
+"""A product wider than tall runs its epilogue per chunk of rows only when its
+rows make at least this many chunks: fewer would leave a loaded machine's
+awake threads little to take over from a descheduled one (the column split
+makes more chunks; its epilogue then runs as a pass of its own)."""
 
 _TRAMPOLINE = """
 declare void @scipy_cblas_{p}gemm(i32, i32, i32, i32, i32, i32, {t}, ptr, i32, ptr, i32, {t}, ptr, i32)
@@ -259,6 +305,77 @@ done:
   ret void
 }}
 
+; an epilogue product: the gemm's arguments, then the epilogue task and its context
+%epi_{p} = type {{ %args_{p}, ptr, ptr }}
+
+; rows [lo, hi) of C, then the epilogue of those rows while they are in cache
+define internal void @chunk_epilogue_{p}(ptr %args, i64 %chunk, i64 %lo, i64 %hi) {{
+  call void @chunk_{p}(ptr %args, i64 %chunk, i64 %lo, i64 %hi)
+  %task_at = getelementptr %epi_{p}, ptr %args, i32 0, i32 1
+  %ctx_at = getelementptr %epi_{p}, ptr %args, i32 0, i32 2
+  %task = load ptr, ptr %task_at
+  %ctx = load ptr, ptr %ctx_at
+  call void %task(ptr %ctx, i64 %chunk, i64 %lo, i64 %hi)
+  ret void
+}}
+
+define void @{epilogue}(i64 %ta, i64 %tb, i64 %m, i64 %n, i64 %k,
+                        ptr %a, i64 %ao, i64 %lda, ptr %b, i64 %bo, i64 %ldb,
+                        ptr %c, i64 %co, i64 %ldc, ptr %task, ptr %ctx, i64 %task_min) {{
+  ; row chunks as @gemm_{p} makes them: at least {min_rows} rows and {chunk_flops} flops
+  %kk = call i64 @llvm.smax.i64(i64 %k, i64 1)
+  %nn = call i64 @llvm.smax.i64(i64 %n, i64 1)
+  %per0 = mul i64 %kk, %nn
+  %per = shl i64 %per0, 1
+  %want = add i64 {chunk_flops_m1}, %per
+  %by_flops = udiv i64 %want, %per
+  %min_rows = call i64 @llvm.smax.i64(i64 %by_flops, i64 {min_rows})
+  %tall = icmp sge i64 %m, %n
+  %enough = mul i64 %min_rows, {row_chunks_m1}
+  %many = icmp sgt i64 %m, %enough
+  %by_rows = or i1 %tall, %many
+  br i1 %by_rows, label %fused, label %apart
+fused:
+  %s0 = insertvalue %args_{p} undef, i64 %ta, 0
+  %s1 = insertvalue %args_{p} %s0, i64 %tb, 1
+  %s2 = insertvalue %args_{p} %s1, i64 %m, 2
+  %s3 = insertvalue %args_{p} %s2, i64 %n, 3
+  %s4 = insertvalue %args_{p} %s3, i64 %k, 4
+  %s5 = insertvalue %args_{p} %s4, ptr %a, 5
+  %s6 = insertvalue %args_{p} %s5, i64 %ao, 6
+  %s7 = insertvalue %args_{p} %s6, i64 %lda, 7
+  %s8 = insertvalue %args_{p} %s7, ptr %b, 8
+  %s9 = insertvalue %args_{p} %s8, i64 %bo, 9
+  %s10 = insertvalue %args_{p} %s9, i64 %ldb, 10
+  %s11 = insertvalue %args_{p} %s10, ptr %c, 11
+  %s12 = insertvalue %args_{p} %s11, i64 %co, 12
+  %s13 = insertvalue %args_{p} %s12, i64 %ldc, 13
+  %s14 = insertvalue %args_{p} %s13, {t} 1.0, 14
+  %s15 = insertvalue %args_{p} %s14, {t} 0.0, 15
+  %s16 = insertvalue %args_{p} %s15, i64 1, 16
+  %e0 = insertvalue %epi_{p} undef, %args_{p} %s16, 0
+  %e1 = insertvalue %epi_{p} %e0, ptr %task, 1
+  %e2 = insertvalue %epi_{p} %e1, ptr %ctx, 2
+  %args = alloca %epi_{p}, align 8
+  store %epi_{p} %e2, ptr %args
+  call void @blas_single_threaded()
+  %chunks = call i64 @__msir_parallel_for(ptr @chunk_epilogue_{p}, ptr %args, i64 0, i64 %m, i64 %min_rows)
+  call void @blas_restore_threads()
+  %fused_old = atomicrmw add ptr @stats.fused_epilogues, i64 1 monotonic
+  %split = icmp ugt i64 %chunks, 1
+  br i1 %split, label %count, label %done
+count:
+  %old = atomicrmw add ptr @stats.split_gemms, i64 1 monotonic
+  br label %done
+apart:
+  call void @gemm_{p}(i64 %ta, i64 %tb, i64 %m, i64 %n, i64 %k, ptr %a, i64 %ao, i64 %lda,
+                      ptr %b, i64 %bo, i64 %ldb, ptr %c, i64 %co, i64 %ldc, {t} 1.0, {t} 0.0)
+  %pass = call i64 @__msir_parallel_for(ptr %task, ptr %ctx, i64 0, i64 %m, i64 %task_min)
+  br label %done
+done:
+  ret void
+}}
+
 define void @{name}(i64 %ta, i64 %tb, i64 %m, i64 %n, i64 %k,
                     ptr %a, i64 %ao, i64 %lda, ptr %b, i64 %bo, i64 %ldb,
                     ptr %c, i64 %co, i64 %ldc) {{
@@ -294,6 +411,7 @@ declare i64 @__msir_parallel_for(ptr, ptr, i64, i64, i64)
 ; msir's thread count, which OpenBLAS's own pool is set to outside msir's calls
 @blas.threads = internal global i32 1
 @stats.split_gemms = internal global i64 0
+@stats.fused_epilogues = internal global i64 0
 
 define internal void @blas_single_threaded() {
   %n = load atomic i32, ptr @blas.threads monotonic, align 4
@@ -325,6 +443,11 @@ define void @__msir_blas_set_threads(i32 %n) {
 
 define i64 @__msir_blas_split_gemms() {
   %n = load atomic i64, ptr @stats.split_gemms monotonic, align 8
+  ret i64 %n
+}
+
+define i64 @__msir_blas_fused_epilogues() {
+  %n = load atomic i64, ptr @stats.fused_epilogues monotonic, align 8
   ret i64 %n
 }
 """
@@ -366,14 +489,16 @@ def _load() -> None:
         if not llvm.address_of_symbol(f"scipy_cblas_{p}gemm"):
             raise RuntimeError(f"{path} does not export scipy_cblas_{p}gemm")
     ir = _COMMON + "".join(
-        _TRAMPOLINE.format(p=p, t=t, name=GEMM_SYMBOLS[k], update=GEMM_UPDATE_SYMBOLS[k], size=size,
+        _TRAMPOLINE.format(p=p, t=t, name=GEMM_SYMBOLS[k], update=GEMM_UPDATE_SYMBOLS[k],
+                           epilogue=GEMM_EPILOGUE_SYMBOLS[k], size=size,
                            min_rows=GEMM_MIN_CHUNK_ROWS, chunk_flops=GEMM_CHUNK_FLOPS,
+                           row_chunks_m1=EPILOGUE_MIN_ROW_CHUNKS - 1,
                            chunk_flops_m1=GEMM_CHUNK_FLOPS - 1)
         for p, t, k, size in (("s", "float", "f32", 4), ("d", "double", "f64", 8))
     )
     engine = runtime_object.compile_cached("blas-trampolines", ir, {"opt": 2, "codemodel": "jitdefault"},
                                            GEMM_SYMBOLS["f32"])
-    for name in (*GEMM_SYMBOLS.values(), *GEMM_UPDATE_SYMBOLS.values()):
+    for name in (*GEMM_SYMBOLS.values(), *GEMM_UPDATE_SYMBOLS.values(), *GEMM_EPILOGUE_SYMBOLS.values()):
         llvm.add_symbol(name, engine.get_function_address(name))
     cdll = ctypes.CDLL(path)
     cdll.scipy_openblas_set_num_threads.argtypes = [ctypes.c_int]
@@ -382,7 +507,9 @@ def _load() -> None:
     cdll.scipy_openblas_get_corename.restype = ctypes.c_char_p
     set_threads = ctypes.CFUNCTYPE(None, ctypes.c_int32)(engine.get_function_address("__msir_blas_set_threads"))
     split_gemms = ctypes.CFUNCTYPE(ctypes.c_int64)(engine.get_function_address("__msir_blas_split_gemms"))
-    _state.update(engine=engine, cdll=cdll, path=path, set_threads=set_threads, split_gemms=split_gemms)
+    fused = ctypes.CFUNCTYPE(ctypes.c_int64)(engine.get_function_address("__msir_blas_fused_epilogues"))
+    _state.update(engine=engine, cdll=cdll, path=path, set_threads=set_threads, split_gemms=split_gemms,
+                  fused_epilogues=fused)
     set_threads(threads.get_num_threads())
 
 
@@ -415,6 +542,12 @@ def split_gemms() -> int:
     """Products split across msir's pool (more than one chunk) since the
     process started (0 without the library)."""
     return int(_state["split_gemms"]()) if load() else 0  # type: ignore[operator]
+
+
+def fused_epilogues() -> int:
+    """Products whose epilogue ran per chunk of rows, after each chunk's gemm
+    ("Epilogues"), since the process started (0 without the library)."""
+    return int(_state["fused_epilogues"]()) if load() else 0  # type: ignore[operator]
 
 
 def core_name() -> str | None:

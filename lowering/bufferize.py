@@ -15,7 +15,8 @@ Use::
     plan = planner.plan(Schedule(absorbed, row_groups))   # the target's loop choices
 
 The `Schedule` is the target's: ops it computes inside the code of another
-(`absorbed`: a matmul accumulated by the BLAS call of its update) and runs of
+(`absorbed`: a matmul accumulated by the BLAS call of its update, or computed
+into the result of the fusion that is its epilogue) and runs of
 top-level ops it lowers in one loop over their rows (`row_groups`).
 
 The decisions
@@ -67,7 +68,8 @@ The decisions
   computing the output writes it straight into the output buffer, every other
   op reading the argument (through any view) comes before that op (or in its
   row loop, reading only the row being computed), and that op, if it reads the
-  argument, is elementwise: then the function computes the same values
+  argument, is elementwise and writes nothing into output k before reading
+  (a matmul epilogue computes its product there first): then the function computes the same values
   whether the two buffers are one or not. Each other donated argument is
   refused with the reason.
 
@@ -210,6 +212,10 @@ class Schedule:
     """First op -> consecutive top-level ops on static shapes with one leading
     dim, lowered in one loop over it (each row depends only on the same row of
     the group's values)."""
+    written_first: Mapping[Operation, int] = field(default_factory=dict)
+    """An absorbing op -> the result its absorbed producer writes before the op
+    reads its own operands (a matmul epilogue's product, computed into that
+    result's buffer): that buffer may not be an operand's donated buffer."""
 
 
 class SlotKind(Enum):
@@ -341,6 +347,7 @@ class FunctionPlanner:
         self.body_ops = list(f.body.block.ops)
         self.fplan = FunctionPlan(module_plan.signatures[f.sym_name.data])
         self.absorbed: Mapping[Operation, Operation] = {}
+        self.written_first: Mapping[Operation, int] = {}
         self.dest: set[SSAValue] = set()  # values computed into a buffer chosen for them
         self.returned: set[SSAValue] = set()  # returned values whose buffer passes to the caller
         self.owned: set[SSAValue] = set()  # values whose buffer the current region frees
@@ -368,6 +375,7 @@ class FunctionPlanner:
         body = self.f.body.block
         ops = self.body_ops
         self.absorbed = schedule.absorbed
+        self.written_first = schedule.written_first
         p.folded.update(schedule.absorbed.values())
         last_use = self._plan_outputs(ops, body)
         index = {op: k for k, op in enumerate(ops)}
@@ -453,7 +461,8 @@ class FunctionPlanner:
             self._reserve_row(push, op)
         producer = self.absorbed.get(op)
         if producer is not None:
-            self._result(op.results[0])
+            for r in op.results:
+                self._result(r)
             self._release(producer, k, last_use, at=op)
         elif isinstance(op, msir.IfOp):
             self._if(op)
@@ -786,7 +795,8 @@ def _pair_donated(planner: FunctionPlanner, ops: list[Operation], index: dict[Op
     operand, an absorbed matmul's operand) comes before P at the top level (in
     P's row loop: reading only the row being computed), and P, if it reads it,
     is elementwise (a fusion or an elementwise op), so it reads the element it
-    overwrites and no other. Then the function computes the same values
+    overwrites and no other, and its absorbed producer does not write output k
+    first (`Schedule.written_first`). Then the function computes the same values
     whether or not the two buffers are one."""
     f = planner.f
     donated = [i for i in range(len(body.args)) if _is_donated(f, i)]
@@ -830,6 +840,10 @@ def _pair_donated(planner: FunctionPlanner, ops: list[Operation], index: dict[Op
                          and row_group.get(op) is group and not _reads_own_row(planner, op, arg)), None)
             if late is not None:
                 reason = f"{_where(late)} reads other rows of it in the row loop where {_where(p)} writes output {k}"
+                continue
+            first = planner.written_first.get(p)
+            if p in readers and first is not None and v is p.results[first]:
+                reason = f"{_where(p)} computes its matmul into output {k} before it reads the argument"
                 continue
             if p in readers:
                 elementwise = isinstance(p, (msir.FusionOp, *msir.FUSIBLE_ELEMENTWISE)) and all(

@@ -85,12 +85,13 @@ def jit_module(module: ModuleOp, object_sink: Callable[[bytes], None] | None) ->
 
 
 def key_options() -> dict[str, Any]:
-    """Whether convert-msir-to-loops calls BLAS for matmuls (read without
-    importing msir.lowering.blas, which costs milliseconds)."""
+    """Whether convert-msir-to-loops calls BLAS for matmuls, and fuses their
+    epilogues (read without importing msir.lowering.blas, which costs milliseconds)."""
     blas = sys.modules.get("msir.lowering.blas")
     if blas is not None:
-        return {"blas": bool(getattr(blas, "enabled", False))}
-    return {"blas": os.environ.get("MSIR_BLAS", "1").strip().lower() not in ("0", "false", "no", "off")}
+        return {"blas": bool(getattr(blas, "enabled", False)), "gemm_epilogue": bool(blas.fuse_epilogues)}
+    return {name: os.environ.get(var, "1").strip().lower() not in ("0", "false", "no", "off")
+            for name, var in (("blas", "MSIR_BLAS"), ("gemm_epilogue", "MSIR_GEMM_EPILOGUE"))}
 
 
 CPU = Target(

@@ -46,3 +46,8 @@ DONATION_REFUSED_ATTR = "msir.donation_refused"
 ROW_LOCAL_ATTR = "msir.row_local"
 """On a `memref.alloc`: a one-row buffer of a row group, which each thread
 running part of the row loop may replace by its own copy."""
+GEMM_EPILOGUE_ATTR = "msir.gemm_epilogue"
+"""On an `scf.for` right after a call of `__msir_gemm_f32`/`_f64`: the loop is
+that product's elementwise epilogue (iteration i reads row i of C, no other
+row), which msir-lower-to-llvm may run per chunk of C's rows after each chunk's
+gemm (`msir.lowering.blas`, "Epilogues"); lowered alone it means the same."""

@@ -31,6 +31,17 @@ trip count alone: the same bits for every thread count (the chunks do not
 depend on it, see `msir.lowering.threads`). Loops inside an outlined body
 stay inline.
 
+A product's epilogue (`epilogue_plan`): a call of `__msir_gemm_f32`/`_f64`
+followed by an `scf.for` marked `msir.gemm_epilogue` (convert-msir-to-loops'
+matmul epilogues) whose iterations may run once each row of C is computed --
+it is parallel as above (whatever its size), carries nothing, runs over
+exactly C's m rows, reads C (a static 2-D buffer, offset 0, its row length the
+gemm's ldc) only at row `iv` and writes neither A nor B -- is outlined the same
+way, and the call and the dispatch become one call
+`__msir_gemm_epilogue_<t>(gemm arguments..., task, ctx, min_iters)`: the
+BLAS runs the task on each chunk of rows after that chunk's gemm
+(`msir.lowering.blas`, "Epilogues"). Any other pair is lowered as written.
+
 The loop body itself is lowered by the `to_llvm.FunctionLowering` of the
 function (the `fl` argument of the functions below: `outlined_child` makes the
 lowering of an outlined body, `loop` lowers a loop); this module decides and
@@ -55,7 +66,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
-from msir.lowering import allocator, threads
+from msir.lowering import allocator, blas, threads
 from msir.lowering.llvm_abi import (
     ALLOC_ALIGN,
     ERR_MEMORY,
@@ -69,7 +80,7 @@ from msir.lowering.llvm_abi import (
     scalar_type,
 )
 from msir.lowering.llvm_ops import I32, I64, PTR, REASSOC, icmp, intrinsic_suffix, llvm_gep, llvm_load, llvm_store
-from msir.lowering.loops_abi import ERROR_FUNC, INTERRUPT_FUNC, ROW_LOCAL_ATTR
+from msir.lowering.loops_abi import ERROR_FUNC, GEMM_EPILOGUE_ATTR, INTERRUPT_FUNC, ROW_LOCAL_ATTR
 
 PARALLEL_FOR = "__msir_parallel_for"
 PRIVATE_STACK_BYTES = 64 * 1024
@@ -157,7 +168,7 @@ def _root(v: SSAValue) -> SSAValue:
     return v
 
 
-def parallel_plan(fl, op: scf.ForOp) -> ParallelPlan | None:
+def parallel_plan(fl, op: scf.ForOp, any_size: bool = False) -> ParallelPlan | None:
     """How to split `op` across threads, or None to keep it serial.
 
     Parallel when its step is 1, its body calls nothing but `__msir_error` / `__msir_interrupted`,
@@ -169,7 +180,7 @@ def parallel_plan(fl, op: scf.ForOp) -> ParallelPlan | None:
     every buffer it touches is a function argument, an allocation or a call
     result (so distinct buffers never alias); and every loop-carried value is
     a reduction (`_reduction_kind`). Serial too when
-    its size is known and below two chunks' worth of work."""
+    its size is known and below two chunks' worth of work (unless `any_size`)."""
     body = op.body.block
     iv = body.args[0]
     if fl.known(fl.get(op.step)) != 1:
@@ -209,11 +220,50 @@ def parallel_plan(fl, op: scf.ForOp) -> ParallelPlan | None:
         reductions.append(kind)
     cost = _block_cost(body) + 1
     trips = _static_trips(op)
-    if trips is not None and trips * cost < 2 * threads.MIN_CHUNK_WORK:
+    if not any_size and trips is not None and trips * cost < 2 * threads.MIN_CHUNK_WORK:
         return None
     if not threads.load():
         return None
     return ParallelPlan(cost, private, reductions)
+
+
+# operands of `__msir_gemm_<t>(ta, tb, m, n, k, a, ao, lda, b, bo, ldb, c, co, ldc)`
+_GEMM_M, _GEMM_A, _GEMM_B, _GEMM_C, _GEMM_CO, _GEMM_LDC = 2, 5, 8, 11, 12, 13
+
+
+def epilogue_plan(fl, call: func.CallOp) -> tuple[scf.ForOp, ParallelPlan, str] | None:
+    """When `call` is a product whose next op is its epilogue loop that may run
+    per chunk of C's rows (see the module docstring): that loop, its plan and
+    the fused entry's symbol; else None."""
+    kinds = {v: k for k, v in blas.GEMM_SYMBOLS.items()}
+    kind = kinds.get(call.callee.string_value())
+    loop = call.next_op
+    if kind is None or not isinstance(loop, scf.ForOp) or GEMM_EPILOGUE_ATTR not in loop.attributes:
+        return None
+    if not fl.m.parallel or fl.outlined or loop.results:
+        return None
+    args = call.arguments
+    c, a, b = _root(args[_GEMM_C]), _root(args[_GEMM_A]), _root(args[_GEMM_B])
+    ct = c.type
+    if not (isinstance(ct, MemRefType) and len(ct.get_shape()) == 2 and min(ct.get_shape()) >= 0):
+        return None
+    rows, row_length = ct.get_shape()
+    known = [fl.known(fl.get(args[j])) for j in (_GEMM_M, _GEMM_CO, _GEMM_LDC)]
+    trips = (fl.known(fl.get(loop.lb)), fl.known(fl.get(loop.ub)), fl.known(fl.get(loop.step)))
+    if known != [rows, 0, row_length] or trips != (0, rows, 1) or c in (a, b):
+        return None
+    iv = loop.body.block.args[0]
+    for inner in loop.body.walk():
+        if isinstance(inner, (memref.LoadOp, memref.StoreOp)):
+            root = _root(inner.memref)
+            if root is c and (not inner.indices or inner.indices[0] != iv):
+                return None
+            if isinstance(inner, memref.StoreOp) and root in (a, b):
+                return None
+    plan = parallel_plan(fl, loop, any_size=True)
+    if plan is None or plan.reductions:
+        return None
+    return loop, plan, blas.GEMM_EPILOGUE_SYMBOLS[kind]
 
 
 def _reduction_kind(body: Block, j: int) -> type[Operation] | None:
@@ -279,11 +329,13 @@ def _captured(op: Operation) -> list[SSAValue]:
     return list(found)
 
 
-def outline(fl, op: scf.ForOp, plan: ParallelPlan) -> None:
+def outline(fl, op: scf.ForOp, plan: ParallelPlan, gemm: tuple[str, list[SSAValue]] | None = None) -> None:
     """Outline `op` as `@<f>.par<k>(begin, end, captured...) -> partials`
     with a task `@<f>.par<k>.task(ctx, chunk, begin, end)` that unpacks the
     captured values from `ctx` and stores the partials of its chunk, and call
-    `__msir_parallel_for`; then combine the partials in chunk order."""
+    `__msir_parallel_for`; then combine the partials in chunk order. With
+    `gemm` (an epilogue: the fused entry's symbol and the product's LLVM
+    arguments), call that entry with the task instead (`epilogue_plan`)."""
     m = fl.m
     private = set(plan.private)
     captured = _captured(op)
@@ -328,11 +380,16 @@ def outline(fl, op: scf.ForOp, plan: ParallelPlan) -> None:
     task_address = fl.add(llvm.AddressOfOp(task.sym_name.data, PTR))
     min_iters = fl.const(-(-threads.MIN_CHUNK_WORK // plan.cost), I64)
     lb, ub = fl.get(op.lb), fl.get(op.ub)
-    chunks = fl.call_external(PARALLEL_FOR, [task_address, ctx_ptr, lb, ub, min_iters], I64)
+    if gemm is not None:
+        symbol, gemm_args = gemm
+        fl.call_external(symbol, [*gemm_args, task_address, ctx_ptr, min_iters], None)
+        chunks = None
+    else:
+        chunks = fl.call_external(PARALLEL_FOR, [task_address, ctx_ptr, lb, ub, min_iters], I64)
     if heap_private:
         status = fl.add(llvm.LoadOp(fl.add(llvm.AddressOfOp(STATUS, PTR)), I32))
         fl.branch_unless(fl.add(icmp("ne", status, fl.const(0, I32))), fl.bail())
-    if not acc_types:
+    if not acc_types or chunks is None:
         return
     # init (+) partial[0] (+) ... (+) partial[chunks - 1]
     header = Block(arg_types=[I64, *acc_types])

@@ -48,7 +48,10 @@ Output: a module of `llvm.mlir.global`, `llvm.func` and nothing else, ready for
   iterations are independent is outlined, outermost first, into a function
   run in chunks by msir's thread pool through `__msir_parallel_for`, its
   reductions combined in chunk order (`msir.lowering.parallel_outline` states
-  which loops and how). Loops inside an outlined body stay inline.
+  which loops and how). Loops inside an outlined body stay inline. A product
+  followed by its epilogue loop (`msir.gemm_epilogue`) may become one call
+  that runs the outlined epilogue on each chunk of rows after its gemm
+  (`parallel_outline.epilogue_plan`).
 * `memref.alloc` calls `__msir_alloc(max(64, round_up(bytes, 64)))` and
   `memref.dealloc` `__msir_free` (msir's caching allocator,
   `lowering.allocator`; 64-byte aligned); a null result (or a byte count that
@@ -295,6 +298,8 @@ class FunctionLowering:
         donated input it may alias (`msir.alias_of`), never `noalias`."""
         self.vals: dict[SSAValue, Value] = {}
         self.ints: dict[SSAValue, int] = {}
+        self.epilogues: dict[scf.ForOp, tuple] = {}
+        """Epilogue loops whose product's call is deferred to them (`_call`)."""
         self.consts: dict[tuple, SSAValue] = {}
         self.prologue = Block(arg_types=sig.flat_args)
         self.region = Region([self.prologue])
@@ -1095,6 +1100,11 @@ def _call(fl: FunctionLowering, op: func.CallOp) -> None:
         code, site, *values = args
         fl.add_call(llvm.CallOp(RAISE_FUNC, code, site, text, *values))
         return
+    epilogue = parallel_outline.epilogue_plan(fl, op)
+    if epilogue is not None:  # the epilogue loop, lowered next, makes the fused call
+        loop, plan, symbol = epilogue
+        fl.epilogues[loop] = (plan, symbol, args)
+        return
     if STACK_CHECK_ATTR in op.attributes:
         _check_stack(fl, op)
     sig = fl.m.sigs[name]
@@ -1137,7 +1147,13 @@ def _return(fl: FunctionLowering, op: func.ReturnOp) -> None:
 
 @lowers(scf.ForOp)
 def _for(fl: FunctionLowering, op: scf.ForOp) -> None:
-    """A serial loop, or one split across threads (`parallel_outline`)."""
+    """A serial loop, or one split across threads (`parallel_outline`), or the
+    epilogue of the product before it (`parallel_outline.epilogue_plan`)."""
+    epilogue = fl.epilogues.pop(op, None)
+    if epilogue is not None:
+        plan, symbol, args = epilogue
+        parallel_outline.outline(fl, op, plan, gemm=(symbol, args))
+        return
     plan = parallel_outline.parallel_plan(fl, op) if fl.m.parallel and not fl.outlined else None
     if plan is not None:
         parallel_outline.outline(fl, op, plan)

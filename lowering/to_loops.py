@@ -60,6 +60,15 @@ Guarantees
       (a donated argument), then accumulates alpha * a @ b with the BLAS
       (beta = 1). The product gets no buffer, the update no loop: an SGD step
       `w - lr * (x.T @ g)` on donated weights is one gemm on the weights.
+    * Matmul epilogues. A fusion reading a 2-D float product p that has no
+      other use, one of whose results has p's type (`relu(x @ w + b)`, a
+      residual add, ReLU's backward mask), and that is not a matmul update:
+      `__msir_gemm_<t>` computes p straight into that result's buffer, and the
+      fusion's loop nest follows the call at once, reading p there at the
+      element it writes (in place), its outer `scf.for` over p's rows marked
+      `{msir.gemm_epilogue}` (`loops_abi.GEMM_EPILOGUE_ATTR`): msir-lower-to-llvm
+      may run it per chunk of rows right after that chunk's gemm. The product
+      gets no buffer. Off with `MSIR_GEMM_EPILOGUE=0`.
     * Donation. An output argument the plan pairs with donated argument i gets
       `{msir.alias_of = i : i64}`: the function computes the same values
       whether the caller passes argument i's buffer there or a distinct one.
@@ -108,7 +117,7 @@ element into an f32 accumulator and truncates the result once (a mean divides
 first).
 
 Per function, the pass first plans the buffers (`bufferize.FunctionPlanner`,
-with this pass's schedule: its matmul updates and row groups), then walks the
+with this pass's schedule: its matmul updates, matmul epilogues and row groups), then walks the
 function once and builds the output directly (a dispatch table keyed by op
 class, one short emitter per op, a shared loop-nest helper); ops are created
 with `Operation.create` and appended to their block, which is several times
@@ -170,6 +179,7 @@ from msir.lowering.loops_abi import (
     ERR_USER,
     ERR_ZERO_DIVISION,
     ERROR_FUNC,
+    GEMM_EPILOGUE_ATTR,
     INTERRUPT_FUNC,
     MESSAGE_ATTR,
     RAISE_FUNC,
@@ -256,7 +266,8 @@ class _Lowering:
     where ops go, `loc` what they carry."""
 
     def __init__(self, mod: _Module, f: func.FuncOp, plan: FunctionPlan,
-                 updates: dict[Operation, tuple[msir.MatmulOp, SSAValue, float]]):
+                 updates: dict[Operation, tuple[msir.MatmulOp, SSAValue, float]],
+                 epilogues: dict[msir.FusionOp, tuple[msir.MatmulOp, int, int]] | None = None):
         self.mod = mod
         self.f = f
         self.plan = plan
@@ -282,6 +293,8 @@ class _Lowering:
         self.hoisted: set[SSAValue] = set()
         # Fusions computing `c + alpha * (a @ b)` as one BLAS call (`_gemm_updates`).
         self.gemm_updates = updates
+        # Fusions computed over the product of a matmul (`_gemm_epilogues`).
+        self.gemm_epilogues = epilogues or {}
 
     # -- op creation --------------------------------------------------------
 
@@ -653,8 +666,11 @@ class _Lowering:
         for push in self.plan.reserves.get(op, ()):
             _reserve_row(self, push)
         update = self.gemm_updates.get(op)
+        epilogue = self.gemm_epilogues.get(op)  # type: ignore[call-overload]
         if update is not None:
             _gemm_update(self, op, *update)
+        elif epilogue is not None:
+            _gemm_epilogue(self, op, *epilogue)
         else:
             emitter(self, op)
         self._release(op)
@@ -1741,6 +1757,64 @@ def _gemm_update(L: _Lowering, op: Operation, mm: msir.MatmulOp, c: SSAValue, al
                  update=(L.get(c), alpha))
 
 
+def _gemm_epilogues(ops: list[Operation], taken: set[Operation]) -> dict[msir.FusionOp, tuple[msir.MatmulOp, int, int]]:
+    """Fusions that are the elementwise epilogue of a matmul: fusion -> (the
+    matmul, the fusion input its product is, the result computed in its place).
+
+    The product p = a @ b (2-D, f32/f64, static, large enough for the BLAS, in
+    this block) has the fusion as its only use, and one of the fusion's results
+    has p's type (the fusion iterates over p's shape and reads p only at the
+    element it writes). `_gemm_epilogue` then computes p straight into that
+    result's buffer with the BLAS and runs the fusion's loops over it: the
+    product gets no buffer, and its epilogue loop is marked for
+    msir-lower-to-llvm, which runs it per chunk of the product's rows right
+    after the chunk's gemm (`msir.lowering.blas`, "Epilogues") while those rows
+    are in cache. A bias add and ReLU (`relu(x @ w + b)`), GELU, a residual add,
+    ReLU's backward mask: any fusion. Off with `MSIR_GEMM_EPILOGUE=0` (or
+    `blas.fuse_epilogues = False`)."""
+    found: dict[msir.FusionOp, tuple[msir.MatmulOp, int, int]] = {}
+    if not blas.fuse_epilogues or not any(isinstance(o, msir.MatmulOp) for o in ops) or not blas.available():
+        return found
+    block_ops = set(ops)
+    used: set[Operation] = set()
+    for f in ops:
+        if not isinstance(f, msir.FusionOp) or f in taken:
+            continue
+        for i, p in enumerate(f.inputs):
+            mm = p.owner
+            if not (isinstance(mm, msir.MatmulOp) and mm in block_ops and mm not in taken and mm not in used
+                    and p.has_one_use() and _is_static_tensor(p.type)
+                    and isinstance(p.type.element_type, Float32Type | Float64Type)  # type: ignore[attr-defined]
+                    and len(_shape(mm.lhs.type)) == 2 and len(_shape(mm.rhs.type)) == 2
+                    and _shape(f.outputs[0].type) == _shape(p.type)):
+                continue
+            host = next((j for j, r in enumerate(f.outputs) if r.type == p.type), None)
+            m, n = _shape(p.type)
+            if host is None or m * n * _shape(mm.lhs.type)[1] < _BLAS_MIN_MNK:
+                continue
+            found[f] = (mm, i, host)
+            used.add(mm)
+            break
+    return found
+
+
+def _gemm_epilogue(L: _Lowering, op: msir.FusionOp, mm: msir.MatmulOp, product: int, host: int) -> None:
+    """Matmul `mm` into result `host` of fusion `op`, then the fusion's loops
+    over it, marked `msir.gemm_epilogue` (see `_gemm_epilogues`)."""
+    a, a_dims, a_tr = _matmul_operand(L, mm.lhs)
+    b, b_dims, b_tr = _matmul_operand(L, mm.rhs)
+    m, k = (a_dims[1], a_dims[0]) if a_tr else (a_dims[0], a_dims[1])
+    n = b_dims[0] if b_tr else b_dims[1]
+    outs = [L.result(r, [m, n]) for r in op.outputs]  # allocated before the call: the loop must follow it
+    et = mm.result.type.element_type  # type: ignore[attr-defined]
+    _matmul_blas(L, et, (a, a_dims, a_tr, False, _shape(mm.lhs.type), 0),
+                 (b, b_dims, b_tr, False, _shape(mm.rhs.type), 0), outs[host], [], [m, n, k], None)
+    _fusion_loops(L, op, [m, n], outs, given={product: outs[host]})
+    loop = L.block.last_op
+    assert isinstance(loop, scf.ForOp)
+    loop.attributes[GEMM_EPILOGUE_ATTR] = UnitAttr()
+
+
 def _call(L: _Lowering, op: func.CallOp) -> None:
     name = op.callee.root_reference.data
     sig = L.mod.sigs.get(name)
@@ -1781,15 +1855,26 @@ def _return(L: _Lowering, op: func.ReturnOp) -> None:
 
 
 def _fusion(L: _Lowering, op: msir.FusionOp) -> None:
-    """One loop nest over the iteration shape; the body's ops become scalar code
-    on registers, inputs are loaded (broadcast ones through their index map) and
-    only the fusion's results are stored."""
-    body = op.body.block
+    """One loop nest over the iteration shape (`_fusion_loops`)."""
     shape = _shape(op.outputs[0].type)
     full = next((v for v in op.inputs if _shape(v.type) == shape), None)
     dims: list[Dim] = L.dims_of(full) if full is not None else list(shape)
-    ins = {arg: (L.get(v), _shape(v.type)) for arg, v in zip(body.args, op.inputs)}
-    outs = [L.result(r, dims) for r in op.outputs]
+    _fusion_loops(L, op, dims, [L.result(r, dims) for r in op.outputs])
+
+
+def _fusion_loops(L: _Lowering, op: msir.FusionOp, dims: list[Dim], outs: list[SSAValue],
+                  given: dict[int, SSAValue] | None = None) -> None:
+    """The loop nest of fusion `op` over `dims`, storing its results into `outs`;
+    the body's ops become scalar code on registers, inputs are loaded (broadcast
+    ones through their index map; input i from `given[i]` where given, else
+    from its own buffer) and only the fusion's results are stored, each element
+    after everything it needs is loaded (so a result may share the buffer of an
+    input of the iteration shape)."""
+    body = op.body.block
+    shape = _shape(op.outputs[0].type)
+    given = given or {}
+    ins = {arg: (given[i] if i in given else L.get(v), _shape(v.type))
+           for i, (arg, v) in enumerate(zip(body.args, op.inputs))}
 
     def inner(ivs, _):
         env: dict[SSAValue, SSAValue] = {}
@@ -2230,14 +2315,19 @@ EMITTERS: dict[type[Operation], Callable[[_Lowering, Operation], None]] = {
 
 
 def _schedule(ops: list[Operation], folded: set[Operation]) -> tuple[
-        bufferize.Schedule, dict[Operation, tuple[msir.MatmulOp, SSAValue, float]]]:
+        bufferize.Schedule, dict[Operation, tuple[msir.MatmulOp, SSAValue, float]],
+        dict[msir.FusionOp, tuple[msir.MatmulOp, int, int]]]:
     """This pass's choices for a function body, which its buffers follow: the
-    matmul updates (their product computed by the update's BLAS call) and the
+    matmul updates (their product computed by the update's BLAS call), the
+    matmul epilogues (their product computed into the fusion's result) and the
     row groups."""
     updates = _gemm_updates(ops, folded)
-    products = {op: mm for op, (mm, _, _) in updates.items()}
+    products: dict[Operation, Operation] = {op: mm for op, (mm, _, _) in updates.items()}
+    epilogues = _gemm_epilogues(ops, folded | set(products.values()) | set(products))
+    products.update((op, mm) for op, (mm, _, _) in epilogues.items())
     groups = _row_groups(ops, folded | set(products.values()) | set(products))
-    return bufferize.Schedule(products, groups), updates
+    written_first = {op: host for op, (_, _, host) in epilogues.items()}
+    return bufferize.Schedule(products, groups, written_first), updates, epilogues
 
 
 def lower_module(module: ModuleOp) -> None:
@@ -2255,8 +2345,8 @@ def lower_module(module: ModuleOp) -> None:
             f.attributes[NUM_OUTPUTS_ATTR] = IntegerAttr(len(sig.out_positions), i64)
             continue
         planner = bufferize.FunctionPlanner(plan, f)
-        schedule, updates = _schedule(planner.body_ops, planner.folded)
-        new = _Lowering(mod, f, planner.plan(schedule), updates).run()
+        schedule, updates, epilogues = _schedule(planner.body_ops, planner.folded)
+        new = _Lowering(mod, f, planner.plan(schedule), updates, epilogues).run()
         module.body.block.insert_op_before(new, f)
         module.body.block.detach_op(f)
     if mod.uses_error and not any(f.sym_name.data == ERROR_FUNC for f in funcs):

@@ -32,7 +32,9 @@ def test_bench_quick_msir_and_numpy(tmp_path):
         lim = report["machine"]["limits"][t]
         assert lim["copy_gb_s_best"] > 0 and lim["sgemm_gflop_s_best"] > 0
         assert lim["openblas_coretype"] is None
-    assert "workload" in report["table"] and "x msir" in report["table"]
+        assert lim["fma_gflop_s_best"] > 0 and lim["fma_per_thread_gflop_s_best"] > 0 and lim["fma_isa"]
+    assert "workload" in report["table"] and "x msir" in report["table"] and "% FMA" in report["table"]
+    assert "FMA peak" in report["table"]
 
 
 def test_parallel_step_bench_runs_and_agrees():
