@@ -22,8 +22,12 @@ Every trial runs in a worker subprocess (`Worker`), so a segfault is seen,
 and under a timeout. It is classified:
 
 * `ok`: GRAPH and PYNATIVE give NumPy's dtype, shape and values (float64 to
-  rtol 1e-7, float32 to rtol 2e-4, both with an absolute part of the same
-  relative size of the largest |value|; NaNs where NumPy has them), and,
+  rtol 1e-7, float32 to rtol 2e-4, float16 to rtol 4e-3, each with an
+  absolute part of the same relative size of the largest |value|; NaNs
+  where NumPy has them; float16, NumPy's dtype for float functions of bools,
+  is 4 half-precision ulps because msir computes it through float32 and
+  rounds once per op, so its reductions accumulate in float32, as JAX's do,
+  where NumPy rounds every partial sum to float16), and,
   where the output is a float64 scalar, `msir.grad` by `x` agrees with
   central differences (rtol 1e-4, absolute part 1e-4 of the largest
   |gradient|) at step 1e-6 or 1e-4;
@@ -332,7 +336,7 @@ def _load(program: Program, directory: str):
 
 
 def _tolerance(dtype) -> float:
-    return 2e-4 if np.dtype(dtype) in (np.float32, np.float16) else 1e-7
+    return {np.dtype(np.float16): 4e-3, np.dtype(np.float32): 2e-4}.get(np.dtype(dtype), 1e-7)
 
 
 def _compare(what: str, got, want) -> str | None:
