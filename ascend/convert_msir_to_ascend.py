@@ -123,12 +123,18 @@ class ConvertMsirToAscend(ModulePass):
     matmul_buffers: int = 2
     """The most L1 / L0 buffers per matmul operand: 2 lets the tiler choose
     ping-pong buffering, 1 keeps a matmul single-buffered."""
+    elementwise_buffers: int = 2
+    """The most UB buffer sets of an elementwise kernel: 2 lets its tiler
+    choose double buffering, 1 keeps it single-buffered."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         from msir.pipeline import pass_class
 
         if self.matmul_buffers not in (1, 2):
             raise CompileError(f"convert-msir-to-ascend: matmul_buffers is 1 or 2, not {self.matmul_buffers}")
+        if self.elementwise_buffers not in (1, 2):
+            raise CompileError("convert-msir-to-ascend: elementwise_buffers is 1 or 2, not "
+                               f"{self.elementwise_buffers}")
         if self.chip not in A.TARGETS:
             raise CompileError(f"unknown Ascend chip '{self.chip}' (known: {', '.join(A.TARGETS)})")
         spec = A.TARGETS[self.chip]
@@ -178,5 +184,5 @@ class ConvertMsirToAscend(ModulePass):
                              f"the same function as the reduction at {source_loc(reductions[0])} has no lowering "
                              "there yet")
             return lower_row_reduction(name, spec, fn, reductions[0], self.tile_elements)
-        return lower_elementwise(name, spec, fn, self.tile_elements)
+        return lower_elementwise(name, spec, fn, self.tile_elements, self.elementwise_buffers)
 

@@ -243,9 +243,25 @@ def test_every_sync_of_an_elementwise_chain_is_needed(chip):
     n = 64 * 9 + 40
     r = np.random.default_rng(3)
     x, y = r.uniform(-2, 2, n).astype(np.float32), r.uniform(-1, 1, n).astype(np.float32)
-    text = lower(chain_ir(n, "f32"), chip, tile_elements=128, max_block_dim=2)
+    text = lower(chain_ir(n, "f32"), chip, tile_elements=128, max_block_dim=2, elementwise_buffers=1)
+    assert "_pong" not in text
     assert "(back edge)" in " ".join(w for w, _ in sync_removals(text))
     assert check_every_sync_needed(text, "chain", [x, y]) >= 6
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+@pytest.mark.parametrize("n", [128 * 13 + 40, 128 * 4])
+def test_every_sync_of_a_double_buffered_elementwise_chain_is_needed(chip, n):
+    # 13 tiles of 128 and a tail of 40 on 2 cores: 6 tiles each pipelined on
+    # ping-pong sets (a loop of two trips of two groups: back edges), then
+    # the left-over tile on core 0, then the tail; 4 tiles: all peeled
+    r = np.random.default_rng(4)
+    x, y = r.uniform(-2, 2, n).astype(np.float32), r.uniform(-1, 1, n).astype(np.float32)
+    text = lower(chain_ir(n, "f32"), chip, tile_elements=128, max_block_dim=2)
+    assert "%x_ub_pong" in text and "%t3_ub_pong" in text
+    removals = " ".join(w for w, _ in sync_removals(text))
+    assert ("(back edge)" in removals) == (n > 1000)
+    assert check_every_sync_needed(text, "chain", [x, y]) >= 10
 
 
 # -- the ascend target from Python ------------------------------------------
