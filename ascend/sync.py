@@ -44,9 +44,9 @@ producer pipe's later work (AscendNPU-IR's MoveSyncState). Each consumer
 gets its own pair even when other pairs of the same pipes are set or waited
 in between (folding it into such a pair would make that pair's consumer
 wait for this producer too); the forward pairs of the same pipes in a block
-then take the free event ids in turn, a pair never one that a pair set
-earlier and not yet waited (in program order) holds, as a pipe may set a
-flag again before the other has waited for the last. A loop body's dependency on work before the loop
+then take the free event ids least recently waited first, a pair never
+one that a pair set earlier and not yet waited (in program order) holds,
+as a pipe may set a flag again before the other has waited for the last. A loop body's dependency on work before the loop
 becomes a back-edge flag, one per pair of pipes, whose set goes directly
 after the last body instruction its consumers depend on.
 
@@ -451,8 +451,9 @@ def emit(nodes: list, block, events: int, live: dict | None = None, rotate: bool
     """Append the ops of planned `nodes` to `block`, with event ids. A
     forward pair takes the lowest id an enclosing loop's back-edge flag of
     its pipes does not hold; with `rotate` (for early sets, whose pipe may
-    set a flag again before the other pipe has waited for the last one), the
-    pairs of the same pipes in one block take those ids in turn."""
+    set a flag again before the other pipe has waited for the last one), a
+    pair of pipes takes the id of those not held by a pair set before it and
+    not yet waited whose last wait came earliest in the block."""
     from xdsl.dialects import scf
     from xdsl.dialects.builtin import IntegerAttr, i64
 
@@ -460,8 +461,9 @@ def emit(nodes: list, block, events: int, live: dict | None = None, rotate: bool
 
     live = {} if live is None else live
     ids: dict = {}
-    turns: dict = {}
-    """(src, dst) -> the forward pairs of those pipes emitted in this block."""
+    last_wait: dict = {}
+    """(src, dst) -> event id -> when (in program order) its last forward wait came."""
+    clock = [0]
     outstanding: dict = {}
     """The event id of each forward pair set and not yet waited (in program order)."""
 
@@ -473,16 +475,20 @@ def emit(nodes: list, block, events: int, live: dict | None = None, rotate: bool
         free = sorted(set(range(events + 1)) - live.get((sync.src, sync.dst), set()))
         if not rotate:
             return free[0]
-        if sync.kind == "wait":
-            return outstanding.pop(sync.pair)
         pipes = (sync.src, sync.dst)
+        waited = last_wait.setdefault(pipes, {})
+        if sync.kind == "wait":
+            event = outstanding.pop(sync.pair)
+            clock[0] += 1
+            waited[event] = clock[0]
+            return event
         taken = {e for p, e in outstanding.items() if p.pipes == pipes}
         usable = [e for e in free if e < events and e not in taken]
         if not usable:
             return events  # (reported below)
-        turn = turns.get(pipes, 0)
-        turns[pipes] = turn + 1
-        event = usable[turn % len(usable)]
+        # the id waited for longest ago: its wait is then most likely past
+        # when the source pipe, running ahead, sets it again
+        event = min(usable, key=lambda e: (waited.get(e, -1), e))
         sync.pair.pipes = pipes
         outstanding[sync.pair] = event
         return event
