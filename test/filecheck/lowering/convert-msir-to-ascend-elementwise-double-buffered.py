@@ -32,12 +32,12 @@ def scale_shift(x, y):
 # CHECK: ascend.copy mte2 %x[{{.*}}] to %x_ub[{{.*}}] sizes [128]
 # CHECK-NEXT: ascend.set_flag mte2 to v event 0
 # CHECK-NEXT: ascend.copy mte2 %y[{{.*}}] to %y_ub[{{.*}}] sizes [128]
-# CHECK-NEXT: ascend.set_flag mte2 to v event 2
+# CHECK-NEXT: ascend.set_flag mte2 to v event 1
 # CHECK: ascend.copy mte2 %x[{{.*}}] to %x_ub_pong[{{.*}}] sizes [128]
 # CHECK-NEXT: ascend.copy mte2 %y[{{.*}}] to %y_ub_pong[{{.*}}] sizes [128]
 # CHECK-NEXT: ascend.wait_flag mte2 to v event 0
 # CHECK-NEXT: ascend.vexp %t0_ub[{{.*}}], %x_ub[{{.*}}] :
-# CHECK-NEXT: ascend.wait_flag mte2 to v event 2
+# CHECK-NEXT: ascend.wait_flag mte2 to v event 1
 # CHECK-NEXT: ascend.pipe_barrier v
 # CHECK-NEXT: ascend.vmul %t1_ub[{{.*}}], %t0_ub[{{.*}}], %y_ub[{{.*}}] :
 # CHECK-NEXT: ascend.pipe_barrier v
@@ -53,13 +53,13 @@ def scale_shift(x, y):
 # CHECK-NEXT: ascend.copy mte2 %x[{{.*}}] to %x_ub[{{.*}}] sizes [128]
 # CHECK-NEXT: ascend.set_flag mte2 to v event 1
 # CHECK-NEXT: ascend.copy mte2 %y[{{.*}}] to %y_ub[{{.*}}] sizes [128]
-# CHECK-NEXT: ascend.set_flag mte2 to v event 3
+# CHECK-NEXT: ascend.set_flag mte2 to v event 2
 # CHECK-NEXT: ascend.wait_flag mte2 to v event 0
 # CHECK-NEXT: ascend.vexp %t0_ub_pong[{{.*}}], %x_ub_pong[{{.*}}] :
 # CHECK-NEXT: ascend.set_flag v to mte2 event 1
 # CHECK-NEXT: ascend.pipe_barrier v
 # CHECK-NEXT: ascend.vmul %t1_ub_pong[{{.*}}], %t0_ub_pong[{{.*}}], %y_ub_pong[{{.*}}] :
-# CHECK-NEXT: ascend.set_flag v to mte2 event 3
+# CHECK-NEXT: ascend.set_flag v to mte2 event 2
 # CHECK-NEXT: ascend.wait_flag mte3 to v event 0
 # CHECK-NEXT: ascend.pipe_barrier v
 # CHECK-NEXT: ascend.vadds %t2_ub_pong[{{.*}}], %t1_ub_pong[{{.*}}], %{{.*}} :
@@ -71,12 +71,12 @@ def scale_shift(x, y):
 # group 3 (pong loads, ping compute, pong store)
 # CHECK: ascend.wait_flag v to mte2 event 1
 # CHECK-NEXT: ascend.copy mte2 %x[{{.*}}] to %x_ub_pong[{{.*}}] sizes [128]
-# CHECK-NEXT: ascend.wait_flag v to mte2 event 3
+# CHECK-NEXT: ascend.wait_flag v to mte2 event 2
 # CHECK-NEXT: ascend.copy mte2 %y[{{.*}}] to %y_ub_pong[{{.*}}] sizes [128]
 # CHECK-NEXT: ascend.set_flag mte2 to v event 0
 # CHECK-NEXT: ascend.wait_flag mte2 to v event 1
 # CHECK-NEXT: ascend.vexp %t0_ub[{{.*}}], %x_ub[{{.*}}] :
-# CHECK-NEXT: ascend.wait_flag mte2 to v event 3
+# CHECK-NEXT: ascend.wait_flag mte2 to v event 2
 # CHECK-NEXT: ascend.pipe_barrier v
 # CHECK-NEXT: ascend.vmul %t1_ub[{{.*}}], %t0_ub[{{.*}}], %y_ub[{{.*}}] :
 # CHECK-NEXT: ascend.set_flag v to mte2 event 0
