@@ -1,6 +1,6 @@
 """Elementwise chains on the vector unit through UB tiles (masked tails,
-splat constants as scalar operands); the contract is
-`convert_msir_to_ascend`'s docstring."""
+splat constants as scalar operands), single- or double-buffered (the tiler
+`plan_elementwise`); the contract is `convert_msir_to_ascend`'s docstring."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Matmul on the cube unit: the analytic tiler and the kernel (L1 / L0
-tiles, ping-pong buffers, K padding); the contract is
-`convert_msir_to_ascend`'s docstring."""
+tiles, ping-pong buffers, A's L1 tiles over several K steps, K padding,
+the copy out of L0C); the contract is `convert_msir_to_ascend`'s docstring."""
 
 from __future__ import annotations
 
