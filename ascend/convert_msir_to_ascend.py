@@ -28,14 +28,26 @@ A function lowers when its body is one of:
   default), L1 and L0 hold ping-pong buffers: the loads of step s + 1 are
   issued before the compute of step s, and the sync inserter's early sets
   let each wait only for the compute that last read its buffer, so MTE2
-  streams while the cube works.
+  streams while the cube works. A's L1 tile may span several K steps (when
+  K is a multiple of 256: its GM bursts are then 512 B, which the timing
+  model moves at full rate), loaded a step before its first step and
+  copied to L0A a step's slice at a time. On the 910A a double-buffered
+  tile leaves L0C through UB in bands of rows, MTE3 writing one while V
+  copies the next. The tiler ranks tilings by a closed-form estimate,
+  then scores the best few again step by step (`tile_matmul`).
 * **an elementwise chain**: f16 or f32 elementwise ops (`add sub mul div
   maximum minimum neg abs exp log sqrt`, inside `msir.fusion` bodies or not)
   on tensors of one shape, with splat constants (`broadcast_to` of a
   constant) as scalar operands. The tensors are flattened and cut in tiles
-  that fit UB (one buffer per input and per intermediate), spread
-  round-robin over the vector cores; each tile: GM -> UB (MTE2), the vector
-  instructions (<= 255 repeats each, the tail repeat masked), UB -> GM (MTE3).
+  that fit UB (one buffer per input and per intermediate); each tile:
+  GM -> UB (MTE2), the vector instructions (<= 255 repeats each, the tail
+  repeat masked), UB -> GM (MTE3). The tiler (`plan_elementwise`, scored
+  by a pipeline recurrence of the timing model) chooses single buffering
+  (the largest tiles, round-robin over the vector cores) or, with
+  `elementwise_buffers` 2 (the default), double buffering: two UB buffer
+  sets, each core's tiles software-pipelined (the load of tile t + 1 and
+  the store of tile t - 1 around the compute of tile t, early sets), then
+  the whole tiles left over round-robin and the tail on core 0.
 
 * **a row reduction**: `msir.reduce_sum` or `msir.reduce_max` over the last
   axis of a rank-2 f16 or f32 argument (keepdims or not). Tiles of rows
@@ -123,12 +135,18 @@ class ConvertMsirToAscend(ModulePass):
     matmul_buffers: int = 2
     """The most L1 / L0 buffers per matmul operand: 2 lets the tiler choose
     ping-pong buffering, 1 keeps a matmul single-buffered."""
+    elementwise_buffers: int = 2
+    """The most UB buffer sets of an elementwise kernel: 2 lets its tiler
+    choose double buffering, 1 keeps it single-buffered."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         from msir.pipeline import pass_class
 
         if self.matmul_buffers not in (1, 2):
             raise CompileError(f"convert-msir-to-ascend: matmul_buffers is 1 or 2, not {self.matmul_buffers}")
+        if self.elementwise_buffers not in (1, 2):
+            raise CompileError("convert-msir-to-ascend: elementwise_buffers is 1 or 2, not "
+                               f"{self.elementwise_buffers}")
         if self.chip not in A.TARGETS:
             raise CompileError(f"unknown Ascend chip '{self.chip}' (known: {', '.join(A.TARGETS)})")
         spec = A.TARGETS[self.chip]
@@ -178,5 +196,5 @@ class ConvertMsirToAscend(ModulePass):
                              f"the same function as the reduction at {source_loc(reductions[0])} has no lowering "
                              "there yet")
             return lower_row_reduction(name, spec, fn, reductions[0], self.tile_elements)
-        return lower_elementwise(name, spec, fn, self.tile_elements)
+        return lower_elementwise(name, spec, fn, self.tile_elements, self.elementwise_buffers)
 

@@ -294,7 +294,8 @@ class _Core:
             idx = src_idx if gm is src else dst_idx
             gm_aligned = bool(np.all((gm.base + _burst_starts(idx) * gm.type.element_bytes) % GM_BURST_ALIGNMENT == 0))
         nbytes = src_idx.size * src.type.element_bytes
-        occupancy, latency = copy_cost(self.spec, pipe, nbytes, gm_aligned, self.block_dim)
+        gm_bytes = None if gm is None else (src_idx if gm is src else dst_idx).size * gm.type.element_bytes
+        occupancy, latency = copy_cost(self.spec, pipe, nbytes, gm_aligned, self.block_dim, gm_bytes)
         src_view, dst_view = self._view(src, op), self._view(dst, op)
         transpose, narrow = op.transpose is not None, src.type.dtype != dst.type.dtype
 

@@ -143,6 +143,11 @@ class HappensBefore:
             self._writer(acc.region)[acc.bytes] = index + 1
 
     def _check(self, previous: np.ndarray, ordered: np.ndarray, kind: str, op, p: int, acc: Access) -> None:
+        if not previous.size:
+            return
+        lo, hi = int(previous.min()), int(previous.max())
+        if lo == hi and ordered[lo]:  # one earlier access (or none) for every byte, and ordered
+            return
         unordered = ~ordered[previous]
         if not unordered.any():
             return
@@ -195,6 +200,11 @@ class CoreOwnership:
 
     def _check(self, owners: np.ndarray, block: int, op, acc: Access, kind: str, earlier: str) -> None:
         other = owners[acc.bytes]
+        if not other.size:
+            return
+        lo, hi = int(other.min()), int(other.max())
+        if lo == hi and lo in (-1, block):  # untouched, or only this core's
+            return
         clash = (other != -1) & (other != block)
         if not clash.any():
             return

@@ -151,13 +151,16 @@ def range_access(buffer: SSAValue, start: int, count: int) -> Access:
 
 
 def copy(k: Kernel, into: list, pipe: str, src: SSAValue, src_offsets: list, dst: SSAValue, dst_offsets: list,
-          sizes: tuple[int, ...]) -> None:
+          sizes: tuple[int, ...], src_at: tuple[int, ...] | None = None,
+          dst_at: tuple[int, ...] | None = None) -> None:
+    """A copy of a `sizes` tile; its on-chip ends start at static offset 0,
+    or at `src_at` / `dst_at` (the values `src_offsets` / `dst_offsets` hold)."""
     op = A.CopyOp.build(operands=[src, src_offsets, dst, dst_offsets],
                         properties={"pipe": A.PipeAttr(A.Pipe(pipe)), "sizes": DenseArrayBase.from_list(i64, sizes)})
     reads, writes = [], []
-    for buffer, offsets, tile, accesses in ((src, src_offsets, sizes, reads), (dst, dst_offsets, sizes, writes)):
-        if buffer.type.space.data != "gm":  # on-chip tiles of the lowering start at static offset 0
-            accesses.append(tile_access(buffer, (0,) * len(tile), tile))
+    for buffer, at, tile, accesses in ((src, src_at, sizes, reads), (dst, dst_at, sizes, writes)):
+        if buffer.type.space.data != "gm":
+            accesses.append(tile_access(buffer, at or (0,) * len(tile), tile))
     into.append(Instr(op, pipe, reads, writes))
 
 

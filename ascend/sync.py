@@ -35,14 +35,18 @@ GM is not tracked: the lowering reads kernel inputs only on MTE2 and writes
 each output byte once, on one pipe (the emulator's `CoreOwnership` checks the
 cores never share written bytes).
 
-With `early_sets` (convert-msir-to-ascend asks for it for a
-double-buffered matmul, whose loads of one step are issued before the
-compute of the last), a set_flag goes directly after the producer its
-consumer waits for rather than directly before the wait, so the consumer
-does not also wait for the producer pipe's later work (AscendNPU-IR's
-MoveSyncState); the forward pairs of the same pipes in a block then take
-the free event ids in turn, as a pipe may set a flag again before the other
-has waited for the last. A loop body's dependency on work before the loop
+With `early_sets` (convert-msir-to-ascend asks for it for double-buffered
+kernels: a matmul, whose loads of one step are issued before the compute of
+the last, and an elementwise kernel's software-pipelined tiles), a set_flag
+goes directly after the producer its consumer waits for rather than
+directly before the wait, so the consumer does not also wait for the
+producer pipe's later work (AscendNPU-IR's MoveSyncState). Each consumer
+gets its own pair even when other pairs of the same pipes are set or waited
+in between (folding it into such a pair would make that pair's consumer
+wait for this producer too); the forward pairs of the same pipes in a block
+then take the free event ids least recently waited first, a pair never
+one that a pair set earlier and not yet waited (in program order) holds,
+as a pipe may set a flag again before the other has waited for the last. A loop body's dependency on work before the loop
 becomes a back-edge flag, one per pair of pipes, whose set goes directly
 after the last body instruction its consumers depend on.
 
@@ -116,6 +120,12 @@ class Sync:
     src: str
     dst: str
     flag: object = None
+    pair: object = None
+    """A forward pair's set and wait share one `_Pair`."""
+
+
+class _Pair:
+    """Ties a forward set_flag to its wait_flag."""
 
 
 @dataclass(eq=False)
@@ -230,9 +240,9 @@ class _Planner:
     """Plans (`plan`) or replays (`replay`) the syncs of a sequence on a state.
     `early_sets`: a forward pair's set_flag goes directly after the producer
     the consumer waits for, when that is in the same sequence with no loop
-    and no flag of the same pipes in between (AscendNPU-IR's MoveSyncState),
-    so that the consumer does not also wait for the producer pipe's later
-    work; else directly before its wait."""
+    in between (AscendNPU-IR's MoveSyncState), so that the consumer does not
+    also wait for the producer pipe's later work; else directly before its
+    wait."""
 
     def __init__(self, early_sets: bool = False):
         self.early_sets = early_sets
@@ -240,37 +250,20 @@ class _Planner:
         """The planned instruction of each index into `_State.info`."""
         self.entry_dependencies: list = []
 
-    def _early_set(self, out: list, producer: int, src: str, dst: str) -> tuple[str, int] | None:
-        """How a set_flag `src` to `dst` comes directly after instruction
-        `producer` of `out`: ("insert", at) for a new pair, ("move", at)
-        when the last pair of those pipes, set before the producer and
-        waited after it, is to be set after it instead (its wait then
-        covers the producer, and the consumer needs no pair of its own). None
-        when neither can be done: the producer is not in `out`, or a loop or
-        other forward flags of those pipes lie in between."""
+    def _early_set(self, out: list, producer: int) -> int | None:
+        """Where in `out` a set_flag comes directly after instruction
+        `producer`: None when the producer is not in `out` or a loop lies in
+        between. Other pairs of the same pipes may be set or waited in
+        between: each pair has its own event id (`emit`), so each consumer
+        waits for its own producer only."""
         node = self.nodes.get(producer)
-        waits = []
         for at in range(len(out) - 1, -1, -1):
             n = out[at]
             if n is node:
-                if not waits:
-                    return "insert", at + 1
-                if len(waits) == 1:
-                    return "move", at + 1
-                return None
+                return at + 1
             if isinstance(n, Loop):
                 return None
-            if isinstance(n, Sync) and (n.src, n.dst) == (src, dst) and n.flag is None:
-                if n.kind == "set":
-                    return None
-                waits.append(n)  # (a back-edge flag's sync holds an event id of its own)
         return None
-
-    def _move_set(self, out: list, at: int, src: str, dst: str) -> None:
-        """Move the last forward set_flag `src` to `dst` before `at` to `at`."""
-        old = max(i for i in range(at) if isinstance(out[i], Sync) and out[i].kind == "set"
-                  and (out[i].src, out[i].dst) == (src, dst) and out[i].flag is None)
-        out.insert(at - 1, out.pop(old))  # (`at` counted the popped set)
 
     def plan(self, nodes: list, state: _State, backedge_waits: dict, tokens: dict,
              loop_entry: int | None = None) -> list:
@@ -297,17 +290,14 @@ class _Planner:
                         continue
                     if self.early_sets and loop_entry is not None and producer <= loop_entry:
                         self.entry_dependencies.append((q, node.pipe, node))
-                    early = self._early_set(out, producer, q, node.pipe) if self.early_sets else None
-                    if early is None:
-                        out += [Sync("set", q, node.pipe), Sync("wait", q, node.pipe)]
+                    at = self._early_set(out, producer) if self.early_sets else None
+                    link = _Pair()
+                    if at is None:
+                        out += [Sync("set", q, node.pipe, pair=link), Sync("wait", q, node.pipe, pair=link)]
                         state.wait(node.pipe, state.token(q))
                         continue
-                    how, at = early
-                    if how == "insert":
-                        out.insert(at, Sync("set", q, node.pipe))
-                        out.append(Sync("wait", q, node.pipe))
-                    else:
-                        self._move_set(out, at, q, node.pipe)
+                    out.insert(at, Sync("set", q, node.pipe, pair=link))
+                    out.append(Sync("wait", q, node.pipe, pair=link))
                     state.wait(node.pipe, state.after[producer - 1])
                 state.record(node)
                 self.nodes[len(state.info)] = node
@@ -403,9 +393,9 @@ class _Planner:
                     state.barrier(node.src)
                 elif node.flag is None:
                     if node.kind == "set":
-                        pending[(node.src, node.dst)] = state.token(node.src)
+                        pending[node.pair] = state.token(node.src)
                     else:
-                        state.wait(node.dst, pending.pop((node.src, node.dst)))
+                        state.wait(node.dst, pending.pop(node.pair))
                 elif node.kind == "set":
                     tokens[node.flag] = state.token(node.src)
                 else:
@@ -461,8 +451,9 @@ def emit(nodes: list, block, events: int, live: dict | None = None, rotate: bool
     """Append the ops of planned `nodes` to `block`, with event ids. A
     forward pair takes the lowest id an enclosing loop's back-edge flag of
     its pipes does not hold; with `rotate` (for early sets, whose pipe may
-    set a flag again before the other pipe has waited for the last one), the
-    pairs of the same pipes in one block take those ids in turn."""
+    set a flag again before the other pipe has waited for the last one), a
+    pair of pipes takes the id of those not held by a pair set before it and
+    not yet waited whose last wait came earliest in the block."""
     from xdsl.dialects import scf
     from xdsl.dialects.builtin import IntegerAttr, i64
 
@@ -470,8 +461,11 @@ def emit(nodes: list, block, events: int, live: dict | None = None, rotate: bool
 
     live = {} if live is None else live
     ids: dict = {}
-    turns: dict = {}
-    """(src, dst) -> the forward pairs of those pipes emitted in this block."""
+    last_wait: dict = {}
+    """(src, dst) -> event id -> when (in program order) its last forward wait came."""
+    clock = [0]
+    outstanding: dict = {}
+    """The event id of each forward pair set and not yet waited (in program order)."""
 
     def event_of(sync: Sync) -> int:
         if isinstance(sync.flag, _Fixed):
@@ -481,12 +475,23 @@ def emit(nodes: list, block, events: int, live: dict | None = None, rotate: bool
         free = sorted(set(range(events + 1)) - live.get((sync.src, sync.dst), set()))
         if not rotate:
             return free[0]
-        pair = (sync.src, sync.dst)
-        turn = turns.get(pair, 0)
+        pipes = (sync.src, sync.dst)
+        waited = last_wait.setdefault(pipes, {})
         if sync.kind == "wait":
-            turns[pair] = turn + 1
-        usable = [e for e in free if e < events] or free
-        return usable[turn % len(usable)]
+            event = outstanding.pop(sync.pair)
+            clock[0] += 1
+            waited[event] = clock[0]
+            return event
+        taken = {e for p, e in outstanding.items() if p.pipes == pipes}
+        usable = [e for e in free if e < events and e not in taken]
+        if not usable:
+            return events  # (reported below)
+        # the id waited for longest ago: its wait is then most likely past
+        # when the source pipe, running ahead, sets it again
+        event = min(usable, key=lambda e: (waited.get(e, -1), e))
+        sync.pair.pipes = pipes
+        outstanding[sync.pair] = event
+        return event
 
     def sync_op(sync: Sync):
         if sync.kind == "barrier":

@@ -24,7 +24,8 @@ names the waits that can never fire.
 Costs (`copy_cost`, `mmad_cost`, `vector_cost`), from the target's constants (`TargetSpec`): a copy occupies its
 pipe `bytes / bandwidth` (GM transfers share the chip's GM bandwidth among
 the `block_dim` cores, and a GM burst that is not 512-byte aligned runs at
-70 %); an mmad one cycle per 16x16xC0 fractal step; a vector instruction
+70 %; the bytes GM sees are the GM end's, which a narrowing copy out of
+L0C halves); an mmad one cycle per 16x16xC0 fractal step; a vector instruction
 `repeat x cpi` cycles.
 """
 
@@ -117,16 +118,23 @@ class Profile:
         return "\n".join(lines)
 
 
-def copy_cost(spec, pipe: str, nbytes: int, gm_aligned: bool | None, cores: int) -> tuple[int, int]:
-    """(occupancy, latency) of a copy of `nbytes` on `pipe`; `gm_aligned`:
-    None if no GM end, else whether every GM burst starts 512-byte aligned."""
+def copy_cost(spec, pipe: str, nbytes: int, gm_aligned: bool | None, cores: int,
+              gm_bytes: int | None = None) -> tuple[int, int]:
+    """(occupancy, latency) of a copy of `nbytes` (read from its source) on
+    `pipe`; `gm_aligned`: None if no GM end, else whether every GM burst
+    starts 512-byte aligned; `gm_bytes`: the bytes at the GM end when they
+    differ from `nbytes` (a copy out of L0C that narrows f32 to f16 writes
+    half as many): the pipe moves `nbytes` at its rate, GM `gm_bytes` at
+    the core's share, the slower of the two counts."""
     cost = spec.pipes[pipe]
     bandwidth = float(cost.bytes_per_cycle)
     if gm_aligned is not None:
         bandwidth = min(bandwidth, spec.gm_bytes_per_cycle / cores)
         if not gm_aligned:
             bandwidth /= spec.gm_unaligned_penalty
-    return math.ceil(nbytes / bandwidth), cost.latency
+    if gm_bytes is None or gm_bytes == nbytes:
+        return math.ceil(nbytes / bandwidth), cost.latency
+    return math.ceil(max(nbytes / cost.bytes_per_cycle, gm_bytes / bandwidth)), cost.latency
 
 
 def mmad_cost(spec, m: int, n: int, k: int, k0: int) -> tuple[int, int]:

@@ -1,9 +1,10 @@
-# RUN: msir-opt %s --entry scale_shift --args 'tensor<10x100xf16>,tensor<10x100xf16>' -p 'convert-msir-to-ascend{chip="910B" tile_elements=256 max_block_dim=2}' > %t.mlir
+# RUN: msir-opt %s --entry scale_shift --args 'tensor<10x100xf16>,tensor<10x100xf16>' -p 'convert-msir-to-ascend{chip="910B" tile_elements=256 max_block_dim=2 elementwise_buffers=1}' > %t.mlir
 # RUN: filecheck %s < %t.mlir
 # RUN: %python -c "import numpy as np; np.save('%t.x.npy', np.linspace(-2, 2, 1000).reshape(10, 100).astype(np.float16)); np.save('%t.y.npy', np.full((10, 100), 0.5, np.float16))"
 # RUN: msir-run %t.mlir --target ascend --entry scale_shift --input @%t.x.npy --input @%t.y.npy | filecheck %s --check-prefix=OUT
 
-# An elementwise chain on 1000 f16 elements in UB tiles of 256 on 2 cores:
+# An elementwise chain on 1000 f16 elements in UB tiles of 256 on 2 cores,
+# single-buffered (elementwise_buffers=1):
 # core 0 runs tiles 0 and 2 and the 232-element tail, core 1 tile 1. The
 # Python float 3.0 becomes a scalar operand (vadds); a tail of 232 is one
 # full repeat of 128 and a masked one of 104. Within the vector pipe each

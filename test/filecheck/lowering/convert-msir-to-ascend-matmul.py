@@ -1,12 +1,13 @@
-# RUN: msir-opt %s --entry dense --args 'tensor<300x64xf32>,tensor<64x40xf32>' -p 'convert-msir-to-ascend{chip="910B"}' > %t.b.mlir
+# RUN: msir-opt %s --entry dense --args 'tensor<300x64xf32>,tensor<64x40xf32>' -p 'convert-msir-to-ascend{chip="910B" matmul_buffers=1}' > %t.b.mlir
 # RUN: filecheck %s --check-prefix=B < %t.b.mlir
-# RUN: msir-opt %s --entry dense --args 'tensor<300x64xf32>,tensor<64x40xf32>' -p 'convert-msir-to-ascend{chip="910A"}' > %t.a.mlir
+# RUN: msir-opt %s --entry dense --args 'tensor<300x64xf32>,tensor<64x40xf32>' -p 'convert-msir-to-ascend{chip="910A" matmul_buffers=1}' > %t.a.mlir
 # RUN: filecheck %s --check-prefix=A < %t.a.mlir
 # RUN: %python -c "import numpy as np; r = np.random.default_rng(0); np.save('%t.x.npy', r.uniform(-1, 1, (300, 64)).astype(np.float32)); np.save('%t.w.npy', r.uniform(-1, 1, (64, 40)).astype(np.float32))"
 # RUN: msir-run %t.b.mlir --target ascend --entry dense --input @%t.x.npy --input @%t.w.npy | filecheck %s --check-prefix=RUN-B
 # RUN: msir-run %t.a.mlir --target ascend --entry dense --input @%t.x.npy --input @%t.w.npy | filecheck %s --check-prefix=RUN-A
 
-# A matmul of f32 operands: the kernel takes them as f16 (allow_fp32_to_fp16)
+# A single-buffered (matmul_buffers=1) matmul of f32 operands: the kernel
+# takes them as f16 (allow_fp32_to_fp16)
 # and returns the f32 accumulator. The tiler spreads 16-row tiles over 18
 # cores; 300 rows leave a 12-row edge tile, whose loop runs after the full
 # tiles' on core 0 (every loop over tiles starts there). Data moves GM -> L1 (nd2nz) on MTE2, L1 -> L0A / L0B on
