@@ -4,6 +4,10 @@
     msir-symbol-dce          the private functions nothing reaches any more
     msir-forward-arguments   callers reuse the arguments a callee returns
     msir-inline              private straight-line functions called once
+    msir-lower-einsum        einsums into transposes, reshapes and matmuls
+    msir-lower-windows       conv2d and pooling into im2col gathers and matmuls
+    cse                      repeated pure ops merged: a gradient's im2col columns
+                             and index tables are the forward's (xDSL's pass)
     dce
     msir-fuse                elementwise chains into one loop nest each
     convert-msir-to-loops    memref buffers, scf loops, arith, math
@@ -107,6 +111,7 @@ CPU = Target(
         Pass("msir-inline"),
         Pass("msir-lower-einsum", verify=False),
         Pass("msir-lower-windows", verify=False),
+        Pass("cse", verify=False),
         Pass("dce", verify=False),
         Pass("msir-fuse"),
         Pass("convert-msir-to-loops"),

@@ -10,7 +10,8 @@ finite differences for both.
   op's parameters (see `op_params`), `xs` its operands, `y` its result, `ct` the
   result's cotangent. `None` means "no cotangent" (integer operands, indices).
   Operands and results may be lazy: `IRBuilder` makes a primal value a residual
-  only when a rule actually uses it.
+  only when a rule actually uses it. A rule registered with `vjp_some` is also in
+  `VJP_SOME[name](B, p, xs, y, ct, wanted)`, which skips the operands not wanted.
 * `JVP[name](B, p, xs, y, ts) -> t_y`: forward mode, with `ts` the operands'
   tangents (`None` for a zero tangent or an integer operand).
 * `NON_DIFFERENTIABLE`: ops whose results carry no derivative (compares, argmax,
@@ -83,6 +84,25 @@ def vjp(*names: str):
     def register(fn: VjpRule) -> VjpRule:
         for n in names:
             VJP[n] = fn
+        return fn
+
+    return register
+
+
+VJP_SOME: dict[str, Callable[..., list]] = {}
+"""Rules that can skip operands: `rule(B, p, xs, y, ct, wanted)` returns None
+for an operand whose `wanted` flag is False. Each is also registered in `VJP`
+(every operand wanted), which the compiled path uses (its dead code
+elimination drops what is unused); the eager reverse trace passes the operands
+it traces, so PYNATIVE mode never computes, e.g., the input gradient of a
+network's first convolution."""
+
+
+def vjp_some(*names: str):
+    def register(fn: Callable[..., list]) -> Callable[..., list]:
+        for n in names:
+            VJP_SOME[n] = fn
+            VJP[n] = lambda B, p, xs, y, ct, fn=fn: fn(B, p, xs, y, ct, (True,) * len(xs))
         return fn
 
     return register
@@ -508,11 +528,11 @@ def _(B, p, xs, y, ct):
 # -- window ops: derivatives as convolutions and strided slices (msir.passes.window_algebra)
 
 
-@vjp("conv2d")
-def _(B, p, xs, y, ct):
+@vjp_some("conv2d")
+def _(B, p, xs, y, ct, wanted):
     x, w = xs
-    return [window_algebra.conv2d_input_grad(B, ct, w, B.shape(x), p),
-            window_algebra.conv2d_weight_grad(B, x, ct, B.shape(w), p)]
+    return [window_algebra.conv2d_input_grad(B, ct, w, B.shape(x), p) if wanted[0] else None,
+            window_algebra.conv2d_weight_grad(B, x, ct, B.shape(w), p) if wanted[1] else None]
 
 
 @vjp("max_pool2d")

@@ -25,10 +25,13 @@ unclamped row or column outside the input), a mask zeroes it.
   forward's index table (cheaper than the equivalent convolution of the
   dilated, padded cotangent with the flipped weight, which gathers
   KH*KW times the input);
-* `conv2d_weight_grad`: a convolution again (through the same GEMM): the
-  (cropped, padded) input, channels as batch and batch as channels,
-  convolved with the cotangent as kernel, stride and dilation exchanged.
-  Both are primitives with rules, so reverse mode differentiates again.
+* `conv2d_weight_grad`: the cotangent times the forward's columns
+  transposed, one batched GEMM (the transpose a BLAS flag), summed over the
+  batch; the columns are the forward's `take` again, which common
+  subexpression elimination merges (a convolution of the input, channels as
+  batch, with the cotangent as kernel gathered OH*OW times the kernel's taps
+  again and transposed input and cotangent: 2-3x slower on LeNet).
+  Both are built of primitives with rules, so reverse mode differentiates again.
 * `max_pool2d_vjp` / `max_pool2d_jvp`: the cotangent goes to the first
   maximum of each window in row-major order, as MindSpore's MaxPoolGrad does
   (checked: a window of equal values sends everything to its top-left
@@ -52,15 +55,6 @@ from typing import Any
 from msir.dialects.windows import infer_conv2d, infer_pool2d
 
 V = Any
-
-
-def pad_nchw(B, x: V, padding: Sequence[int]) -> V:
-    """`x` (N, C, H, W) inside a border of zeros (top, bottom, left, right)."""
-    top, bottom, left, right = padding
-    if not any(padding):
-        return x
-    n, c, h, w = B.shape(x)
-    return B.scatter_slice(x, (0, 0, top, left), (1, 1, 1, 1), (n, c, h + top + bottom, w + left + right))
 
 
 def _gather_table(B, in_hw: Sequence[int], kernel: Sequence[int], stride: Sequence[int], padding: Sequence[int],
@@ -121,11 +115,6 @@ def decompose_conv2d(B, x: V, w: V, p: dict) -> V:
     return B.reshape(y, (n, o, oh, ow))
 
 
-def _conv(B, x: V, w: V, stride, dilation, groups: int) -> V:
-    return B.apply("conv2d", {"stride": tuple(stride), "padding": (0, 0, 0, 0), "dilation": tuple(dilation),
-                              "groups": groups}, [x, w])
-
-
 def conv2d(B, x: V, w: V, p: dict) -> V:
     """A conv2d op with the parameters of `p`."""
     return B.apply("conv2d", {k: p[k] for k in ("stride", "padding", "dilation", "groups")}, [x, w])
@@ -154,21 +143,24 @@ def conv2d_input_grad(B, ct: V, w: V, x_shape: Sequence[int], p: dict) -> V:
 
 
 def conv2d_weight_grad(B, x: V, ct: V, w_shape: Sequence[int], p: dict) -> V:
-    """d<ct, conv2d(x, w)>/dw: the padded input (channels as batch, batch as
-    channels, per group) convolved with the cotangent as kernel, stride and dilation exchanged."""
+    """d<ct, conv2d(x, w)>/dw: the cotangent times the forward's im2col columns,
+    transposed: one batched GEMM (N, O, OH*OW) x (N, OH*OW, C*KH*KW) (per group),
+    the transpose read in place by the BLAS, summed over the batch. The columns
+    are the forward's own `take` (common subexpression), so the gradient gathers
+    nothing again."""
     stride, padding, dilation, groups = p["stride"], p["padding"], p["dilation"], p["groups"]
     o, cg, kh, kw = w_shape
-    n = B.shape(x)[0]
+    n, c, h, wd = B.shape(x)
     _, _, oh, ow = B.shape(ct)
-    xp = pad_nchw(B, x, padding)
-    reached = ((oh - 1) * stride[0] + dilation[0] * (kh - 1) + 1, (ow - 1) * stride[1] + dilation[1] * (kw - 1) + 1)
-    xp = B.slice(xp, (0, 0, 0, 0), (n, cg * groups, *reached), (1, 1, 1, 1))
-    xs = B.reshape(xp, (n, groups, cg, *reached))
-    xs = B.reshape(B.transpose(xs, (2, 1, 0, 3, 4)), (cg, groups * n, *reached))
-    ks = B.reshape(ct, (n, groups, o // groups, oh, ow))
-    ks = B.reshape(B.transpose(ks, (1, 2, 0, 3, 4)), (o, n, oh, ow))
-    g = _conv(B, xs, ks, dilation, stride, groups)  # (C/groups, O, KH, KW)
-    return B.transpose(g, (1, 0, 2, 3))
+    k, q = cg * kh * kw, oh * ow
+    table, mask = _gather_table(B, (h, wd), (kh, kw), stride, padding, dilation, (oh, ow), B.dtype(x))
+    col = _columns(B, x, table, mask)  # (N, C, KH*KW, OH*OW)
+    if groups == 1:
+        per_image = B.matmul(B.reshape(ct, (n, o, q)), B.transpose(B.reshape(col, (n, k, q)), (0, 2, 1)))
+    else:
+        per_image = B.matmul(B.reshape(ct, (n, groups, o // groups, q)),
+                             B.transpose(B.reshape(col, (n, groups, k, q)), (0, 1, 3, 2)))
+    return B.reshape(B.reduce("sum", per_image, [0], False), (o, cg, kh, kw))
 
 
 # -- pooling -----------------------------------------------------------------

@@ -57,10 +57,12 @@ class _IndexedSource(Dataset):
     def _row(self, index: int) -> Row:
         raise NotImplementedError
 
+    def _order(self, epoch: int) -> Any:
+        return (shuffle_generator(epoch, self._depth).permutation(self._num_rows) if self._shuffle
+                else range(self._num_rows))
+
     def _rows(self, epoch: int) -> Iterator[Row]:
-        order = (shuffle_generator(epoch, self._depth).permutation(self._num_rows) if self._shuffle
-                 else range(self._num_rows))
-        for i in order:
+        for i in self._order(epoch):
             yield self._row(int(i))
 
 
@@ -106,6 +108,12 @@ class NumpySlicesDataset(_IndexedSource):
 
     def _row(self, index: int) -> Row:
         return tuple(a[index] for a in self._arrays)
+
+    def _blocks(self, epoch: int, size: int) -> Iterator[Row]:
+        order = np.asarray(self._order(epoch), dtype=np.int64)
+        for start in range(0, len(order), size):
+            picked = order[start:start + size]
+            yield tuple(a[picked] for a in self._arrays)
 
 
 class GeneratorDataset(Dataset):

@@ -23,6 +23,8 @@ class TypeCast:
     def __call__(self, array: Any) -> np.ndarray:
         return np.asarray(array).astype(self.np_dtype)
 
+    apply_block = __call__  # elementwise: a block of rows is cast as each one is
+
 
 class Compose:
     """The transforms applied one after another: each gets what the previous returned."""

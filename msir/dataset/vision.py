@@ -2,7 +2,10 @@
 MindSpore's quick start and LeNet tutorials — `Rescale`, `Normalize`, `HWC2CHW`, `Resize`.
 
 Each is a callable on a NumPy image, (H, W) or (H, W, C), given to
-`Dataset.map` or called directly, and gives what MindSpore 2.10 gives:
+`Dataset.map` or called directly, and gives what MindSpore 2.10 gives.
+`Rescale`, `Normalize` and `HWC2CHW` also have `apply_block(images)`, the
+same on a block of images stacked along a first axis, which `Dataset.batch`
+uses to run a map once per batch (`msir.dataset.engine`):
 
 * `Rescale(rescale, shift)`: `image * rescale + shift` in float32.
 * `Normalize(mean, std, is_hwc=True)`: `(image - mean) / std` per channel, float32.
@@ -40,6 +43,14 @@ def _image(image: Any, what: str) -> np.ndarray:
     return array
 
 
+def _block(images: Any, what: str) -> np.ndarray:
+    """A block of images (N, H, W) or (N, H, W, C), refused as `_image` refuses one of them."""
+    array = np.asarray(images)
+    if array.ndim not in (3, 4):
+        raise MsirValueError(f"{what}: the image must be (H, W) or (H, W, C), got shape {array.shape[1:]}")
+    return array
+
+
 class Rescale:
     """`image * rescale + shift`, float32."""
 
@@ -50,6 +61,8 @@ class Rescale:
     def __call__(self, image: Any) -> np.ndarray:
         array = np.asarray(image).astype(np.float32)
         return array * np.float32(self.rescale) + np.float32(self.shift)
+
+    apply_block = __call__  # elementwise: a block of images is rescaled as each one is
 
 
 class Normalize:
@@ -65,13 +78,20 @@ class Normalize:
         self.is_hwc = bool(is_hwc)
 
     def __call__(self, image: Any) -> np.ndarray:
-        array = _image(image, "Normalize").astype(np.float32)
-        channels = 1 if array.ndim == 2 else array.shape[-1 if self.is_hwc else 0]
+        return self._normalize(_image(image, "Normalize").astype(np.float32), 0)
+
+    def apply_block(self, images: Any) -> np.ndarray:
+        """A block of images (a first axis more), each normalised as `__call__` does it."""
+        return self._normalize(_block(images, "Normalize").astype(np.float32), 1)
+
+    def _normalize(self, array: np.ndarray, lead: int) -> np.ndarray:
+        image = array.shape[lead:]
+        channels = 1 if len(image) == 2 else image[-1 if self.is_hwc else 0]
         if self.mean.size not in (1, channels):
             raise MsirValueError(
-                f"Normalize: {self.mean.size} means and stds for an image of {channels} channels (shape {array.shape})"
+                f"Normalize: {self.mean.size} means and stds for an image of {channels} channels (shape {image})"
             )
-        shape = (-1,) if self.is_hwc or array.ndim == 2 else (-1, 1, 1)
+        shape = (-1,) if self.is_hwc or len(image) == 2 else (-1, 1, 1)
         return (array - self.mean.reshape(shape)) / self.std.reshape(shape)
 
 
@@ -81,6 +101,11 @@ class HWC2CHW:
     def __call__(self, image: Any) -> np.ndarray:
         array = _image(image, "HWC2CHW")
         return array if array.ndim == 2 else np.ascontiguousarray(array.transpose(2, 0, 1))
+
+    def apply_block(self, images: Any) -> np.ndarray:
+        """A block of images (a first axis more), each transposed as `__call__` does it."""
+        array = _block(images, "HWC2CHW")
+        return array if array.ndim == 3 else np.ascontiguousarray(array.transpose(0, 3, 1, 2))
 
 
 class Resize:

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from msir.dialects import primitives
+from msir.lowering import blas
 from msir.passes import window_algebra
 
 
@@ -54,6 +55,25 @@ def _strided(starts: Sequence[int], sizes: Sequence[int], steps: Sequence[int]) 
         stop = start + size * step
         out.append(slice(start, stop if stop >= 0 else None, step))
     return tuple(out)
+
+
+MAX_SCATTER_ROWS = 1024
+"""`scatter_add` adds row by row (see `_distinct_rows`) up to this many rows of
+its index table; more rows, each a Python-level step, go to `np.add.at`."""
+
+
+def _distinct_rows(idx: np.ndarray, size: int) -> np.ndarray | None:
+    """`idx` (rank >= 1) as rows along its last axis, negative indices wrapped,
+    when every row holds distinct indices (im2col's tables: one row per tap)
+    and there are at most `MAX_SCATTER_ROWS` rows; else None."""
+    if idx.ndim == 0 or idx.size == 0 or idx.dtype.kind not in "iu":
+        return None
+    rows = idx.reshape(-1, idx.shape[-1])
+    if len(rows) > MAX_SCATTER_ROWS:
+        return None
+    rows = np.where(rows < 0, rows + size, rows)
+    ordered = np.sort(rows, axis=1)
+    return None if (ordered[:, 1:] == ordered[:, :-1]).any() else rows
 
 
 class NumpyBuilder:
@@ -135,7 +155,8 @@ class NumpyBuilder:
         a, b = _arr(a), _arr(b)
         if a.dtype.name in primitives.HALF:
             return _arr(np.matmul(a.astype(np.float32), b.astype(np.float32))).astype(a.dtype)
-        return _arr(np.matmul(a, b))
+        out = blas.matmul(a, b)
+        return _arr(np.matmul(a, b)) if out is None else out
 
     def einsum(self, spec: str, xs: Sequence) -> np.ndarray:
         xs = [_arr(x) for x in xs]
@@ -163,9 +184,18 @@ class NumpyBuilder:
         return _arr(np.take(_arr(x), _arr(idx), axis=axis))
 
     def scatter_add(self, u, idx, axis: int, shape: Sequence[int]) -> np.ndarray:
-        u = _arr(u)
+        u, idx = _arr(u), _arr(idx)
         out = np.zeros(tuple(shape), u.dtype)
-        np.add.at(out, (slice(None),) * axis + (_arr(idx),), u)
+        lead = (slice(None),) * axis
+        rows = _distinct_rows(idx, shape[axis])
+        if rows is None:
+            np.add.at(out, lead + (idx,), u)
+            return out
+        # each row's indices are distinct, so a buffered `+=` adds every element once,
+        # in the order np.add.at would (same bits), an order of magnitude faster
+        parts = u.reshape(tuple(shape[:axis]) + rows.shape + tuple(shape[axis + 1:]))
+        for r, row in enumerate(rows):
+            out[lead + (row,)] += parts[lead + (r,)]
         return out
 
     def compress(self, x, mask) -> np.ndarray:

@@ -43,7 +43,7 @@ from msir.frontend.elementwise import binary_typing, check_square, unary_typing
 from msir.dialects.primitives import DTYPES
 from msir.frontend.values import dtype_name, kind, promote, reduces_over_nothing, weak_dtype_of
 from msir.errors import DTypeError, MsirError, MsirIndexError, NotDifferentiableError, ShapeError, UnsupportedSyntaxError
-from msir.passes.grad_rules import JVP, NON_DIFFERENTIABLE, VJP
+from msir.passes.grad_rules import JVP, NON_DIFFERENTIABLE, VJP, VJP_SOME
 
 FLOATS = primitives.FLOATS
 _NB = NumpyBuilder()
@@ -404,6 +404,8 @@ class ReverseTrace(Trace):
                 )
             elif name == "custom_vjp":
                 grads = _custom_cotangents(p, list(xs), y, ct)
+            elif name in VJP_SOME:
+                grads = VJP_SOME[name](B, p, list(xs), y, ct, tuple(i is not None for i in in_ids))
             else:
                 grads = VJP[name](B, p, list(xs), y, ct)
             for i, g in zip(in_ids, grads):

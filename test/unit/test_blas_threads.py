@@ -191,3 +191,46 @@ def test_rnn_gradient_is_serial_at_two_threads():
     args = (u.astype(np.float64), xs.astype(np.float64), h0.astype(np.float64))
     fd = (rnn_loss(wp, *args) - rnn_loss(wm, *args)) / (2 * eps)
     assert abs(one[0][i, j] - fd) <= 1e-3 * max(1.0, abs(fd))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_eager_matmul_through_msirs_blas_is_numpys(dtype):
+    """`blas.matmul` (PYNATIVE's matmuls): np.matmul's shapes, dtype and values for
+    batched, broadcast, transposed, strided and reversed operands."""
+    rng = np.random.default_rng(5)
+    tol = 2e-5 if dtype == np.float32 else 1e-12
+
+    def arr(*shape):
+        return rng.standard_normal(shape).astype(dtype)
+
+    cases = [
+        (arr(6, 25), arr(64, 25, 30)),  # a weight against a batch (the conv GEMM)
+        (arr(3, 1, 4, 5), arr(2, 5, 7)),  # broadcast batch axes
+        (arr(25, 6).T, arr(4, 50, 25).transpose(0, 2, 1)),  # both transposed: BLAS flags, no copies
+        (arr(6, 25), arr(4, 25, 100)[:, :, ::2]),  # columns with a stride: copied
+        (arr(6, 25), arr(4, 25, 10)[::-1]),  # a negative batch stride: copied
+        (arr(1, 1), arr(1, 1)),
+    ]
+    for a, b in cases:
+        got, want = blas.matmul(a, b), np.matmul(a, b)
+        assert got.shape == want.shape and got.dtype == want.dtype
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+    assert blas.matmul(np.ones((2, 2), np.int64), np.ones((2, 2), np.int64)) is None  # NumPy's then
+    assert blas.matmul(arr(3), arr(3, 2)) is None
+
+
+def test_eager_scatter_add_row_by_row_is_np_add_at_bitwise():
+    """NumpyBuilder.scatter_add adds row by row when each row's indices are
+    distinct (im2col tables): the same bits as np.add.at; repeated indices in
+    a row, and scalars, go to np.add.at."""
+    from msir.eager.numpy_builder import NumpyBuilder
+
+    B, rng = NumpyBuilder(), np.random.default_rng(2)
+    for idx, axis, shape in [(rng.permutation(10)[:6].reshape(2, 3), 1, (4, 10, 3)),
+                             (np.array([[0, -1, 2], [3, 3, 1]]), 0, (5, 2)),
+                             (np.array([4, -2, 0]), 2, (2, 3, 5)), (np.array(3), 1, (2, 5)),
+                             (rng.integers(0, 7, (3, 4, 5)), 1, (2, 7))]:
+        u = rng.standard_normal(shape[:axis] + idx.shape + shape[axis + 1:]).astype(np.float32)
+        want = np.zeros(shape, np.float32)
+        np.add.at(want, (slice(None),) * axis + (idx,), u)
+        np.testing.assert_array_equal(B.scatter_add(u, idx, axis, shape), want)

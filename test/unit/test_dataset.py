@@ -399,3 +399,41 @@ def test_resize_enlarging_a_two_channel_image_gives_mindspores_bytes_and_floats(
     floats = vision.Resize((7, 9))(COLOUR.astype(np.float32))
     np.testing.assert_allclose(floats[1, :4, 0], [182.2857, 154.3095, 79.7064, 20.5], atol=1e-3)
     np.testing.assert_allclose(floats[5, 1], [36.8810, 48.8810], atol=1e-3)
+
+
+@pytest.mark.parametrize("hwc", [True, False])
+@pytest.mark.parametrize("drop", [True, False])
+def test_batched_maps_give_the_rows_own_results(hwc, drop):
+    """A batch over maps whose operations all have a block form runs them once per
+    block: the same bits, order and shapes as the per-row maps (the lambdas, which
+    have no block form, force the row path)."""
+    rng = np.random.default_rng(3)
+    images = rng.integers(0, 256, (23, 6, 5, 3)).astype(np.uint8)
+    if not hwc:
+        images = np.ascontiguousarray(images.transpose(0, 3, 1, 2))
+    labels = rng.integers(0, 10, 23).astype(np.int64)
+    ops = [vision.Rescale(1 / 255, -0.25), vision.Normalize([0.1, 0.2, 0.3], [0.5, 0.6, 0.7], is_hwc=hwc)]
+    if hwc:
+        ops.append(vision.HWC2CHW())
+    cast = transforms.TypeCast(np.int32)
+
+    def pipeline(block_form: bool):
+        ds.config.set_seed(11)
+        data = ds.NumpySlicesDataset({"image": images, "label": labels}, shuffle=True)
+        image_ops = ops if block_form else [lambda x, op=op: op(x) for op in ops]
+        data = data.map(image_ops, "image").map(cast if block_form else (lambda y: cast(y)), "label")
+        return list(data.batch(5, drop_remainder=drop).create_tuple_iterator(num_epochs=1, output_numpy=True))
+
+    fast, rows = pipeline(True), pipeline(False)
+    assert len(fast) == len(rows) == (4 if drop else 5)
+    for (xf, yf), (xr, yr) in zip(fast, rows):
+        assert xf.dtype == xr.dtype == np.float32 and yf.dtype == yr.dtype == np.int32
+        assert xf.shape == xr.shape and np.array_equal(xf, xr) and np.array_equal(yf, yr)
+    assert rows[0][0].shape[1:] == (3, 6, 5)
+
+
+def test_block_forms_refuse_what_the_row_forms_refuse():
+    with pytest.raises(MsirValueError, match=r"Normalize: 2 means and stds for an image of 3 channels \(shape \(4, 4, 3\)\)"):
+        vision.Normalize([0.1, 0.2], [1.0, 1.0]).apply_block(np.zeros((2, 4, 4, 3), np.float32))
+    with pytest.raises(MsirValueError, match=r"HWC2CHW: the image must be \(H, W\) or \(H, W, C\), got shape \(4,\)"):
+        vision.HWC2CHW().apply_block(np.zeros((2, 4), np.float32))

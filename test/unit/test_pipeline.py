@@ -92,7 +92,7 @@ def test_pipeline_text_round_trips_through_xdsl():
     ))
     text = declared.text()
     assert text == 'dce,convert-msir-to-loops,msir-lower-to-llvm{math_impl="libm" parallel=false}'
-    available = {name: (lambda name=name: pipeline.pass_class(name)) for name in ("dce", *pipeline.PASSES)}
+    available = {name: (lambda name=name: pipeline.pass_class(name)) for name in ("dce", "cse", *pipeline.PASSES)}
     for p in (declared, CPU.pipeline):
         passes = PassPipeline.parse_spec(available, p.text()).passes
         assert [q.name for q in passes] == [s.name for s in p.passes()]
@@ -104,7 +104,7 @@ def test_pipeline_text_round_trips_through_xdsl():
 
 def test_cpu_pipeline_is_the_driver_stages():
     assert CPU.pipeline.text() == (
-        "msir-grad-jvp,msir-symbol-dce,msir-forward-arguments,msir-inline,msir-lower-einsum,msir-lower-windows,dce,"
+        "msir-grad-jvp,msir-symbol-dce,msir-forward-arguments,msir-inline,msir-lower-einsum,msir-lower-windows,cse,dce,"
         "msir-fuse,"
         "convert-msir-to-loops,msir-lower-to-llvm"
     )

@@ -8,9 +8,10 @@
 // A convolution's input cotangent is the transposed convolution as GEMM +
 // col2im: the weight's transpose (per group) times the cotangent, the
 // columns' cotangents scatter_added back through the forward's index table.
-// The weight's is a convolution again: the padded input, channels as batch
-// and batch as channels, convolved with the cotangent as kernel, the stride
-// as dilation. A max pooling's cotangent goes to the first maximum of each
+// The weight's is the cotangent times the forward's columns transposed (one
+// batched GEMM per group, the transpose a BLAS flag), summed over the batch;
+// the columns gather through the same index table (one table for both
+// gradients, merged by cse). A max pooling's cotangent goes to the first maximum of each
 // window (the smallest tap holding the maximum), scatter_added back through
 // the gather's index table.
 
@@ -35,8 +36,14 @@ func.func @grad_loss(%x: tensor<2x4x7x6xf32>, %w: tensor<6x2x3x3xf32>) -> (tenso
 // CHECK:         %[[WT:.*]] = msir.transpose %{{.*}}, array<i64: 0, 2, 1> {msir.name = "conv/grad"} : tensor<2x3x18xf32> to tensor<2x18x3xf32>
 // CHECK-NEXT:    %[[CTG:.*]] = msir.reshape %[[CT]] {msir.name = "conv/grad"} : tensor<2x6x4x3xf32> to tensor<2x2x3x12xf32>
 // CHECK-NEXT:    %[[DCOLS:.*]] = msir.matmul %[[WT]], %[[CTG]] {msir.name = "conv/grad"} : tensor<2x18x3xf32>, tensor<2x2x3x12xf32> to tensor<2x2x18x12xf32>
-// CHECK:         %[[SPREAD:.*]] = msir.scatter_add %{{.*}}[%{{.*}}] axis 2 {msir.name = "conv/grad"} : tensor<2x4x9x12xf32>, tensor<9x12xi64> to tensor<2x4x42xf32>
+// CHECK:         %[[SPREAD:.*]] = msir.scatter_add %{{.*}}[%[[TABLE:.*]]] axis 2 {msir.name = "conv/grad"} : tensor<2x4x9x12xf32>, tensor<9x12xi64> to tensor<2x4x42xf32>
 // CHECK-NEXT:    %[[DX:.*]] = msir.reshape %[[SPREAD]] {msir.name = "conv/grad"} : tensor<2x4x42xf32> to tensor<2x4x7x6xf32>
-// CHECK:         %[[DW:.*]] = msir.conv2d %{{.*}}, %{{.*}} stride array<i64: 1, 1> padding array<i64: 0, 0, 0, 0> dilation array<i64: 2, 2> groups 2 {msir.name = "conv/grad"} : tensor<2x4x9x7xf32>, tensor<6x2x4x3xf32> to tensor<2x6x3x3xf32>
-// CHECK-NEXT:    %[[DWT:.*]] = msir.transpose %[[DW]], array<i64: 1, 0, 2, 3> {msir.name = "conv/grad"} : tensor<2x6x3x3xf32> to tensor<6x2x3x3xf32>
-// CHECK-NEXT:    func.return %[[DX]], %[[DWT]] : tensor<2x4x7x6xf32>, tensor<6x2x3x3xf32>
+// CHECK:         %[[XF:.*]] = msir.reshape %{{.*}} {msir.name = "conv/grad"} : tensor<2x4x7x6xf32> to tensor<2x4x42xf32>
+// CHECK-NEXT:    %[[COLS:.*]] = msir.take %[[XF]][%[[TABLE]]] axis 2 {msir.name = "conv/grad"} : tensor<2x4x42xf32>, tensor<9x12xi64> to tensor<2x4x9x12xf32>
+// CHECK-NEXT:    %[[MASKED:.*]] = msir.mul %[[COLS]], %{{.*}} {msir.name = "conv/grad"} : tensor<2x4x9x12xf32>
+// CHECK-NEXT:    %[[GROUPED:.*]] = msir.reshape %[[MASKED]] {msir.name = "conv/grad"} : tensor<2x4x9x12xf32> to tensor<2x2x18x12xf32>
+// CHECK-NEXT:    %[[COLST:.*]] = msir.transpose %[[GROUPED]], array<i64: 0, 1, 3, 2> {msir.name = "conv/grad"} : tensor<2x2x18x12xf32> to tensor<2x2x12x18xf32>
+// CHECK-NEXT:    %[[PER:.*]] = msir.matmul %[[CTG]], %[[COLST]] {msir.name = "conv/grad"} : tensor<2x2x3x12xf32>, tensor<2x2x12x18xf32> to tensor<2x2x3x18xf32>
+// CHECK-NEXT:    %[[SUM:.*]] = msir.reduce_sum %[[PER]] axes array<i64: 0> {msir.name = "conv/grad"} : tensor<2x2x3x18xf32> to tensor<2x3x18xf32>
+// CHECK-NEXT:    %[[DW:.*]] = msir.reshape %[[SUM]] {msir.name = "conv/grad"} : tensor<2x3x18xf32> to tensor<6x2x3x3xf32>
+// CHECK-NEXT:    func.return %[[DX]], %[[DW]] : tensor<2x4x7x6xf32>, tensor<6x2x3x3xf32>
