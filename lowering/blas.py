@@ -281,23 +281,7 @@ define internal void @gemm_{p}(i64 %ta, i64 %tb, i64 %m, i64 %n, i64 %k,
   %extent = select i1 %by_rows, i64 %m, i64 %n
   %other = select i1 %by_rows, i64 %n, i64 %m
   %flag = zext i1 %by_rows to i64
-  %s0 = insertvalue %args_{p} undef, i64 %ta, 0
-  %s1 = insertvalue %args_{p} %s0, i64 %tb, 1
-  %s2 = insertvalue %args_{p} %s1, i64 %m, 2
-  %s3 = insertvalue %args_{p} %s2, i64 %n, 3
-  %s4 = insertvalue %args_{p} %s3, i64 %k, 4
-  %s5 = insertvalue %args_{p} %s4, ptr %a, 5
-  %s6 = insertvalue %args_{p} %s5, i64 %ao, 6
-  %s7 = insertvalue %args_{p} %s6, i64 %lda, 7
-  %s8 = insertvalue %args_{p} %s7, ptr %b, 8
-  %s9 = insertvalue %args_{p} %s8, i64 %bo, 9
-  %s10 = insertvalue %args_{p} %s9, i64 %ldb, 10
-  %s11 = insertvalue %args_{p} %s10, ptr %c, 11
-  %s12 = insertvalue %args_{p} %s11, i64 %co, 12
-  %s13 = insertvalue %args_{p} %s12, i64 %ldc, 13
-  %s14 = insertvalue %args_{p} %s13, {t} %alpha, 14
-  %s15 = insertvalue %args_{p} %s14, {t} %beta, 15
-  %s16 = insertvalue %args_{p} %s15, i64 %flag, 16
+{pack_args}
   %args = alloca %args_{p}, align 8
   store %args_{p} %s16, ptr %args
   ; a chunk: at least {min_rows} rows and {chunk_flops} flops
@@ -351,23 +335,7 @@ define void @{epilogue}(i64 %ta, i64 %tb, i64 %m, i64 %n, i64 %k,
   %by_rows = or i1 %tall, %many
   br i1 %by_rows, label %fused, label %apart
 fused:
-  %s0 = insertvalue %args_{p} undef, i64 %ta, 0
-  %s1 = insertvalue %args_{p} %s0, i64 %tb, 1
-  %s2 = insertvalue %args_{p} %s1, i64 %m, 2
-  %s3 = insertvalue %args_{p} %s2, i64 %n, 3
-  %s4 = insertvalue %args_{p} %s3, i64 %k, 4
-  %s5 = insertvalue %args_{p} %s4, ptr %a, 5
-  %s6 = insertvalue %args_{p} %s5, i64 %ao, 6
-  %s7 = insertvalue %args_{p} %s6, i64 %lda, 7
-  %s8 = insertvalue %args_{p} %s7, ptr %b, 8
-  %s9 = insertvalue %args_{p} %s8, i64 %bo, 9
-  %s10 = insertvalue %args_{p} %s9, i64 %ldb, 10
-  %s11 = insertvalue %args_{p} %s10, ptr %c, 11
-  %s12 = insertvalue %args_{p} %s11, i64 %co, 12
-  %s13 = insertvalue %args_{p} %s12, i64 %ldc, 13
-  %s14 = insertvalue %args_{p} %s13, {t} 1.0, 14
-  %s15 = insertvalue %args_{p} %s14, {t} 0.0, 15
-  %s16 = insertvalue %args_{p} %s15, i64 1, 16
+{pack_unit}
   %e0 = insertvalue %epi_{p} undef, %args_{p} %s16, 0
   %e1 = insertvalue %epi_{p} %e0, ptr %task, 1
   %e2 = insertvalue %epi_{p} %e1, ptr %ctx, 2
@@ -439,6 +407,20 @@ gemm:
   ret void
 }}
 """
+
+_GEMM_ARG_FIELDS = ("i64 %ta", "i64 %tb", "i64 %m", "i64 %n", "i64 %k", "ptr %a", "i64 %ao", "i64 %lda",
+                    "ptr %b", "i64 %bo", "i64 %ldb", "ptr %c", "i64 %co", "i64 %ldc")
+"""The gemm arguments a chunk task reads, in the order of `%args_{p}`'s fields (alpha, beta and the split
+direction follow)."""
+
+
+def _pack_gemm_args(p: str, t: str, alpha: str, beta: str, by_rows: str) -> str:
+    """The insertvalue chain that builds `%s16`, an `%args_{p}` of the gemm's arguments, alpha, beta and the
+    split direction (1: by rows): written once for the split gemm and the gemm with an epilogue."""
+    fields = [*_GEMM_ARG_FIELDS, f"{t} {alpha}", f"{t} {beta}", f"i64 {by_rows}"]
+    return "\n".join(f"  %s{i} = insertvalue %args_{p} {'undef' if i == 0 else f'%s{i - 1}'}, {field}, {i}"
+                     for i, field in enumerate(fields))
+
 
 _COMMON = """
 declare i64 @llvm.smax.i64(i64, i64)
@@ -531,7 +513,9 @@ def _load() -> None:
                            epilogue=GEMM_EPILOGUE_SYMBOLS[k], batched=GEMM_BATCHED_SYMBOLS[k], size=size,
                            min_rows=GEMM_MIN_CHUNK_ROWS, chunk_flops=GEMM_CHUNK_FLOPS,
                            row_chunks_m1=EPILOGUE_MIN_ROW_CHUNKS - 1,
-                           chunk_flops_m1=GEMM_CHUNK_FLOPS - 1)
+                           chunk_flops_m1=GEMM_CHUNK_FLOPS - 1,
+                           pack_args=_pack_gemm_args(p, t, "%alpha", "%beta", "%flag"),
+                           pack_unit=_pack_gemm_args(p, t, "1.0", "0.0", "1"))
         for p, t, k, size in (("s", "float", "f32", 4), ("d", "double", "f64", 8))
     )
     engine = runtime_object.compile_cached("blas-trampolines", ir, {"opt": 2, "codemodel": "jitdefault"},
