@@ -88,6 +88,14 @@ def jit_module(module: ModuleOp, object_sink: Callable[[bytes], None] | None) ->
     return native, sites
 
 
+def prepare() -> None:
+    """The target's `prepare`: the allocator and the thread pool are built in
+    the background while the first compilation traces (`msir.lowering.jit.start_runtimes`)."""
+    from msir.lowering.jit import start_runtimes
+
+    start_runtimes()
+
+
 def key_options() -> dict[str, Any]:
     """Whether convert-msir-to-loops calls BLAS for matmuls, and fuses their
     epilogues (read without importing msir.lowering.blas, which costs milliseconds)."""
@@ -122,5 +130,6 @@ CPU = Target(
     symbol=native_symbol,
     key_options=key_options,
     object_code=True,
+    prepare=prepare,
 )
 """msir's CPU target (registered as `cpu` in msir.targets)."""

@@ -92,8 +92,47 @@ def _initialise() -> None:
             llvm.load_library_permanently(lib)
         except RuntimeError:
             pass  # libmvec is optional; libm symbols are in the process anyway
-    allocator.install(_target_machine())
+    allocator.install()
     _initialised = True
+
+
+_runtimes: threading.Thread | None = None
+_runtimes_lock = threading.Lock()
+
+
+def start_runtimes() -> None:
+    """Start building, in a background thread, what every native module of
+    this process needs: the native target and libraries and the allocator
+    (`_initialise`) and the thread pool (`threads.load`). Once per process; a
+    first compilation calls it before tracing, so the ~20-30 ms of code
+    generation overlap the frontend and the passes (llvmlite releases the
+    GIL while LLVM works). A failure is not reported here: whoever needs the
+    runtime next builds it again and raises."""
+    global _runtimes
+    if _runtimes is not None or _initialised:
+        return
+    with _runtimes_lock:
+        if _runtimes is None:
+            _runtimes = threading.Thread(target=_build_runtimes, name="msir-runtimes", daemon=True)
+            _runtimes.start()
+
+
+def _build_runtimes() -> None:
+    try:
+        with _LOCK:
+            _initialise()
+        threads.load()
+    except Exception:  # noqa: BLE001 - rebuilt, and raised, by the caller that needs it
+        pass
+
+
+def wait_for_runtimes() -> None:
+    """Wait until `start_runtimes`'s thread, if one was started, is done (a
+    first compilation returns only after it, so no thread of msir's is left
+    building when the caller goes on, e.g. to fork)."""
+    thread = _runtimes
+    if thread is not None and thread.is_alive():
+        thread.join()
 
 
 _host: tuple[str, str, str] | None = None
@@ -208,6 +247,7 @@ def compile_llvm_module(
             engine.set_object_cache(lambda _module, obj: object_sink(obj))
         engine.finalize_object()
         engine.run_static_constructors()
+    wait_for_runtimes()
     return NativeModule(engine, optimised, metadata, list(sites or []), polls)
 
 
@@ -256,6 +296,7 @@ def load_native_module(
         engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _target_machine())
         engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
         engine.finalize_object()
+    wait_for_runtimes()
     return NativeModule(engine, llvm_ir, metadata, list(sites or []), polls)
 
 

@@ -1,5 +1,6 @@
 """Small runtimes that msir compiles from LLVM IR once per machine: the thread
-pool (`msir.lowering.threads`) and the BLAS trampolines (`msir.lowering.blas`).
+pool (`msir.lowering.threads`), the buffer allocator (`msir.lowering.allocator`)
+and the BLAS trampolines (`msir.lowering.blas`).
 
 `compile_cached(name, ir, target_options, probe)` returns an MCJIT engine
 holding the IR's code. Generating that code costs ~30-100 ms per runtime,

@@ -201,6 +201,9 @@ class JitFunction(Jitted):
                     f"({_describe(args)}); {len(self._entries) + 1} versions",
                     file=sys.stderr,
                 )
+            prepare = targets.get(target).prepare
+            if prepare is not None:
+                prepare()
             # The persistent trace cache first: on a hit neither the frontend nor xDSL runs.
             variant = ["donate", sorted(self._donate)] if self._donate else None
             probe = trace_cache.probe(self.__wrapped__, args, variant, target)

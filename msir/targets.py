@@ -20,7 +20,12 @@ to know of a backend:
   persistent cache keys (`msir.compiler.pipeline_options`);
 * `object_code`: the native modules are llvmlite object code, which the
   persistent caches (`msir.cache`, `msir.trace_cache`) store and reload;
-  a target without (False) is compiled once per process, cached in memory.
+  a target without (False) is compiled once per process, cached in memory;
+* `prepare()` (optional): called when a compilation for the target starts
+  (`msir.jit`'s first call of a signature, before the caches are probed);
+  it may start building the process-wide runtimes the native step needs in
+  the background, so that building them overlaps tracing and the passes.
+  Idempotent and thread-safe; the native step must wait for what it starts.
 
 `TARGETS` registers each target by name with MindSpore's spelling of it and
 the "module:attribute" of its `Target`: the target's package is imported
@@ -64,6 +69,7 @@ class Target(NamedTuple):
     symbol: Callable[[str], str]
     key_options: Callable[[], dict[str, Any]]
     object_code: bool
+    prepare: Callable[[], None] | None = None
 
 
 class Registered(NamedTuple):

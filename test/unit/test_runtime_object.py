@@ -41,3 +41,40 @@ def test_without_the_cache_the_ir_is_compiled_in_process(tmp_path, monkeypatch):
     assert runtime_object.object_path("test-runtime", IR, OPTIONS) is None
     assert _call(runtime_object.compile_cached("test-runtime", IR, OPTIONS, "__msir_test_triple"), 2) == 6
     assert list(tmp_path.iterdir()) == []
+
+
+_FIRST_CALL = """
+import sys, threading, numpy as np, msir
+
+@msir.jit
+def f(x):
+    return np.tanh(x) * 2.0 + 1.0
+
+x = np.linspace(-1.0, 1.0, 5000)
+assert np.allclose(f(x), np.tanh(x) * 2.0 + 1.0)
+# the background build of the runtimes (msir.lowering.jit.start_runtimes) is over
+# once the first call returns: no thread of msir's is left working
+assert [t.name for t in threading.enumerate() if t.name == "msir-runtimes" and t.is_alive()] == []
+from msir.lowering import allocator, threads
+assert allocator._engine is not None and threads.load()
+"""
+
+
+def test_the_allocator_and_the_pool_are_built_once_per_machine(tmp_path):
+    """A first process compiles the allocator's and the thread pool's runtimes
+    (in the background, while it traces) and keeps their object code; a second
+    process with the same cache directory loads them."""
+    import os
+    import subprocess
+    import sys
+
+    cache = tmp_path / "cache"
+    env = {**os.environ, "MSIR_CACHE_DIR": str(cache)}
+    env.pop("MSIR_CACHE", None)
+    script = tmp_path / "first_call.py"
+    script.write_text(_FIRST_CALL)
+    for _ in range(2):
+        done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        names = sorted(p.name.rsplit("-", 1)[0] for p in cache.iterdir() if p.suffix == ".o")
+        assert names == ["allocator-runtime", "threads-runtime"], names
