@@ -40,7 +40,6 @@ import ctypes
 import os
 
 from llvmlite import binding as llvm
-
 from msir.lowering import runtime_object
 
 ALLOC = "__msir_alloc"

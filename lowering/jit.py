@@ -122,7 +122,7 @@ def _build_runtimes() -> None:
         with _LOCK:
             _initialise()
         threads.load()
-    except Exception:  # noqa: BLE001 - rebuilt, and raised, by the caller that needs it
+    except Exception:  # noqa: BLE001, S110 - rebuilt, and raised, by the caller that needs it
         pass
 
 

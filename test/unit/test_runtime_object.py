@@ -74,7 +74,7 @@ def test_the_allocator_and_the_pool_are_built_once_per_machine(tmp_path):
     script = tmp_path / "first_call.py"
     script.write_text(_FIRST_CALL)
     for _ in range(2):
-        done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
+        done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300, check=False)
         assert done.returncode == 0, done.stderr
         names = sorted(p.name.rsplit("-", 1)[0] for p in cache.iterdir() if p.suffix == ".o")
         assert names == ["allocator-runtime", "threads-runtime"], names
