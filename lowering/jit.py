@@ -33,6 +33,7 @@ from __future__ import annotations
 import ctypes
 import json
 import math
+import os
 import struct
 import threading
 import warnings
@@ -107,13 +108,15 @@ def start_runtimes() -> None:
     first compilation calls it before tracing, so the ~20-30 ms of code
     generation overlap the frontend and the passes (llvmlite releases the
     GIL while LLVM works). A failure is not reported here: whoever needs the
-    runtime next builds it again and raises."""
+    runtime next builds it again and raises. A fork waits for the thread."""
     global _runtimes
     if _runtimes is not None or _initialised:
         return
     with _runtimes_lock:
         if _runtimes is None:
             _runtimes = threading.Thread(target=_build_runtimes, name="msir-runtimes", daemon=True)
+            # a fork while it builds would leave the child llvmlite's lock held by no thread
+            os.register_at_fork(before=wait_for_runtimes)
             _runtimes.start()
 
 
