@@ -1,7 +1,7 @@
 """msir side by side with NumPy, JAX, PyTorch (eager and torch.compile) and MindSpore.
 
-    python bench/run.py [--quick] [--json out.json] [--only W1,W4-1024] [--frameworks msir,numpy]
-    python bench/run.py --contention [--quick] [--only ...] [--frameworks msir,jax]
+    python bench/run.py [--quick] [--repeats N] [--json out.json] [--only W1,W4-1024] [--frameworks msir,numpy]
+    python bench/run.py --contention [--quick] [--repeats N] [--only ...] [--frameworks msir,jax]
 
 Every (framework, thread count) pair runs in its own process (bench/peers.py) with the
 thread environment set before anything is imported: OMP/MKL/OPENBLAS/MSIR_NUM_THREADS,
@@ -22,6 +22,14 @@ run ("x msir": above 1 means msir is faster). MindSpore runs with the python of 
 virtualenv (bench/setup_peers.sh); a framework that is not installed is "skipped".
 W8 (compile time of a 200-op function, first and second process) runs apart.
 
+Repeats (--repeats N, default 5, 1 with --quick): the worker processes run in N
+alternating rounds (round r: msir 1T, msir 2T, jax 1T, ... then the next round), so
+a change of machine load falls on every framework alike. Each cell is the median
+over the rounds of the process's own median, with the rounds' min-max; every
+ratio (x msir, msir / best peer, 2T/1T) is the median of the per-round ratios,
+with its min-max. W8 runs its two processes per framework once per round (each
+round a fresh cache, so process 1 is always cold) and reports medians of N.
+
 --contention runs the steady-state rows (msir alone unless --frameworks names
 others) under four loads, started by the harness from bench/neighbour.py and
 killed after: quiet; one process spinning on the last CPU (the 1-thread worker
@@ -29,7 +37,7 @@ is pinned to the first, so only the 2-thread run shares a core); one spinning
 process per CPU; a multi-threaded neighbour (a NumPy matmul thread per CPU).
 It prints each row's 1- and 2-thread times per load, their ratio (target
 <= 1.1) and the 2-thread time over the quiet 1-thread time (target <= 1.5
-beside the neighbour).
+beside the neighbour), each the median of N rounds (per load) with min-max.
 """
 
 from __future__ import annotations
@@ -40,6 +48,7 @@ import json
 import os
 import platform
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -114,6 +123,87 @@ def run_worker(args: list[str], env: dict, python: str, timeout: float, log) -> 
 
 
 # --------------------------------------------------------------------------------------
+# repeats
+
+
+def spread(xs: list[float]) -> dict:
+    """{"median", "min", "max", "n"} of the numbers xs (the rounds of one quantity)."""
+    return {"median": statistics.median(xs), "min": min(xs), "max": max(xs), "n": len(xs)}
+
+
+def merge_rounds(rounds: list[dict]) -> dict:
+    """One workload result from its N rounds' results (each a worker's {"status", "median_s", ...}):
+    the first failed round if any failed; else round 0's fields with median_s and first_call_s the
+    medians of the rounds (their lists in median_s_rounds / first_call_s_rounds, the spread in
+    min_s / max_s), gb_s and gflop_s rescaled to the median time, max_rel_err the worst, agree all."""
+    bad = next((r for r in rounds if r.get("status") != "ok"), None)
+    if bad is not None:
+        return bad
+    out = dict(rounds[0])
+    meds = [r["median_s"] for r in rounds]
+    out["median_s_rounds"] = meds
+    out["median_s"] = statistics.median(meds)
+    out["min_s"], out["max_s"] = min(meds), max(meds)
+    out["repeats"] = len(rounds)
+    firsts = [r["first_call_s"] for r in rounds if r.get("first_call_s") is not None]
+    if firsts:
+        out["first_call_s_rounds"] = firsts
+        out["first_call_s"] = statistics.median(firsts)
+    for k in ("gb_s", "gflop_s"):  # both are (work / median time): rescale to the median of the rounds
+        if rounds[0].get(k) is not None:
+            out[k] = rounds[0][k] * rounds[0]["median_s"] / out["median_s"]
+    errs = [r["max_rel_err"] for r in rounds if r.get("max_rel_err") is not None]
+    if errs:
+        out["max_rel_err"] = max(errs)
+    if all("agree" in r for r in rounds):
+        out["agree"] = all(r["agree"] for r in rounds)
+    return out
+
+
+def round_ratios(num: list[float] | None, den: list[float] | None) -> dict | None:
+    """The spread of the per-round ratios num[r] / den[r] (None if either is missing)."""
+    if not num or not den or len(num) != len(den):
+        return None
+    return spread([a / b for a, b in zip(num, den)])
+
+
+def best_peer_ratio(per_fw_rounds: dict[str, list[float]]) -> dict | None:
+    """msir / best peer per round (the best peer: the fastest of that round), its spread, and
+    the peer that was fastest in most rounds. per_fw_rounds: {framework: per-round times}."""
+    ours = per_fw_rounds.get("msir")
+    peers = {fw: r for fw, r in per_fw_rounds.items() if fw not in ("msir", "numpy") and r and ours
+             and len(r) == len(ours)}
+    if not ours or not peers:
+        return None
+    ratios, winners = [], []
+    for i, m in enumerate(ours):
+        fw = min(peers, key=lambda f: peers[f][i])
+        winners.append(fw)
+        ratios.append(m / peers[fw][i])
+    out = spread(ratios)
+    out["best_peer"] = max(set(winners), key=winners.count)
+    out["rounds"] = ratios
+    return out
+
+
+def _fmt_spread(x: dict | None, digits: int = 2) -> str:
+    if not x:
+        return "-"
+    if x["n"] == 1:
+        return f"{x['median']:.{digits}f}"
+    return f"{x['median']:.{digits}f} [{x['min']:.{digits}f}-{x['max']:.{digits}f}]"
+
+
+def _fmt_t_spread(r: dict | None) -> str:
+    """A cell's median time in ms with its rounds' min-max."""
+    if not r or r.get("status") != "ok":
+        return (r or {}).get("status", "-")
+    if r.get("repeats", 1) == 1:
+        return _fmt_t(r["median_s"])
+    return f"{_fmt_t(r['median_s'])} [{_fmt_t(r['min_s'])}-{_fmt_t(r['max_s'])}]"
+
+
+# --------------------------------------------------------------------------------------
 # reporting
 
 
@@ -132,7 +222,8 @@ def build_table(report: dict) -> str:
     lim = report["machine"]["limits"]
     hdr = ["workload", "framework"] + [f"{t}T ms" for t in threads] + [f"{t}T x msir" for t in threads]
     tl = threads[-1]
-    hdr += [f"{tl}T GB/s|GFLOP/s", "% limit", "% FMA", "1st call s", "rel err", "ok"]
+    scal = f"{tl}T/{threads[0]}T" if len(threads) > 1 else None
+    hdr += ([scal] if scal else []) + [f"{tl}T GB/s|GFLOP/s", "% limit", "% FMA", "1st call s", "rel err", "ok"]
     peak = fma_peak_of(lim, tl)
     rows = [hdr]
     for name, wr in report["workloads"].items():
@@ -144,11 +235,11 @@ def build_table(report: dict) -> str:
                 if bad.get("status") in ("skipped", "n/a"):
                     continue
             for t in threads:
-                r = per_t.get(str(t))
-                row.append(_fmt_t(_cell(r, "median_s")) if _cell(r, "median_s") else (r or {}).get("status", "-"))
+                row.append(_fmt_t_spread(per_t.get(str(t))))
             for t in threads:
-                ratio = _cell(per_t.get(str(t)), "x_msir")
-                row.append(f"{ratio:.2f}" if ratio is not None else "-")
+                row.append(_fmt_spread(_cell(per_t.get(str(t)), "x_msir_spread")))
+            if scal:
+                row.append(_fmt_spread(wr.get("scaling", {}).get(fw)))
             r = per_t.get(str(tl))
             if _cell(r, "gflop_s") is not None:
                 row.append(f"{r['gflop_s']:.1f} GF")
@@ -181,18 +272,38 @@ def fma_peak_of(limits: dict, threads: int) -> float | None:
     return max(per) * threads if per else None
 
 
+def build_best_peer_table(report: dict) -> str:
+    """Per workload and thread count: msir / best peer, the median of the per-round ratios [min-max]."""
+    threads = report["config"]["threads"]
+    rows = [["workload"] + [f"{t}T msir/best peer" for t in threads] + ["best peer"]]
+    for name, wr in report["workloads"].items():
+        bp = wr.get("msir_over_best_peer", {})
+        if not any(bp.get(str(t)) for t in threads):
+            continue
+        who = sorted({bp[str(t)]["best_peer"] for t in threads if bp.get(str(t))})
+        rows.append([name] + [_fmt_spread(bp.get(str(t))) for t in threads] + ["/".join(who)])
+    if len(rows) == 1:
+        return ""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(c.rjust(w) if 0 < i < len(r) - 1 else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths)))
+             for r in rows]
+    lines.insert(1, "-" * len(lines[0]))
+    return "\n".join(lines)
+
+
 def build_w8_table(w8: dict, quick: bool) -> str:
     ops = 40 if quick else 200
-    lines = [f"W8: first call (trace + compile + run, imports excluded) of a {ops}-op function, seconds"]
-    lines.append(f"  {'framework':14s} {'process 1':>10s} {'process 2':>10s}  ok")
+    n = max((len(x.get("process1_rounds", [])) for x in w8.values()), default=1)
+    lines = [f"W8: first call (trace + compile + run, imports excluded) of a {ops}-op function, seconds"
+             + (f"; median of {n} rounds [min-max]" if n > 1 else "")]
+    lines.append(f"  {'framework':14s} {'process 1':>22s} {'process 2':>22s}  ok")
     for fw, r in w8.items():
         if r.get("status") != "ok":
             lines.append(f"  {fw:14s} {r.get('status')}: {r.get('reason') or r.get('error', '')}"[:160])
             continue
-        p1, p2 = r["process1"], r["process2"]
-        f = lambda x: f"{x['first_call_s']:.3f}" if x.get("status") == "ok" else x.get("status", "-")  # noqa: E731
-        ok = all(x.get("agree") for x in (p1, p2))
-        lines.append(f"  {fw:14s} {f(p1):>10s} {f(p2):>10s}  {'yes' if ok else 'NO'}")
+        f = lambda p: _fmt_spread(r.get(p + "_spread"), 3)  # noqa: E731
+        ok = all(x.get("agree") for p in ("process1", "process2") for x in r.get(p + "_rounds", [r[p]]))
+        lines.append(f"  {fw:14s} {f('process1'):>22s} {f('process2'):>22s}  {'yes' if ok else 'NO'}")
     return "\n".join(lines)
 
 
@@ -202,23 +313,31 @@ def targets(report: dict) -> list[str]:
     wl = report["workloads"]
 
     def med(w, fw):
-        return _cell(wl.get(w, {}).get("results", {}).get(fw, {}).get(t), "median_s")
+        """The rounds' times of one cell (a list; None if not measured)."""
+        c = wl.get(w, {}).get("results", {}).get(fw, {}).get(t)
+        return (c.get("median_s_rounds") or [c["median_s"]]) if _cell(c, "median_s") else None
 
     out = []
 
     def judge(label, ours, theirs, factor, who):
+        """ours / theirs: per-round times (lists) or single numbers; the ratio is the median of per-round ratios."""
         if ours is None or theirs is None:
             out.append(f"{label}: not measured ({who} missing)")
             return
-        ratio = ours / theirs
+        ours, theirs = ([x] if not isinstance(x, list) else x for x in (ours, theirs))
+        x = round_ratios(ours, theirs) if len(ours) == len(theirs) else spread([statistics.median(ours)
+                                                                               / statistics.median(theirs)])
+        ratio = x["median"]
         verdict = "met" if ratio <= factor else f"MISSED by {ratio / factor:.2f}x"
-        out.append(f"{label}: msir {ours * 1e3:.2f} ms vs {who} {theirs * 1e3:.2f} ms -> {ratio:.2f}x (target <= {factor}x): {verdict}")
+        rng = f" [{x['min']:.2f}-{x['max']:.2f}]" if x["n"] > 1 else ""
+        out.append(f"{label}: msir {statistics.median(ours) * 1e3:.2f} ms vs {who} {statistics.median(theirs) * 1e3:.2f}"
+                   f" ms -> {ratio:.2f}x{rng} (target <= {factor}x): {verdict}")
 
     judge("W1 <= JAX", med("W1", "msir"), med("W1", "jax"), 1.0, "jax")
     for w, factor in (("W2", 1.0), ("W3", 1.1)):
         peers = {fw: med(w, fw) for fw in ("jax", "torch", "torch.compile", "mindspore")}
         peers = {k: v for k, v in peers.items() if v is not None}
-        best = min(peers, key=peers.get) if peers else None
+        best = min(peers, key=lambda k: statistics.median(peers[k])) if peers else None
         judge(f"{w} <= {factor}x best peer", med(w, "msir"), peers.get(best), factor, best or "peers")
     for v in ("W4-1024", "W4-1024-Ta", "W4-1024-Tb"):
         ours = _cell(wl.get(v, {}).get("results", {}).get("msir", {}).get(t), "gflop_s")
@@ -241,7 +360,8 @@ def targets(report: dict) -> list[str]:
     w8 = report.get("w8", {})
     m, j = w8.get("msir", {}), w8.get("jax", {})
     if m.get("status") == "ok" and j.get("status") == "ok":
-        p1, jp1 = m["process1"].get("first_call_s"), j["process1"].get("first_call_s")
+        p1 = [x["first_call_s"] for x in m.get("process1_rounds", [m["process1"]])]
+        jp1 = [x["first_call_s"] for x in j.get("process1_rounds", [j["process1"]])]
         if p1 is not None and jp1 is not None:
             judge("W8 process 1 <= JAX first call", p1, jp1, 1.0, "jax")
         p2 = m["process2"].get("first_call_s")
@@ -271,30 +391,43 @@ LOAD_RAMP_S = 1.0
 scheduler settling)."""
 
 
-def run_contention(frameworks, avail, names, threads, scratch: Path, timeout, quick, log) -> dict:
-    """{load: {framework: {threads: worker result}}}; every load process is
-    this harness's own and is killed, by its pid, after its load."""
+def run_contention(frameworks, avail, names, threads, scratch: Path, timeout, quick, log, repeats: int = 1) -> dict:
+    """{load: {framework: {threads: worker result}}}, each load's workers run in
+    `repeats` rounds alternating over frameworks and thread counts, and each
+    workload's result merged over them (merge_rounds: median with min-max and
+    the rounds' times); every load process is this harness's own and is
+    killed, by its pid, after its load."""
     out: dict[str, dict] = {}
     for label, commands in contention_loads():
         procs = [subprocess.Popen(c, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for c in commands]
+        rounds: dict[str, dict[str, list[dict]]] = {}
         try:
             if procs:
                 time.sleep(LOAD_RAMP_S)
-            for fw in frameworks:
-                if avail[fw]["status"] != "ok":
-                    continue
-                python = str(ms_python()) if fw == "mindspore" else sys.executable
-                for t in threads:
-                    log(f"{label}: {fw}, {t} thread(s) ...")
-                    res = run_worker(["steady", "--framework", fw, "--threads", str(t), "--workloads", ",".join(names)]
-                                     + (["--quick"] if quick else []),
-                                     thread_env(t, scratch / f"{label}-{fw}-{t}".replace(" ", "_").replace(",", "")),
-                                     python, timeout, log)
-                    out.setdefault(label, {}).setdefault(fw, {})[str(t)] = res
+            for rnd in range(repeats):
+                for fw in frameworks:
+                    if avail[fw]["status"] != "ok":
+                        continue
+                    python = str(ms_python()) if fw == "mindspore" else sys.executable
+                    for t in threads:
+                        log(f"{label}, round {rnd + 1}/{repeats}: {fw}, {t} thread(s) ...")
+                        tag = f"{label}-{fw}-{t}-r{rnd}".replace(" ", "_").replace(",", "")
+                        res = run_worker(["steady", "--framework", fw, "--threads", str(t), "--workloads",
+                                          ",".join(names)] + (["--quick"] if quick else []),
+                                         thread_env(t, scratch / tag), python, timeout, log)
+                        rounds.setdefault(fw, {}).setdefault(str(t), []).append(res)
         finally:
             for proc in procs:
                 proc.kill()
                 proc.wait()
+        for fw, per_t in rounds.items():
+            for t, rs in per_t.items():
+                bad = next((r for r in rs if r.get("status") != "ok"), None)
+                out.setdefault(label, {}).setdefault(fw, {})[t] = bad or {
+                    "status": "ok", "version": rs[0].get("version"), "repeats": len(rs),
+                    "loadavg_at_start": [r.get("loadavg_at_start") for r in rs],
+                    "results": {n: merge_rounds([r["results"].get(n, {"status": "error", "error": "missing"})
+                                                 for r in rs]) for n in names}}
     return out
 
 
@@ -311,13 +444,18 @@ def build_contention_table(report: dict) -> str:
             quiet_lo = _cell(quiet.get("results", {}).get(name), "median_s") if quiet.get("status") == "ok" else None
             for load in loads:
                 res = report["contention"][load].get(fw, {})
-                med = {}
+                cell, times = {}, {}
                 for t in threads:
                     r = res.get(str(t), {})
-                    med[str(t)] = _cell(r.get("results", {}).get(name), "median_s") if r.get("status") == "ok" else None
-                row = [name, fw, load] + [_fmt_t(med[str(t)]) for t in threads]
-                row.append(f"{med[hi] / med[lo]:.2f}" if med[hi] and med[lo] else "-")
-                row.append(f"{med[hi] / quiet_lo:.2f}" if med[hi] and quiet_lo else "-")
+                    c = r.get("results", {}).get(name) if r.get("status") == "ok" else None
+                    cell[str(t)] = c
+                    if _cell(c, "median_s"):
+                        times[str(t)] = c.get("median_s_rounds") or [c["median_s"]]
+                row = [name, fw, load] + [_fmt_t_spread(cell[str(t)]) for t in threads]
+                row.append(_fmt_spread(round_ratios(times.get(hi), times.get(lo))))
+                # against the quiet 1T median (one number): the spread of this load's rounds over it
+                row.append(_fmt_spread(spread([x / quiet_lo for x in times[hi]])) if hi in times and quiet_lo
+                           else "-")
                 rows.append(row)
     widths = [max(len(r[i]) for r in rows) for i in range(len(hdr))]
     lines = ["  ".join(c.rjust(w) if i > 2 else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in rows]
@@ -333,11 +471,12 @@ def main_contention(a, frameworks, names, threads, timeout, log) -> int:
         avail = availability(frameworks)
         report = {
             "config": {"quick": a.quick, "threads": threads, "frameworks": frameworks, "workloads": steady,
-                       "loads": [label for label, _ in contention_loads()]},
+                       "repeats": a.repeats, "loads": [label for label, _ in contention_loads()]},
             "machine": {"cpu": _cpu_name(), "cores": os.cpu_count(), "python": platform.python_version(),
                         "loadavg_at_start": os.getloadavg()},
             "frameworks": avail,
-            "contention": run_contention(frameworks, avail, steady, threads, scratch, timeout, a.quick, log),
+            "contention": run_contention(frameworks, avail, steady, threads, scratch, timeout, a.quick, log,
+                                         a.repeats),
         }
         report["wall_s"] = time.perf_counter() - t_start
     finally:
@@ -346,8 +485,8 @@ def main_contention(a, frameworks, names, threads, timeout, log) -> int:
     text = "\n".join([
         f"msir contention benchmark ({'quick' if a.quick else 'full'}) on {m['cpu']}, {m['cores']} cores, "
         f"load average at start {m['loadavg_at_start'][0]:.2f}",
-        "  ms = median steady-state time; targets: 2T/1T <= 1.1 under every load, "
-        "2T/quiet 1T <= 1.5 beside the neighbour",
+        f"  ms = median steady-state time, median of {a.repeats} round(s) [min-max]; ratios: median of the "
+        "per-round ratios [min-max]; targets: 2T/1T <= 1.1 under every load, 2T/quiet 1T <= 1.5 beside the neighbour",
         "",
         build_contention_table(report),
     ])
@@ -376,12 +515,19 @@ def main(argv=None) -> int:
     p.add_argument("--no-peers", action="store_true", help="msir and NumPy only")
     p.add_argument("--threads", default="1,2", help="thread counts to measure (default 1,2)")
     p.add_argument("--timeout", type=float, default=None, help="seconds per worker process")
+    p.add_argument("--repeats", type=int, default=None,
+                   help="alternating rounds of every worker process (default 5, with --quick 1); each cell is "
+                        "the median of the rounds with their min-max, each ratio the median of per-round ratios")
     p.add_argument("--contention", action="store_true",
                    help="run the rows quiet, with a busy process on one CPU, on every CPU and beside a "
                         "multi-threaded neighbour (msir alone unless --frameworks is given)")
     a = p.parse_args(argv)
 
     log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
+    if a.repeats is None:
+        a.repeats = 1 if a.quick else 5
+    if a.repeats < 1:
+        p.error("--repeats must be >= 1")
     a.json = a.json or str(HERE / "results" / ("contention.json" if a.contention else "latest.json"))
     if a.no_peers:
         frameworks = ["msir", "numpy"]
@@ -419,8 +565,10 @@ def main(argv=None) -> int:
                                       "unless named in --frameworks"}
         report = {
             "config": {"quick": a.quick, "threads": threads, "frameworks": frameworks, "workloads": names,
+                       "repeats": a.repeats,
                        "agreement": "max|out - ref| / max|ref| <= tol, ref = NumPy float32 on the same inputs",
-                       "ratio": "x msir = framework median / msir median (same run, same thread count); > 1: msir faster"},
+                       "ratio": "x msir = framework time / msir time (same round, same thread count; median of the "
+                                "per-round ratios); > 1: msir faster"},
             "machine": {"cpu": _cpu_name(), "cores": os.cpu_count(), "python": platform.python_version(),
                         "loadavg_at_start": os.getloadavg(), "limits": {}},
             "frameworks": avail,
@@ -432,23 +580,25 @@ def main(argv=None) -> int:
                 ["limits", "--threads", str(t)] + (["--quick"] if a.quick else []),
                 thread_env(t, scratch / f"limits{t}"), sys.executable, timeout, log)
 
-        raw: dict[str, dict[str, dict]] = {}
-        for fw in frameworks:
-            if avail[fw]["status"] != "ok" or not steady:
-                continue
-            python = str(ms_python()) if fw == "mindspore" else sys.executable
-            for t in threads:
-                log(f"{fw}, {t} thread(s): {','.join(steady)} ...")
-                t0 = time.perf_counter()
-                res = run_worker(["steady", "--framework", fw, "--threads", str(t), "--workloads", ",".join(steady)]
-                                 + (["--quick"] if a.quick else []),
-                                 thread_env(t, scratch / f"{fw}-{t}"), python, timeout, log)
-                log(f"    {res.get('status')} in {time.perf_counter() - t0:.1f} s")
-                raw.setdefault(fw, {})[str(t)] = res
-                if res.get("status") == "skipped":
-                    avail[fw] = {"status": "skipped", "reason": res.get("reason")}
-                    break
-                avail[fw]["version"] = res.get("version", avail[fw].get("version"))
+        # raw[fw][t]: the worker results of each round, the rounds alternating over the frameworks
+        raw: dict[str, dict[str, list[dict]]] = {}
+        for rnd in range(a.repeats if steady else 0):
+            for fw in frameworks:
+                if avail[fw]["status"] != "ok":
+                    continue
+                python = str(ms_python()) if fw == "mindspore" else sys.executable
+                for t in threads:
+                    log(f"round {rnd + 1}/{a.repeats}: {fw}, {t} thread(s): {','.join(steady)} ...")
+                    t0 = time.perf_counter()
+                    res = run_worker(["steady", "--framework", fw, "--threads", str(t), "--workloads",
+                                      ",".join(steady)] + (["--quick"] if a.quick else []),
+                                     thread_env(t, scratch / f"{fw}-{t}-r{rnd}"), python, timeout, log)
+                    log(f"    {res.get('status')} in {time.perf_counter() - t0:.1f} s")
+                    raw.setdefault(fw, {}).setdefault(str(t), []).append(res)
+                    if res.get("status") == "skipped":
+                        avail[fw] = {"status": "skipped", "reason": res.get("reason")}
+                        break
+                    avail[fw]["version"] = res.get("version", avail[fw].get("version"))
 
         for name in steady:
             w = W.REGISTRY[name]
@@ -456,24 +606,36 @@ def main(argv=None) -> int:
             for fw in frameworks:
                 per_t = {}
                 for t in threads:
-                    res = raw.get(fw, {}).get(str(t))
+                    rounds = raw.get(fw, {}).get(str(t)) or [None]
+                    bad = next((res for res in rounds if res is None or res.get("status") != "ok"), None)
                     if avail[fw]["status"] != "ok":
                         per_t[str(t)] = {"status": "skipped", "reason": avail[fw].get("reason")}
-                    elif res is None or res.get("status") != "ok":
-                        per_t[str(t)] = {"status": "error", "error": (res or {}).get("error", "worker failed")}
+                    elif bad is not None or len(rounds) < a.repeats:
+                        per_t[str(t)] = {"status": "error", "error": (bad or {}).get("error", "worker failed")}
                     else:
-                        per_t[str(t)] = res["results"].get(name, {"status": "error", "error": "missing"})
+                        per_t[str(t)] = merge_rounds([res["results"].get(name, {"status": "error", "error": "missing"})
+                                                      for res in rounds])
                 entry["results"][fw] = per_t
+            rounds_of = lambda fw, t: _cell(entry["results"].get(fw, {}).get(str(t)), "median_s_rounds")  # noqa: E731
             for t in threads:
-                base = _cell(entry["results"].get("msir", {}).get(str(t)), "median_s")
+                base = rounds_of("msir", t)
                 for fw, per_t in entry["results"].items():
-                    m = _cell(per_t.get(str(t)), "median_s")
-                    if base and m:
-                        per_t[str(t)]["x_msir"] = m / base
+                    x = round_ratios(rounds_of(fw, t), base)
+                    if x:
+                        per_t[str(t)]["x_msir"] = x["median"]
+                        per_t[str(t)]["x_msir_spread"] = x
+                bp = best_peer_ratio({fw: rounds_of(fw, t) for fw in entry["results"]})
+                if bp:
+                    entry.setdefault("msir_over_best_peer", {})[str(t)] = bp
+            if len(threads) > 1:
+                for fw in entry["results"]:
+                    x = round_ratios(rounds_of(fw, threads[-1]), rounds_of(fw, threads[0]))
+                    if x:
+                        entry.setdefault("scaling", {})[fw] = x
             report["workloads"][name] = entry
 
         if "W8" in names:
-            report["w8"] = run_w8(frameworks, avail, scratch, timeout, a.quick, log)
+            report["w8"] = run_w8(frameworks, avail, scratch, timeout, a.quick, log, a.repeats)
 
         report["wall_s"] = time.perf_counter() - t_start
     finally:
@@ -489,30 +651,49 @@ def main(argv=None) -> int:
     return 0
 
 
-def run_w8(frameworks, avail, scratch: Path, timeout, quick, log) -> dict:
+def run_w8(frameworks, avail, scratch: Path, timeout, quick, log, repeats: int = 1) -> dict:
     """Each W8 framework: two fresh processes in a row, sharing one on-disk cache dir
     (msir: MSIR_CACHE_DIR; TorchInductor: its cache dir; JAX: its defaults, no
-    persistent cache)."""
-    d = scratch / "w8"
-    d.mkdir()
-    for np_mod in set(W.W8_FRAMEWORKS.values()):
-        (d / f"w8_{np_mod.replace('.', '_')}.py").write_text(W.w8_source(np_mod, 10 if quick else 50))
+    persistent cache); `repeats` rounds alternating over the frameworks, each round
+    with fresh cache dirs (so process 1 is always a cold compile). Per framework:
+    process1 / process2 are the medians (first_call_s) of the rounds, their lists
+    in process1_rounds / process2_rounds and their spread in process1_spread / ..."""
     out = {}
-    for fw in W.W8_FRAMEWORKS:
-        if fw not in frameworks:
-            continue
+    fws = [fw for fw in W.W8_FRAMEWORKS if fw in frameworks]
+    for fw in fws:
         if avail[fw]["status"] != "ok":
             out[fw] = {"status": "skipped", "reason": avail[fw].get("reason")}
+        else:
+            out[fw] = {"status": "ok", "process1_rounds": [], "process2_rounds": []}
+    for rnd in range(repeats):
+        d = scratch / f"w8-r{rnd}"  # fresh sources too: no __pycache__ from an earlier round
+        d.mkdir()
+        for np_mod in set(W.W8_FRAMEWORKS.values()):
+            (d / f"w8_{np_mod.replace('.', '_')}.py").write_text(W.w8_source(np_mod, 10 if quick else 50))
+        for fw in fws:
+            r = out[fw]
+            if r["status"] != "ok":
+                continue
+            env = thread_env(os.cpu_count() or 1, scratch / f"w8-{fw}-r{rnd}")
+            for proc in ("process1", "process2"):
+                log(f"W8 round {rnd + 1}/{repeats}: {fw} {proc} ...")
+                res = run_worker(["w8", "--framework", fw, "--dir", str(d)], env, sys.executable, timeout, log)
+                r[proc + "_rounds"].append(res)
+                if res.get("status") != "ok":
+                    r["status"] = res.get("status")
+                    r["reason"] = res.get("reason") or res.get("error")
+                    r[proc] = res
+                    break
+    for fw, r in out.items():
+        if r["status"] != "ok":
             continue
-        env = thread_env(os.cpu_count() or 1, scratch / f"w8-{fw}")
-        r = {"status": "ok"}
         for proc in ("process1", "process2"):
-            log(f"W8 {fw} {proc} ...")
-            r[proc] = run_worker(["w8", "--framework", fw, "--dir", str(d)], env, sys.executable, timeout, log)
-            if r[proc].get("status") != "ok":
-                r["status"] = r[proc].get("status")
-                r["reason"] = r[proc].get("reason") or r[proc].get("error")
-        out[fw] = r
+            rounds = r[proc + "_rounds"]
+            r[proc + "_spread"] = spread([x["first_call_s"] for x in rounds])
+            r[proc] = merge_rounds([dict(x, median_s=x["first_call_s"]) for x in rounds])
+            r[proc].pop("median_s", None)
+            for k in ("median_s_rounds", "min_s", "max_s"):
+                r[proc].pop(k, None)
     return out
 
 
@@ -530,7 +711,8 @@ def render(report: dict) -> str:
     for fw, st in report["frameworks"].items():
         fws.append(f"{fw} {st.get('version', '')}".strip() if st["status"] == "ok" else f"{fw}: skipped ({st.get('reason')})")
     lines.append("  frameworks: " + "; ".join(fws))
-    lines.append("  ms = median steady-state time; x msir = framework time / msir time (> 1: msir faster);"
+    lines.append(f"  ms = median steady-state time, median of {report['config'].get('repeats', 1)} alternating round(s)"
+                 " [min-max]; x msir = framework time / msir time, median of per-round ratios (> 1: msir faster);"
                  " % limit = of measured copy GB/s or sgemm GFLOP/s; % FMA = of the FMA peak per thread x threads; rel err = max|out-ref|/max|ref| vs NumPy")
     for name, wr in report["workloads"].items():
         quick = ""
@@ -540,6 +722,11 @@ def render(report: dict) -> str:
             quick = f" [quick sizes: {' '.join('x'.join(map(str, s)) or 'scalar' for s in shapes)}]" if shapes else ""
         lines.append(f"  {name}: {wr['desc']} (tol {wr['tol']:.0e}){quick}")
     lines += ["", build_table(report)]
+    bp = build_best_peer_table(report)
+    if bp:
+        n = report["config"].get("repeats", 1)
+        lines += ["", f"msir / best peer (per round: msir time / the fastest peer's; median of {n} rounds "
+                      "[min-max]; > 1: a peer is faster)", bp]
     for name, wr in report["workloads"].items():
         for fw, per_t in wr["results"].items():
             for t, r in per_t.items():

@@ -26,6 +26,7 @@ def test_bench_quick_msir_and_numpy(tmp_path):
                 assert r["status"] == "ok", (name, fw, t, r.get("error"))
                 assert r["agree"] is True, (name, fw, t, r["max_rel_err"])
                 assert r["median_s"] > 0 and r["first_call_s"] > 0
+                assert r["repeats"] == 1 and r["median_s_rounds"] == [r["median_s"]]  # --quick: one round
     assert report["w8"]["msir"]["process1"]["agree"] is True
     assert report["w8"]["msir"]["process2"]["agree"] is True
     for t in ("1", "2"):
