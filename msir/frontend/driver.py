@@ -74,7 +74,9 @@ def spec_of(value: Any) -> Spec:
             "msir cannot pass an np.matrix to compiled code: its * is a matrix product and its results stay "
             "2-d, which compiled code would not follow; pass np.asarray(m)"
         )
-    if isinstance(value, np.ma.MaskedArray):
+    # `np.ma` imports numpy.ma (~30 ms) on first touch; no masked array exists before it is imported
+    ma = sys.modules.get("numpy.ma")
+    if ma is not None and isinstance(value, ma.MaskedArray):
         raise DTypeError(
             "msir cannot pass a masked array to compiled code: the mask would be dropped; pass "
             "np.ma.filled(a, fill_value), or the data and the mask as two arrays"

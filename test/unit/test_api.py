@@ -76,3 +76,24 @@ def test_importing_the_dialect_does_not_load_llvmlite_or_the_frontend():
     code = "import sys, msir.dialects.msir; print('llvmlite' in sys.modules, 'msir.frontend.translate' in sys.modules)"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.stdout.split() == ["False", "False"], r.stdout + r.stderr
+
+
+def test_a_first_compile_does_not_import_numpy_ma_and_a_masked_array_is_still_refused(tmp_path):
+    """`numpy.ma` costs ~30 ms to import (W8's cold compile): the argument check for masked arrays
+    reads it from sys.modules (no masked array exists before numpy.ma is imported)."""
+    (tmp_path / "double.py").write_text("def double(x):\n    return x * 2.0\n")
+    code = ("import sys, numpy as np, msir\n"
+            f"sys.path.insert(0, {str(tmp_path)!r})\n"
+            "from double import double\n"
+            "f = msir.jit(double)\n"
+            "assert (f(np.ones(3)) == 2.0).all()\n"
+            "print('numpy.ma' in sys.modules)\n"
+            "import numpy.ma\n"
+            "try:\n"
+            "    f(np.ma.masked_array(np.ones(3), mask=[0, 1, 0]))\n"
+            "except msir.errors.DTypeError as e:\n"
+            "    print('refused:', 'cannot pass a masked array' in str(e))\n")
+    env = dict(os.environ, MSIR_CACHE_DIR=str(tmp_path / "cache"))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    assert r.stdout.splitlines() == ["False", "refused: True"], \
+        r.stdout + r.stderr
