@@ -7,18 +7,22 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
 from xdsl.dialects import arith, func
+from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, i64
 from xdsl.ir import SSAValue
 
 from msir.ascend.kernel_builder import (
     REDUCE_REPEATS,
     VECTOR_CLASSES,
     Kernel,
+    byte_offsets,
     copy,
     dtype_of,
     refuse,
     repeated,
 )
+from msir.ascend.sync import Access, Instr
 from msir.dialects import ascend as A
 from msir.errors import CompileError
 
@@ -46,7 +50,8 @@ class RowPlan:
     """(valid elements, row stride) of each partial-result buffer."""
 
 
-def _up(x: int, m: int) -> int:
+def round_up(x: int, m: int) -> int:
+    """x rounded up to a multiple of m."""
     return -(-x // m) * m
 
 
@@ -67,13 +72,13 @@ def rows_per_tile(spec: A.TargetSpec, M: int, row_bytes: int, most: int) -> int:
     return min(range(1, max(1, most) + 1), key=lambda rows: (core0_cycles(rows), -rows))
 
 
-def _partial_levels(valid: int, per_repeat: int, align: int) -> list[tuple[int, int]]:
+def partial_levels(valid: int, per_repeat: int, align: int) -> list[tuple[int, int]]:
     """The partial buffers after the first level gives `valid` elements per
     row: a buffer whose row is reduced by full repeats again has a row stride
     of whole repeats (padded with the identity), the last one of 32 bytes."""
     levels = []
     while True:
-        stride = _up(valid, per_repeat) if valid > per_repeat else _up(valid, align)
+        stride = round_up(valid, per_repeat) if valid > per_repeat else round_up(valid, align)
         levels.append((valid, stride))
         if valid <= per_repeat:
             return levels
@@ -92,10 +97,10 @@ def plan_row_reduction(spec: A.TargetSpec, M: int, N: int, dtype: str, work: str
     ub = spec.capacity["ub"] - 32 * 8  # slack for each buffer's 32-byte alignment
 
     def row_bytes(chunk: int, chunks: int) -> int:
-        levels = _partial_levels(chunks * chunk // per_repeat, per_repeat, align)
+        levels = partial_levels(chunks * chunk // per_repeat, per_repeat, align)
         return chunk * column_bytes + sum(stride for _, stride in levels) * wb + wb + A.DTYPE_BYTES[dtype]
 
-    whole = _up(N, max(per_repeat, A.REPEAT_BYTES // A.DTYPE_BYTES[dtype]))  # whole repeats of both types
+    whole = round_up(N, max(per_repeat, A.REPEAT_BYTES // A.DTYPE_BYTES[dtype]))  # whole repeats of both types
     if whole // per_repeat <= REDUCE_REPEATS and row_bytes(whole, 1) <= ub and (
             not tile_elements or whole <= tile_elements):
         rows = rows_per_tile(spec, M, N * A.DTYPE_BYTES[dtype], min(M, ub // row_bytes(whole, 1),
@@ -110,7 +115,7 @@ def plan_row_reduction(spec: A.TargetSpec, M: int, N: int, dtype: str, work: str
         if chunk < unit or row_bytes(chunk, chunks) > ub:
             raise CompileError(f"a row of {N} elements needs more UB for its partial sums than "
                                f"{spec.name} has ({spec.capacity['ub']} bytes)")
-    return RowPlan(rows, chunk, chunks, tuple(_partial_levels(chunks * chunk // per_repeat, per_repeat, align)))
+    return RowPlan(rows, chunk, chunks, tuple(partial_levels(chunks * chunk // per_repeat, per_repeat, align)))
 
 
 def lower_row_reduction(name: str, spec: A.TargetSpec, fn: func.FuncOp, op, tile_elements: int) -> A.KernelOp:
@@ -135,8 +140,8 @@ def lower_row_reduction(name: str, spec: A.TargetSpec, fn: func.FuncOp, op, tile
     x_ub = k.alloc("ub", (R, C), dtype, "nd", f"{hint}_ub")
     x_work = k.alloc("ub", (R * C,), work, "nd", f"{hint}_{work}_ub") if work != dtype else x_ub
     partials = [k.alloc("ub", (R * stride,), work, "nd", f"partial{i}_ub") for i, (_, stride) in enumerate(plan.levels)]
-    acc = k.alloc("ub", (_up(R, 16),), work, "nd", "acc_ub")
-    out = k.alloc("ub", (_up(R, 16),), dtype, "nd", "out_ub") if work != dtype else acc
+    acc = k.alloc("ub", (round_up(R, 16),), work, "nd", "acc_ub")
+    out = k.alloc("ub", (round_up(R, 16),), dtype, "nd", "out_ub") if work != dtype else acc
     vdup, vconv = VECTOR_CLASSES["vdup"], VECTOR_CLASSES["vconv"]
     reduce = VECTOR_CLASSES[reducer]
     in_repeat = A.REPEAT_BYTES // A.DTYPE_BYTES[dtype]
@@ -161,9 +166,9 @@ def lower_row_reduction(name: str, spec: A.TargetSpec, fn: func.FuncOp, op, tile
             if work != dtype:
                 repeated(k, body, vconv, [(x_work, 0, per_repeat), (x_ub, 0, per_repeat)], rows * C // per_repeat,
                           rep_stride=[A.BLOCKS_PER_REPEAT, halves])
-            _reduce_chunk(k, body, reduce, x_work, partials[0], plan.levels[0][1], rows, C, j, plan.chunks,
+            reduce_chunk(k, body, reduce, x_work, partials[0], plan.levels[0][1], rows, C, j, plan.chunks,
                           per_repeat)
-        _reduce_partials(k, body, reduce, partials, plan.levels, acc, rows, per_repeat, work)
+        reduce_partials(k, body, reduce, partials, plan.levels, acc, rows, per_repeat, work)
         if out is not acc:
             full, rest = divmod(rows, per_repeat)
             if full:
@@ -174,10 +179,10 @@ def lower_row_reduction(name: str, spec: A.TargetSpec, fn: func.FuncOp, op, tile
                           extents=[rest, rest])
         copy(k, body, "mte3", out, [c0], gm_out, [row], (rows,))
 
-    return _row_tiles_over_cores(k, spec, M, R, tile_body)
+    return row_tiles_over_cores(k, spec, M, R, tile_body)
 
 
-def _row_tiles_over_cores(k: Kernel, spec: A.TargetSpec, M: int, R: int, tile_body) -> A.KernelOp:
+def row_tiles_over_cores(k: Kernel, spec: A.TargetSpec, M: int, R: int, tile_body) -> A.KernelOp:
     """The kernel over M rows in tiles of R: the whole tiles dealt round-robin
     to the vector cores, then the tail tile of M mod R rows on one core;
     `tile_body(body, first_row, rows)` emits one tile."""
@@ -192,7 +197,7 @@ def _row_tiles_over_cores(k: Kernel, spec: A.TargetSpec, M: int, R: int, tile_bo
     return k.finish(block_dim, {})
 
 
-def _reduce_chunk(k: Kernel, body: list, reduce, src: SSAValue, partial: SSAValue, stride: int, rows: int, C: int,
+def reduce_chunk(k: Kernel, body: list, reduce, src: SSAValue, partial: SSAValue, stride: int, rows: int, C: int,
                   chunk: int, chunks: int, per_repeat: int) -> None:
     """The first level: each repeat of chunk `chunk` of `rows` rows of `src`
     (C columns a row) to one element of `partial` (rows `stride` apart)."""
@@ -204,7 +209,7 @@ def _reduce_chunk(k: Kernel, body: list, reduce, src: SSAValue, partial: SSAValu
                   C // per_repeat)
 
 
-def _reduce_partials(k: Kernel, body: list, reduce, partials: list, levels: tuple, acc: SSAValue, rows: int,
+def reduce_partials(k: Kernel, body: list, reduce, partials: list, levels: tuple, acc: SSAValue, rows: int,
                      per_repeat: int, work: str) -> None:
     """The later levels, down to one element per row in `acc`: a level whose
     rows hold at most a repeat is one masked repeat per row, strided by its
@@ -228,6 +233,124 @@ def _reduce_partials(k: Kernel, body: list, reduce, partials: list, levels: tupl
                 repeated(k, body, reduce, [(partials[level + 1], r * next_stride, 1), (src, r * stride, per_repeat)],
                           repeats)
 
+
+
+# ---------------------------------------------------------------------------
+# Per-row operands: a row's scalar as a block, a row vector, the padding
+# ---------------------------------------------------------------------------
+
+F32_REPEAT = A.REPEAT_BYTES // 4
+"""f32 elements per repeat: the row kernels compute in f32."""
+
+
+def strided(k: Kernel, into: list, cls, operands: list[tuple[SSAValue, int]], repeats: int, *,
+            scalar: SSAValue | None = None, mask_bits: list[int] | None = None, blk_stride: list[int] | None = None,
+            rep_stride: list[int] | None = None) -> None:
+    """One vector instruction whose accesses are exactly the elements its
+    lanes and strides address (as the emulator computes them), so that
+    instructions on interleaved elements of one buffer (the columns of a
+    tile, a row's padding) do not look dependent to the sync inserter."""
+    values = [v for buffer, start in operands for v in (buffer, k.index(start))]
+    props = {}
+    if repeats > 1:
+        props["repeat"] = IntegerAttr(repeats, i64)
+    if mask_bits is not None:
+        props["mask_bits"] = DenseArrayBase.from_list(i64, mask_bits)
+    if blk_stride is not None:
+        props["blk_stride"] = DenseArrayBase.from_list(i64, blk_stride)
+    if rep_stride is not None:
+        props["rep_stride"] = DenseArrayBase.from_list(i64, rep_stride)
+    op = cls.build(operands=[*values, *([scalar] if scalar is not None else [])], properties=props)
+    lanes = np.asarray(op.lanes(), dtype=np.int64)
+    blk, rep = op.strides()
+    accesses = []
+    for (buffer, start), bs, rs in zip(operands, blk, rep):
+        per_block = 32 // buffer.type.element_bytes
+        elements = (start + np.arange(repeats)[:, None] * rs * per_block
+                    + (lanes // per_block)[None, :] * bs * per_block + (lanes % per_block)[None, :])
+        accesses.append(Access(buffer, byte_offsets(buffer.type, np.unique(elements)), buffer.type.size_bytes))
+    into.append(Instr(op, "v", accesses[1:], accesses[:1]))
+
+
+def _by_columns(rows: int, C: int) -> bool:
+    """Whether an op over `rows` rows of C f32 goes one instruction per
+    repeat column (a repeat per row, rows C / 8 blocks apart: at most 255)
+    rather than one per row, by the fewer instructions."""
+    repeats_per_row = C // F32_REPEAT
+    return C // 8 <= 255 and repeats_per_row * -(-rows // REDUCE_REPEATS) < rows * -(-repeats_per_row // REDUCE_REPEATS)
+
+
+def with_row_operand(k: Kernel, body: list, op: str, dst: SSAValue, src: SSAValue, other: SSAValue, kind: str,
+                     rows: int, C: int, at: int = 0) -> None:
+    """dst[r] = src[r] (op) other for the rows r < `rows` of C f32 elements
+    (whole repeats, rows C apart from element `at`): `kind` "block", other
+    holds row r's scalar as the block at 8 r (vbrcb), read with block stride
+    0; "vector", other is one row of C (a scale or shift), read with repeat
+    stride 0 when the instruction walks down a column."""
+    cls = VECTOR_CLASSES[op]
+    repeats_per_row, row_blocks = C // F32_REPEAT, C // 8
+    if _by_columns(rows, C):
+        for j in range(repeats_per_row):
+            for r0 in range(0, rows, REDUCE_REPEATS):
+                count = min(REDUCE_REPEATS, rows - r0)
+                x = at + r0 * C + j * F32_REPEAT
+                third, blk, rep = (((other, r0 * 8), 0, 1) if kind == "block"
+                                   else ((other, j * F32_REPEAT), 1, 0))
+                strided(k, body, cls, [(dst, x), (src, x), third], count, blk_stride=[1, 1, blk],
+                        rep_stride=[row_blocks, row_blocks, rep])
+        return
+    for r in range(rows):
+        for j0 in range(0, repeats_per_row, REDUCE_REPEATS):
+            count = min(REDUCE_REPEATS, repeats_per_row - j0)
+            x = at + r * C + j0 * F32_REPEAT
+            third, blk, rep = (((other, r * 8), 0, 0) if kind == "block"
+                               else ((other, j0 * F32_REPEAT), 1, 8))
+            strided(k, body, cls, [(dst, x), (src, x), third], count, blk_stride=[1, 1, blk], rep_stride=[8, 8, rep])
+
+
+def zero_padding(k: Kernel, body: list, buf: SSAValue, rows: int, N: int, C: int) -> None:
+    """Zero columns [N, C) of the first `rows` rows of an f32 tile of rows
+    of C: the first padding repeat through a bit mask of its padding lanes,
+    the whole padding repeats after it; down the columns when the row stride
+    fits a repeat stride, else row by row."""
+    zero = k.scalar(0.0, "f32")
+    vdup = VECTOR_CLASSES["vdup"]
+    first, part = divmod(N, F32_REPEAT)
+    bits = None
+    if part:
+        lo = ((1 << 64) - 1) ^ ((1 << part) - 1)
+        bits = [0, lo - (1 << 64) if lo >= 1 << 63 else lo]
+    repeats = range(first, C // F32_REPEAT)
+    if C // 8 <= 255 and len(repeats) * -(-rows // REDUCE_REPEATS) <= rows:
+        for j in repeats:
+            for r0 in range(0, rows, REDUCE_REPEATS):
+                strided(k, body, vdup, [(buf, r0 * C + j * F32_REPEAT)], min(REDUCE_REPEATS, rows - r0), scalar=zero,
+                        mask_bits=bits if j == first else None, rep_stride=[C // 8])
+        return
+    for r in range(rows):
+        whole = first + (1 if part else 0)
+        if part:
+            strided(k, body, vdup, [(buf, r * C + first * F32_REPEAT)], 1, scalar=zero, mask_bits=bits)
+        for j0 in range(whole, C // F32_REPEAT, REDUCE_REPEATS):
+            strided(k, body, vdup, [(buf, r * C + j0 * F32_REPEAT)], min(REDUCE_REPEATS, C // F32_REPEAT - j0),
+                    scalar=zero)
+
+
+def on_row_scalars(k: Kernel, body: list, op: str, acc: SSAValue, rows: int, scalar: SSAValue | None = None) -> None:
+    """acc[r] = op(acc[r]) (with `scalar`) for the rows' f32 results, the
+    last repeat masked."""
+    cls = VECTOR_CLASSES[op]
+    full, rest = divmod(rows, F32_REPEAT)
+    if full:
+        repeated(k, body, cls, [(acc, 0, F32_REPEAT), (acc, 0, F32_REPEAT)], full, scalar=scalar)
+    if rest:
+        repeated(k, body, cls, [(acc, full * F32_REPEAT, 0), (acc, full * F32_REPEAT, 0)], 1, scalar=scalar,
+                 mask=rest, extents=[rest, rest])
+
+
+def row_blocks(k: Kernel, body: list, blocks: SSAValue, acc: SSAValue, rows: int) -> None:
+    """Each row's scalar in `acc` to the 32-byte block at 8 r of `blocks`."""
+    repeated(k, body, VECTOR_CLASSES["vbrcb"], [(blocks, 0, F32_REPEAT), (acc, 0, 8)], -(-rows // 8))
 
 
 # ---------------------------------------------------------------------------
@@ -274,8 +397,8 @@ def lower_softmax(name: str, spec: A.TargetSpec, fn: func.FuncOp, mx, tile_eleme
     M, N = t.get_shape()
     dtype = dtype_of(mx, t)
     work, per_repeat = "f32", A.REPEAT_BYTES // 4
-    C = _up(N, 128)  # whole repeats of f32 and of f16
-    levels = tuple(_partial_levels(C // per_repeat, per_repeat, 8))
+    C = round_up(N, 128)  # whole repeats of f32 and of f16
+    levels = tuple(partial_levels(C // per_repeat, per_repeat, 8))
     convert = dtype != work
     column_bytes = A.DTYPE_BYTES[dtype] * (2 if convert else 1) + 4
     row_bytes = C * column_bytes + sum(stride for _, stride in levels) * 4 + 4 + 32
@@ -292,8 +415,8 @@ def lower_softmax(name: str, spec: A.TargetSpec, fn: func.FuncOp, mx, tile_eleme
     e_ub = k.alloc("ub", (R, C), work, "nd", "e_ub")  # x in f32, then exp(x - max), then the result
     out = k.alloc("ub", (R, C), dtype, "nd", "out_ub") if convert else e_ub
     partials = [k.alloc("ub", (R * stride,), work, "nd", f"partial{i}_ub") for i, (_, stride) in enumerate(levels)]
-    acc = k.alloc("ub", (_up(R, 16),), work, "nd", "acc_ub")
-    blocks = k.alloc("ub", (_up(R, 16) * 8,), work, "nd", "row_blocks_ub")  # a block per row: max, then 1 / sum
+    acc = k.alloc("ub", (round_up(R, 16),), work, "nd", "acc_ub")
+    blocks = k.alloc("ub", (round_up(R, 16) * 8,), work, "nd", "row_blocks_ub")  # a block per row: max, then 1 / sum
     cls = VECTOR_CLASSES
     in_repeat = A.REPEAT_BYTES // A.DTYPE_BYTES[dtype]
     halves = A.BLOCKS_PER_REPEAT * A.DTYPE_BYTES[dtype] // 4
@@ -320,13 +443,13 @@ def lower_softmax(name: str, spec: A.TargetSpec, fn: func.FuncOp, mx, tile_eleme
             repeated(k, body, cls["vconv"], [(e_ub, 0, per_repeat), (x_ub, 0, per_repeat)], rows * repeats_per_row,
                       rep_stride=[A.BLOCKS_PER_REPEAT, halves])
             src = e_ub
-        _reduce_chunk(k, body, cls["vcmax"], src, partials[0], levels[0][1], rows, C, 0, 1, per_repeat)
-        _reduce_partials(k, body, cls["vcmax"], partials, levels, acc, rows, per_repeat, work)
+        reduce_chunk(k, body, cls["vcmax"], src, partials[0], levels[0][1], rows, C, 0, 1, per_repeat)
+        reduce_partials(k, body, cls["vcmax"], partials, levels, acc, rows, per_repeat, work)
         row_blocks(body, rows)
         per_row(body, "vsub", src, rows)
         repeated(k, body, cls["vexp"], [(e_ub, 0, per_repeat), (e_ub, 0, per_repeat)], rows * repeats_per_row)
-        _reduce_chunk(k, body, cls["vcadd"], e_ub, partials[0], levels[0][1], rows, C, 0, 1, per_repeat)
-        _reduce_partials(k, body, cls["vcadd"], partials, levels, acc, rows, per_repeat, work)
+        reduce_chunk(k, body, cls["vcadd"], e_ub, partials[0], levels[0][1], rows, C, 0, 1, per_repeat)
+        reduce_partials(k, body, cls["vcadd"], partials, levels, acc, rows, per_repeat, work)
         full, rest = divmod(rows, per_repeat)
         if full:
             repeated(k, body, cls["vrec"], [(acc, 0, per_repeat), (acc, 0, per_repeat)], full)
@@ -340,6 +463,6 @@ def lower_softmax(name: str, spec: A.TargetSpec, fn: func.FuncOp, mx, tile_eleme
                       rep_stride=[halves, A.BLOCKS_PER_REPEAT])
         copy(k, body, "mte3", out, [c0, c0], gm_out, [row, c0], (rows, N))
 
-    return _row_tiles_over_cores(k, spec, M, R, tile_body)
+    return row_tiles_over_cores(k, spec, M, R, tile_body)
 
 

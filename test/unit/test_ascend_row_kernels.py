@@ -1,0 +1,131 @@
+"""convert-msir-to-ascend's layer norm (`lower_layernorm.py`): values on
+the emulator against NumPy at the target's precision on 910A and 910B,
+every inserted sync needed, from `ops.layer_norm` and the `nn.LayerNorm`
+Cell."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_convert_msir_to_ascend import CHIPS, check_every_sync_needed, lower, run, sync_removals
+
+import msir
+from msir import nn, ops
+
+NP = {"f16": np.float16, "f32": np.float32}
+
+
+def layer_norm_ir(M: int, N: int, dtype: str, params: tuple[str, ...] = ("gamma", "beta"), eps: float = 1e-5) -> str:
+    """`ops.layer_norm` over the last axis as the frontend writes it."""
+    t, k, r = f"tensor<{M}x{N}x{dtype}>", f"tensor<{M}x1x{dtype}>", f"tensor<{N}x{dtype}>"
+    args = ", ".join([f"%x: {t}"] + [f"%{p}: {r}" for p in params])
+    body = f"""
+  %eps = msir.constant dense<{eps:e}> : tensor<{dtype}>
+  %0 = msir.reduce_mean %x axes array<i64: 1> : {t} to {k}
+  %1 = msir.broadcast_to %0 : {k} to {t}
+  %2 = msir.sub %x, %1 : {t}
+  %3 = msir.mul %2, %2 : {t}
+  %4 = msir.reduce_mean %3 axes array<i64: 1> : {t} to {k}
+  %5 = msir.broadcast_to %eps : tensor<{dtype}> to {k}
+  %6 = msir.add %4, %5 : {k}
+  %7 = msir.sqrt %6 : {k}
+  %8 = msir.constant dense<1.000000e+00> : {k}
+  %9 = msir.div %8, %7 : {k}
+  %10 = msir.broadcast_to %9 : {k} to {t}
+  %y = msir.mul %2, %10 : {t}
+"""
+    last = "%y"
+    for p, op in (("gamma", "mul"), ("beta", "add")):
+        if p in params:
+            body += f"  %{p}_rows = msir.broadcast_to %{p} : {r} to {t}\n  %{p}_y = msir.{op} {last}, %{p}_rows : {t}\n"
+            last = f"%{p}_y"
+    return f"func.func @ln({args}) -> {t} {{{body}  func.return {last} : {t}\n}}"
+
+
+def layer_norm_ref(x, gamma=None, beta=None, eps=1e-5):
+    x = x.astype(np.float64)
+    c = x - x.mean(axis=1, keepdims=True)
+    y = c / np.sqrt((c * c).mean(axis=1, keepdims=True) + eps)
+    if gamma is not None:
+        y = y * gamma.astype(np.float64)
+    if beta is not None:
+        y = y + beta.astype(np.float64)
+    return y
+
+
+def inputs(M: int, N: int, dtype: str, params: tuple[str, ...], seed: int = 0) -> list[np.ndarray]:
+    r = np.random.default_rng(seed)
+    x = (r.uniform(-2, 2, (M, N)) + 3).astype(NP[dtype])  # a mean far from 0: the centring matters
+    rows = {"gamma": r.uniform(0.5, 1.5, N).astype(NP[dtype]), "beta": r.uniform(-1, 1, N).astype(NP[dtype])}
+    return [x] + [rows[p] for p in params]
+
+
+def assert_at_precision(y: np.ndarray, ref: np.ndarray) -> None:
+    """f32: within 1e-5 (f32 sums of a few thousand terms); f16: within
+    one f16 ulp of the exact value (computed in f32, rounded once)."""
+    if y.dtype == np.float32:
+        np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-5)
+    else:
+        err = np.abs(y.astype(np.float64) - ref)
+        np.testing.assert_array_less(err, np.spacing(np.abs(ref).astype(np.float16)).astype(np.float64) + 1e-6)
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+@pytest.mark.parametrize("dtype", ["f16", "f32"])
+@pytest.mark.parametrize("M,N", [(300, 77), (33, 1000), (17, 3000)])
+@pytest.mark.parametrize("params", [("gamma", "beta"), ()])
+def test_layer_norm_matches_numpy(chip, dtype, M, N, params):
+    # 77 and 1000 columns: rows padded to whole repeats (the padding is
+    # zeroed after the centring); 300, 33 and 17 rows: no tile divides them
+    xs = inputs(M, N, dtype, params)
+    (y,) = run(lower(layer_norm_ir(M, N, dtype, params), chip), "ln", xs).outputs
+    assert y.dtype == NP[dtype] and y.shape == (M, N)
+    assert_at_precision(y, layer_norm_ref(*xs[:1], *(xs[1 + params.index(p)] if p in params else None
+                                                    for p in ("gamma", "beta"))))
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+@pytest.mark.parametrize("params", [("gamma",), ("beta",)])
+def test_layer_norm_with_only_a_scale_or_a_shift(chip, params):
+    xs = inputs(40, 130, "f32", params)
+    (y,) = run(lower(layer_norm_ir(40, 130, "f32", params, eps=0.5), chip), "ln", xs).outputs
+    given = dict(zip(params, xs[1:]))
+    assert_at_precision(y, layer_norm_ref(xs[0], given.get("gamma"), given.get("beta"), eps=0.5))
+
+
+def _layer_norm(x, g, b):
+    return ops.layer_norm(x, (x.shape[-1],), g, b, 1e-5)
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+@pytest.mark.parametrize("dtype", ["f16", "f32"])
+def test_ops_layer_norm_and_the_cell_run_on_the_emulator(chip, dtype, monkeypatch):
+    monkeypatch.setenv("MSIR_ASCEND_CHIP", chip)
+    x, g, b = inputs(50, 200, dtype, ("gamma", "beta"), seed=4)
+    f = msir.jit(_layer_norm, target="ascend")
+    assert_at_precision(f(x, g, b), layer_norm_ref(x, g, b))
+    assert f.profile.cycles > 0
+    from msir.ascend import emulator
+
+    kernels, emulate = [], emulator.run
+    monkeypatch.setattr(emulator, "run", lambda module, entry, xs: kernels.append(entry) or emulate(module, entry, xs))
+    cell = nn.LayerNorm((200,), epsilon=1e-3)
+    mode, target = msir.get_context("mode"), msir.get_context("device_target")
+    msir.set_context(mode=msir.GRAPH_MODE, device_target="Ascend")
+    try:
+        y = cell(msir.Tensor(x.astype(np.float32)))
+    finally:
+        msir.set_context(mode=mode, device_target=target)
+    assert kernels == ["LayerNorm"]  # the Cell ran on the emulator
+    assert_at_precision(np.asarray(y.asnumpy()), layer_norm_ref(x, eps=1e-3))
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+def test_every_sync_of_a_layer_norm_is_needed(chip):
+    # one core, tiles of 2 rows (the tile loop's back edges), f16 (the
+    # conversions), gamma and beta loaded before the loop, 77 columns (the
+    # padding zeroed)
+    xs = inputs(6, 77, "f16", ("gamma", "beta"), seed=5)
+    text = lower(layer_norm_ir(6, 77, "f16"), chip, max_block_dim=1, tile_elements=256)
+    assert "mask_bits" in text and "(back edge)" in " ".join(w for w, _ in sync_removals(text))
+    assert check_every_sync_needed(text, "ln", xs) >= 6
