@@ -275,9 +275,9 @@ def strided(k: Kernel, into: list, cls, operands: list[tuple[SSAValue, int]], re
 def _by_columns(rows: int, C: int) -> bool:
     """Whether an op over `rows` rows of C f32 goes one instruction per
     repeat column (a repeat per row, rows C / 8 blocks apart: at most 255)
-    rather than one per row, by the fewer instructions."""
+    rather than one per row: the fewer instructions, columns on a tie."""
     repeats_per_row = C // F32_REPEAT
-    return C // 8 <= 255 and repeats_per_row * -(-rows // REDUCE_REPEATS) < rows * -(-repeats_per_row // REDUCE_REPEATS)
+    return C // 8 <= 255 and repeats_per_row * -(-rows // REDUCE_REPEATS) <= rows * -(-repeats_per_row // REDUCE_REPEATS)
 
 
 def with_row_operand(k: Kernel, body: list, op: str, dst: SSAValue, src: SSAValue, other: SSAValue, kind: str,
