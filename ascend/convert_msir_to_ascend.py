@@ -85,12 +85,14 @@ from msir.ascend.errors import source_loc
 from msir.ascend.kernel_builder import dtype_of, refuse
 from msir.ascend.lower_elementwise import lower_elementwise
 from msir.ascend.lower_layernorm import fits_ub, lower_layer_norm, match_layer_norm
+from msir.ascend.lower_long_rows import lower_long_layer_norm, lower_long_softmax
 from msir.ascend.lower_matmul import lower_matmul
 from msir.ascend.lower_rows import (
     ROW_REDUCTIONS,
     lower_row_reduction,
     lower_softmax,
     match_softmax,
+    softmax_fits_ub,
 )
 from msir.dialects import ascend as A
 from msir.errors import CompileError
@@ -162,14 +164,17 @@ class ConvertMsirToAscend(ModulePass):
                 raise refuse(inner, "calls have no Ascend lowering: a kernel is one straight-line function")
         softmax = match_softmax(fn)
         if softmax is not None:
-            return lower_softmax(name, spec, fn, softmax, self.tile_elements)
+            x = softmax.input
+            if softmax_fits_ub(spec, x.type.get_shape()[1], dtype_of(softmax, x.type), self.tile_elements):
+                return lower_softmax(name, spec, fn, softmax, self.tile_elements)
+            return lower_long_softmax(name, spec, fn, softmax, self.tile_elements)
         layer_norm = match_layer_norm(fn)
         if layer_norm is not None:
             params = (layer_norm.gamma is not None) + (layer_norm.beta is not None)
-            if not fits_ub(spec, layer_norm.x.type.get_shape()[1], dtype_of(layer_norm.anchor, layer_norm.x.type),
-                           params):
-                raise refuse(layer_norm.anchor, "a layer norm row does not fit UB")
-            return lower_layer_norm(name, spec, fn, layer_norm, self.tile_elements)
+            N, dtype = layer_norm.x.type.get_shape()[1], dtype_of(layer_norm.anchor, layer_norm.x.type)
+            if fits_ub(spec, N, dtype, params, self.tile_elements):
+                return lower_layer_norm(name, spec, fn, layer_norm, self.tile_elements)
+            return lower_long_layer_norm(name, spec, fn, layer_norm, self.tile_elements)
         ops = _compute_ops(fn)
         matmuls = [o for o in ops if o.name == "msir.matmul"]
         if matmuls:

@@ -140,9 +140,12 @@ def ub_columns(dtype: str, params: int) -> tuple[int, int]:
     return db + 4 + 4 + (db if convert else 0), params * (4 + (db if convert else 0))
 
 
-def fits_ub(spec: A.TargetSpec, N: int, dtype: str, params: int) -> bool:
-    """Whether one row of N (and the parameter rows) fits UB in one pass."""
+def fits_ub(spec: A.TargetSpec, N: int, dtype: str, params: int, tile_elements: int) -> bool:
+    """Whether one row of N (and the parameter rows) fits UB in one pass,
+    in one instruction's repeats and in a tile of `tile_elements` if given."""
     C = round_up(N, 128)
+    if tile_elements and C > tile_elements:
+        return False
     tile, fixed = ub_columns(dtype, params)
     levels = partial_levels(C // F32_REPEAT, F32_REPEAT, 8)
     row = C * tile + sum(s for _, s in levels) * 4 + 4 + 32

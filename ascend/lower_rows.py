@@ -386,12 +386,29 @@ def match_softmax(fn: func.FuncOp):
     return mx
 
 
+def _softmax_row_bytes(N: int, dtype: str) -> int:
+    """UB bytes per row of a one-pass softmax tile: the input, its f32 copy,
+    an f16 output, the partials."""
+    C = round_up(N, 128)
+    column_bytes = A.DTYPE_BYTES[dtype] * (2 if dtype != "f32" else 1) + 4
+    return C * column_bytes + sum(stride for _, stride in partial_levels(C // F32_REPEAT, F32_REPEAT, 8)) * 4 + 36
+
+
+def softmax_fits_ub(spec: A.TargetSpec, N: int, dtype: str, tile_elements: int) -> bool:
+    """Whether a row of N goes through UB in one pass, in one instruction's
+    repeats and in a tile of `tile_elements` if given (else `lower_long_rows`)."""
+    C = round_up(N, 128)
+    return (C // F32_REPEAT <= REDUCE_REPEATS and _softmax_row_bytes(N, dtype) <= spec.capacity["ub"] - 256
+            and (not tile_elements or C <= tile_elements))
+
+
 def lower_softmax(name: str, spec: A.TargetSpec, fn: func.FuncOp, mx, tile_elements: int) -> A.KernelOp:
     """One kernel: per tile of rows, GM -> UB, (f16: to f32), the rows'
     maxima (vcmax levels), x - max (the maximum broadcast to a block by
     vbrcb, read with strides 0), exp, the rows' sums (vcadd levels), times
     the reciprocal of the sum (vrec, vbrcb), (f16: back to f16), UB -> GM.
-    Rows are padded with -inf: exp makes the padding 0 for the sum."""
+    Rows are padded with -inf: exp makes the padding 0 for the sum. A row
+    must fit UB (`softmax_fits_ub`)."""
     x = fn.body.block.args[0]
     t = x.type
     M, N = t.get_shape()
@@ -400,12 +417,8 @@ def lower_softmax(name: str, spec: A.TargetSpec, fn: func.FuncOp, mx, tile_eleme
     C = round_up(N, 128)  # whole repeats of f32 and of f16
     levels = tuple(partial_levels(C // per_repeat, per_repeat, 8))
     convert = dtype != work
-    column_bytes = A.DTYPE_BYTES[dtype] * (2 if convert else 1) + 4
-    row_bytes = C * column_bytes + sum(stride for _, stride in levels) * 4 + 4 + 32
+    row_bytes = _softmax_row_bytes(N, dtype)
     ub = spec.capacity["ub"] - 32 * 8
-    if C // per_repeat > REDUCE_REPEATS or row_bytes > ub:
-        raise refuse(mx, f"a softmax row of {N} elements does not fit UB on {spec.name} ({spec.capacity['ub']} "
-                     "bytes); online softmax has no Ascend lowering yet")
     R = rows_per_tile(spec, M, N * A.DTYPE_BYTES[dtype], min(M, ub // row_bytes, max(1, tile_elements // C)
                                                              if tile_elements else M))
     hint = x.name_hint or "arg0"

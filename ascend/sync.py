@@ -202,8 +202,16 @@ class _State:
         """The pipes `ins` depends on without a happens-before edge yet, its
         own pipe last: a flag from another pipe that had itself waited for
         this pipe's producer orders that producer too, and then the barrier
-        is not needed."""
-        return sorted(self.producers(ins), key=lambda q: (q == ins.pipe, PIPES.index(q)))
+        is not needed. For the same reason another pipe whose flag would
+        already order a third pipe's producer goes first (a store on MTE3
+        that waited for the vector op before it: its flag orders both for
+        the next load)."""
+        latest = self.producers(ins)
+
+        def covers(q: str) -> bool:
+            return q != ins.pipe and any(self.known[q][r] >= self.info[i - 1][1] for r, i in latest.items() if r != q)
+
+        return sorted(latest, key=lambda q: (q == ins.pipe, not covers(q), PIPES.index(q)))
 
     def record(self, ins: Instr) -> None:
         p = ins.pipe

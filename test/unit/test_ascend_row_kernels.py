@@ -129,3 +129,58 @@ def test_every_sync_of_a_layer_norm_is_needed(chip):
     text = lower(layer_norm_ir(6, 77, "f16"), chip, max_block_dim=1, tile_elements=256)
     assert "mask_bits" in text and "(back edge)" in " ".join(w for w, _ in sync_removals(text))
     assert check_every_sync_needed(text, "ln", xs) >= 6
+
+
+# -- rows too long for UB: streamed twice in chunks (lower_long_rows.py) ------
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+@pytest.mark.parametrize("dtype,N", [("f32", 40000), ("f32", 100000), ("f16", 40000)])
+def test_online_softmax_of_rows_longer_than_ub(chip, dtype, N):
+    from test_convert_msir_to_ascend import softmax_kernel, softmax_ref
+
+    x = np.random.default_rng(N).uniform(-3, 3, (3, N)).astype(NP[dtype])
+    x[1, 7] = 20  # one large element: every other chunk's running sum is rescaled
+    text = softmax_kernel((3, N), dtype, chip)
+    assert "state_ub" in text
+    (y,) = run(text, "softmax", [x]).outputs
+    assert y.dtype == NP[dtype] and y.shape == (3, N)
+    if dtype == "f32":
+        np.testing.assert_allclose(y, softmax_ref(x), rtol=1e-5, atol=1e-12)
+    else:  # results of about 1 / N are f16 subnormals: one subnormal step apart
+        np.testing.assert_allclose(y.astype(np.float64), softmax_ref(x), rtol=1e-3, atol=2.0 ** -24 * 1.01)
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+@pytest.mark.parametrize("dtype,N", [("f32", 40000), ("f32", 100000), ("f16", 40000)])
+@pytest.mark.parametrize("params", [("gamma", "beta"), ()])
+def test_layer_norm_of_rows_longer_than_ub(chip, dtype, N, params):
+    xs = inputs(3, N, dtype, params, seed=N)
+    xs[0][2] += 500  # a mean far from 0: each chunk is centred on its own mean before squaring
+    text = lower(layer_norm_ir(3, N, dtype, params), chip)
+    assert "state_ub" in text
+    (y,) = run(text, "ln", xs).outputs
+    given = dict(zip(params, xs[1:]))
+    ref = layer_norm_ref(xs[0], given.get("gamma"), given.get("beta"))
+    assert_at_precision(y[:2], ref[:2])
+    # row 2 at about 503: the input's own f32 / f16 rounding of x - mean
+    # (half an ulp of 503: 1.5e-5 / 0.125, over the row's std 1.15)
+    atol = 2e-5 if dtype == "f32" else 2e-3
+    np.testing.assert_allclose(y[2].astype(np.float64), ref[2], rtol=0, atol=atol * (3 if params else 1))
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+@pytest.mark.parametrize("kind", ["softmax", "layer_norm"])
+def test_every_sync_of_a_streamed_row_is_needed(chip, kind):
+    # one core, 2 rows (the row loop's back edges) of 3000 f16 in chunks of
+    # 1024 (tile_elements): 3 chunks a pass, the last one padded
+    from test_convert_msir_to_ascend import softmax_kernel
+
+    if kind == "softmax":
+        x = np.random.default_rng(6).uniform(-3, 3, (2, 3000)).astype(np.float16)
+        text, xs, entry = softmax_kernel((2, 3000), "f16", chip, max_block_dim=1, tile_elements=1024), [x], "softmax"
+    else:
+        xs, entry = inputs(2, 3000, "f16", ("gamma", "beta"), seed=6), "ln"
+        text = lower(layer_norm_ir(2, 3000, "f16"), chip, max_block_dim=1, tile_elements=1024)
+    assert "state_ub" in text and "(back edge)" in " ".join(w for w, _ in sync_removals(text))
+    assert check_every_sync_needed(text, entry, xs) >= 10
