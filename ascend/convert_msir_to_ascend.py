@@ -56,8 +56,26 @@ A function lowers when its body is one of:
   and sums are the row reduction's levels; `vbrcb` turns each row's
   scalar into a block that `vsub` / `vmul` read with strides 0; rows are
   padded with -inf, which exp turns into zeros for the sum; the division
-  is a multiplication by `vrec` of the sum. A row must fit UB (online
-  softmax is not lowered yet).
+  is a multiplication by `vrec` of the sum.
+
+* **a layer norm** over the last axis of a rank-2 f16 or f32 argument, as
+  `msir.ops.layer_norm` (and the `nn.LayerNorm` Cell) writes it, with or
+  without gamma and beta ((N,) arguments broadcast over the rows;
+  `match_layer_norm`): one kernel in f32. Per tile of rows: the means
+  (vcadd levels times 1 / N), x - mean (vbrcb, strides 0), the padding
+  zeroed again (vdup through a bit mask), the squares' means, + eps,
+  vsqrt, vrec, times that; gamma and beta go to UB once, before the tile
+  loop, and are read with repeat stride 0 down the tile's columns.
+
+* **a softmax or layer norm whose row does not fit UB** (or one
+  instruction's 240 repeats, or a tile of `tile_elements`): one row per
+  tile, streamed twice through UB in chunks (`lower_long_rows`). Softmax
+  is online (Milakov & Gimelshein): pass 1 keeps the running maximum and
+  the rescaled running sum, pass 2 writes exp(x - max) / sum. Layer norm
+  combines each chunk's mean and centred sum of squares with the earlier
+  chunks' (Chan et al., static weights), then pass 2 normalises, gamma and
+  beta streamed with x. The statistics are single f32 elements in UB,
+  operated on one lane at a time.
 
 Anything else (another op, a broadcast of a tensor, an integer dtype) is a
 `CompileError` naming the op and its source location.
