@@ -125,8 +125,10 @@ class Kernel:
         into.append(loop)
         return loop, body.args[0]
 
-    def finish(self, block_dim: int, attributes: dict, early_sets: bool = False) -> A.KernelOp:
-        emit([*self.prologue, *insert_sync(self.body, early_sets)], self.block, self.spec.events, rotate=early_sets)
+    def finish(self, block_dim: int, attributes: dict, early_sets: bool = False, move_sets: bool = True
+               ) -> A.KernelOp:
+        emit([*self.prologue, *insert_sync(self.body, early_sets, move_sets)], self.block, self.spec.events,
+             rotate=early_sets)
         return A.KernelOp.create(
             properties={"sym_name": StringAttr(self.name), "target": A.TargetAttr(self.spec.name),
                         "block_dim": IntegerAttr(block_dim, i64), "num_ins": IntegerAttr(self.num_ins, i64)},

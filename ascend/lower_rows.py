@@ -408,7 +408,9 @@ def lower_softmax(name: str, spec: A.TargetSpec, fn: func.FuncOp, mx, tile_eleme
     vbrcb, read with strides 0), exp, the rows' sums (vcadd levels), times
     the reciprocal of the sum (vrec, vbrcb), (f16: back to f16), UB -> GM.
     Rows are padded with -inf: exp makes the padding 0 for the sum. A row
-    must fit UB (`softmax_fits_ub`)."""
+    must fit UB (`softmax_fits_ub`). When each core gets several tiles
+    (`plan_double_buffering`), the tiles' UB buffers are ping-pong pairs
+    and each tile's load is issued before the last one's vector work."""
     x = fn.body.block.args[0]
     t = x.type
     M, N = t.get_shape()
@@ -419,14 +421,20 @@ def lower_softmax(name: str, spec: A.TargetSpec, fn: func.FuncOp, mx, tile_eleme
     convert = dtype != work
     row_bytes = _softmax_row_bytes(N, dtype)
     ub = spec.capacity["ub"] - 32 * 8
-    R = rows_per_tile(spec, M, N * A.DTYPE_BYTES[dtype], min(M, ub // row_bytes, max(1, tile_elements // C)
-                                                             if tile_elements else M))
+    most = min(M, ub // row_bytes, max(1, tile_elements // C) if tile_elements else M)
+    repeats_per_row = C // per_repeat
+    passes = 4 + spec.vector_cpi.get("vexp", 1) + (2 if convert else 0)
+    plan = plan_double_buffering(spec, M, N * A.DTYPE_BYTES[dtype], min(M, ub // (2 * row_bytes), most),
+                                 lambda rows: rows * repeats_per_row * passes + (12 + 2 * rows) * spec.vector_latency)
+    R = plan.rows if plan else rows_per_tile(spec, M, N * A.DTYPE_BYTES[dtype], most)
     hint = x.name_hint or "arg0"
     k = Kernel(name, spec, [A.BufferType("gm", (M, N), t.element_type)],
                 [A.BufferType("gm", (M, N), t.element_type)], [hint, "result"])
-    x_ub = k.alloc("ub", (R, C), dtype, "nd", f"{hint}_ub")
-    e_ub = k.alloc("ub", (R, C), work, "nd", "e_ub")  # x in f32, then exp(x - max), then the result
-    out = k.alloc("ub", (R, C), dtype, "nd", "out_ub") if convert else e_ub
+    sets = []
+    for suffix in ("", "_pong")[: 2 if plan else 1]:
+        x_ub = k.alloc("ub", (R, C), dtype, "nd", f"{hint}_ub{suffix}")
+        e_ub = k.alloc("ub", (R, C), work, "nd", f"e_ub{suffix}")  # x in f32, then exp(x - max), then the result
+        sets.append((x_ub, e_ub, k.alloc("ub", (R, C), dtype, "nd", f"out_ub{suffix}") if convert else e_ub))
     partials = [k.alloc("ub", (R * stride,), work, "nd", f"partial{i}_ub") for i, (_, stride) in enumerate(levels)]
     acc = k.alloc("ub", (round_up(R, 16),), work, "nd", "acc_ub")
     blocks = k.alloc("ub", (round_up(R, 16) * 8,), work, "nd", "row_blocks_ub")  # a block per row: max, then 1 / sum
@@ -434,13 +442,13 @@ def lower_softmax(name: str, spec: A.TargetSpec, fn: func.FuncOp, mx, tile_eleme
     in_repeat = A.REPEAT_BYTES // A.DTYPE_BYTES[dtype]
     halves = A.BLOCKS_PER_REPEAT * A.DTYPE_BYTES[dtype] // 4
     if N < C:
-        repeated(k, k.body, cls["vdup"], [(x_ub, 0, in_repeat)], R * C // in_repeat,
-                  scalar=k.scalar(-math.inf, dtype))
+        for x_ub, _, _ in sets:
+            repeated(k, k.body, cls["vdup"], [(x_ub, 0, in_repeat)], R * C // in_repeat,
+                     scalar=k.scalar(-math.inf, dtype))
     gm_in, gm_out = k.block.args
     c0 = k.index(0)
-    repeats_per_row = C // per_repeat
 
-    def per_row(body: list, op: str, src: SSAValue, rows: int) -> None:
+    def per_row(body: list, op: str, e_ub: SSAValue, src: SSAValue, rows: int) -> None:
         """e[r] = src[r] (op) row r's block, for each row."""
         for r in range(rows):
             repeated(k, body, cls[op], [(e_ub, r * C, per_repeat), (src, r * C, per_repeat), (blocks, r * 8, 0)],
@@ -449,8 +457,11 @@ def lower_softmax(name: str, spec: A.TargetSpec, fn: func.FuncOp, mx, tile_eleme
     def row_blocks(body: list, rows: int) -> None:
         repeated(k, body, cls["vbrcb"], [(blocks, 0, per_repeat), (acc, 0, 8)], -(-rows // 8))
 
-    def tile_body(body: list, row, rows: int) -> None:
-        copy(k, body, "mte2", gm_in, [row, c0], x_ub, [c0, c0], (rows, N))
+    def load(body: list, buffers: tuple, row, rows: int) -> None:
+        copy(k, body, "mte2", gm_in, [row, c0], buffers[0], [c0, c0], (rows, N))
+
+    def compute(body: list, buffers: tuple, row, rows: int) -> None:
+        x_ub, e_ub, out = buffers
         src = x_ub
         if convert:
             repeated(k, body, cls["vconv"], [(e_ub, 0, per_repeat), (x_ub, 0, per_repeat)], rows * repeats_per_row,
@@ -459,23 +470,117 @@ def lower_softmax(name: str, spec: A.TargetSpec, fn: func.FuncOp, mx, tile_eleme
         reduce_chunk(k, body, cls["vcmax"], src, partials[0], levels[0][1], rows, C, 0, 1, per_repeat)
         reduce_partials(k, body, cls["vcmax"], partials, levels, acc, rows, per_repeat, work)
         row_blocks(body, rows)
-        per_row(body, "vsub", src, rows)
+        per_row(body, "vsub", e_ub, src, rows)
         repeated(k, body, cls["vexp"], [(e_ub, 0, per_repeat), (e_ub, 0, per_repeat)], rows * repeats_per_row)
         reduce_chunk(k, body, cls["vcadd"], e_ub, partials[0], levels[0][1], rows, C, 0, 1, per_repeat)
         reduce_partials(k, body, cls["vcadd"], partials, levels, acc, rows, per_repeat, work)
-        full, rest = divmod(rows, per_repeat)
-        if full:
-            repeated(k, body, cls["vrec"], [(acc, 0, per_repeat), (acc, 0, per_repeat)], full)
-        if rest:
-            repeated(k, body, cls["vrec"], [(acc, full * per_repeat, 0), (acc, full * per_repeat, 0)], 1, mask=rest,
-                      extents=[rest, rest])
+        on_row_scalars(k, body, "vrec", acc, rows)
         row_blocks(body, rows)
-        per_row(body, "vmul", e_ub, rows)
+        per_row(body, "vmul", e_ub, e_ub, rows)
         if convert:
             repeated(k, body, cls["vconv"], [(out, 0, per_repeat), (e_ub, 0, per_repeat)], rows * repeats_per_row,
                       rep_stride=[halves, A.BLOCKS_PER_REPEAT])
         copy(k, body, "mte3", out, [c0, c0], gm_out, [row, c0], (rows, N))
 
-    return row_tiles_over_cores(k, spec, M, R, tile_body)
+    if plan:
+        return double_buffered_row_tiles(k, spec, M, plan, sets, load, compute)
+    return row_tiles_over_cores(k, spec, M, R, lambda body, row, rows: (load(body, sets[0], row, rows),
+                                                                         compute(body, sets[0], row, rows)))
 
 
+# ---------------------------------------------------------------------------
+# Double-buffered row tiles
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DoubleBuffering:
+    """Each of `block_dim` cores takes `tiles` consecutive tiles of `rows`
+    rows; the rows left over go single-buffered after them."""
+
+    rows: int
+    tiles: int
+    block_dim: int
+
+
+def plan_double_buffering(spec: A.TargetSpec, M: int, row_bytes: int, most: int, vector_cycles
+                          ) -> DoubleBuffering | None:
+    """The rows per tile (at most `most`) and cores for ping-pong tiles, if
+    the timing model says they beat single-buffered tiles: a core's time is
+    then its first load, per tile the slowest of its load, vector work
+    (`vector_cycles(rows)`) and store, and its last store (each copy also
+    waits its pipe's latency once); single-buffered, every tile pays all of
+    them in turn."""
+    cores = spec.vector_cores
+    mte2, mte3 = spec.pipes["mte2"], spec.pipes["mte3"]
+
+    def copies(rows: int, block_dim: int) -> tuple[float, float]:
+        share = spec.gm_bytes_per_cycle / block_dim
+        return (rows * row_bytes / min(mte2.bytes_per_cycle, share),
+                rows * row_bytes / min(mte3.bytes_per_cycle, share))
+
+    def single(rows: int, count: int, most_cores: int) -> float:
+        """`count` rows in single-buffered tiles of `rows`."""
+        tiles = -(-count // rows)
+        block_dim = min(most_cores, tiles)
+        load, store = copies(rows, block_dim)
+        return -(-tiles // block_dim) * (mte2.latency + load + vector_cycles(rows) + store + mte3.latency)
+
+    best, best_cycles = None, min(single(rows, M, cores) for rows in range(1, most + 1))
+    for rows in range(1, most + 1):
+        for block_dim in range(1, min(cores, M // (2 * rows)) + 1):
+            tiles = M // (block_dim * rows)
+            load, store = copies(rows, block_dim)
+            left = M - block_dim * tiles * rows
+            cycles = (mte2.latency + load + tiles * max(load, vector_cycles(rows), store) + store + mte3.latency
+                      + (single(rows, left, block_dim) if left else 0))
+            if cycles < best_cycles:
+                best, best_cycles = DoubleBuffering(rows, tiles, block_dim), cycles
+    return best
+
+
+def double_buffered_row_tiles(k: Kernel, spec: A.TargetSpec, M: int, plan: DoubleBuffering, sets: list,
+                              load, compute) -> A.KernelOp:
+    """The kernel over M rows: core c takes rows [c T R, (c + 1) T R) (T
+    tiles of R rows); tile i uses buffer set i % 2, and the load of tile
+    i + 1 is issued before the vector work of tile i, so the sync inserter's
+    early sets (a pair per load: `move_sets` off) let MTE2 fill one set
+    while V works on the other and MTE3 drains it. Full pairs of tiles run in an `scf.for` (from two pairs on;
+    else the tiles are unrolled); the rows left over
+    (fewer than a tile per core) follow as single-buffered tiles dealt
+    round-robin. `load(body, set, row, rows)` / `compute(...)` emit a tile's
+    copy in and the rest of it."""
+    R, T = plan.rows, plan.tiles
+    base = k.arith(k.body, arith.MuliOp, k.block_idx, k.index(T * R))
+
+    def row_of(body: list, offset, i: int):
+        return k.arith(body, arith.AddiOp, offset, k.index(i * R)) if i else offset
+
+    load(k.body, sets[0], base, R)
+    trips = (T - 1) // 2
+    if trips == 1:  # a loop run once would hide the producers of its first iteration from the early sets
+        trips = 0
+    if trips:
+        loop, at = k.counted(k.body, 0, trips * 2 * R, 2 * R)
+        first = k.arith(loop.body, arith.AddiOp, base, at)
+        for i in range(2):
+            load(loop.body, sets[(i + 1) % 2], row_of(loop.body, first, i + 1), R)
+            compute(loop.body, sets[i % 2], row_of(loop.body, first, i), R)
+    for i in range(2 * trips, T):
+        if i + 1 < T:
+            load(k.body, sets[(i + 1) % 2], row_of(k.body, base, i + 1), R)
+        compute(k.body, sets[i % 2], row_of(k.body, base, i), R)
+    done = plan.block_dim * T * R
+    left = M - done
+    if left:
+        full, tail = divmod(left, R)
+        if full:
+            loop, t_idx = k.round_robin(k.body, full, plan.block_dim)
+            row = k.arith(loop.body, arith.AddiOp, k.arith(loop.body, arith.MuliOp, t_idx, k.index(R)), k.index(done))
+            load(loop.body, sets[0], row, R)
+            compute(loop.body, sets[0], row, R)
+        if tail:
+            loop, _ = k.round_robin(k.body, 1, plan.block_dim)
+            load(loop.body, sets[0], k.index(done + full * R), tail)
+            compute(loop.body, sets[0], k.index(done + full * R), tail)
+    return k.finish(plan.block_dim, {}, early_sets=True, move_sets=False)

@@ -240,10 +240,16 @@ class _Planner:
     the consumer waits for, when that is in the same sequence with no loop
     and no flag of the same pipes in between (AscendNPU-IR's MoveSyncState),
     so that the consumer does not also wait for the producer pipe's later
-    work; else directly before its wait."""
+    work; else directly before its wait. `move_sets` (the default): when
+    the last pair of those pipes is set before the producer and waited
+    after it, its set moves after the producer instead of a new pair (one
+    flag fewer, but that wait then also waits for the producer: a
+    double-buffered row kernel, whose next tile's load comes between a
+    tile's load and its wait, turns it off and takes a pair per load)."""
 
-    def __init__(self, early_sets: bool = False):
+    def __init__(self, early_sets: bool = False, move_sets: bool = True):
         self.early_sets = early_sets
+        self.move_sets = move_sets
         self.nodes: dict[int, Instr] = {}
         """The planned instruction of each index into `_State.info`."""
         self.entry_dependencies: list = []
@@ -261,7 +267,7 @@ class _Planner:
         for at in range(len(out) - 1, -1, -1):
             n = out[at]
             if n is node:
-                if not waits:
+                if not waits or not self.move_sets:
                     return "insert", at + 1
                 if len(waits) == 1:
                     return "move", at + 1
@@ -409,11 +415,11 @@ class _Planner:
             if isinstance(node, Sync):
                 if node.kind == "barrier":
                     state.barrier(node.src)
-                elif node.flag is None:
+                elif node.flag is None:  # forward pairs of two pipes: the k-th wait takes the k-th set
                     if node.kind == "set":
-                        pending[(node.src, node.dst)] = state.token(node.src)
+                        pending.setdefault((node.src, node.dst), []).append(state.token(node.src))
                     else:
-                        state.wait(node.dst, pending.pop((node.src, node.dst)))
+                        state.wait(node.dst, pending[(node.src, node.dst)].pop(0))
                 elif node.kind == "set":
                     tokens[node.flag] = state.token(node.src)
                 else:
@@ -459,10 +465,10 @@ def _contains(node, target) -> bool:
     return node is target or (isinstance(node, Loop) and any(_contains(n, target) for n in node.body))
 
 
-def insert_sync(nodes: list, early_sets: bool = False) -> list:
+def insert_sync(nodes: list, early_sets: bool = False, move_sets: bool = True) -> list:
     """`nodes` (a kernel body) with the syncs its dependencies need
-    (`early_sets`: see `_Planner`)."""
-    return _Planner(early_sets).plan(nodes, _State(), {}, {})
+    (`early_sets`, `move_sets`: see `_Planner`)."""
+    return _Planner(early_sets, move_sets).plan(nodes, _State(), {}, {})
 
 
 def emit(nodes: list, block, events: int, live: dict | None = None, rotate: bool = False) -> None:
@@ -470,7 +476,9 @@ def emit(nodes: list, block, events: int, live: dict | None = None, rotate: bool
     forward pair takes the lowest id an enclosing loop's back-edge flag of
     its pipes does not hold; with `rotate` (for early sets, whose pipe may
     set a flag again before the other pipe has waited for the last one), the
-    pairs of the same pipes in one block take those ids in turn."""
+    pairs of the same pipes in one block take those ids in turn: the k-th
+    set and the k-th wait of a pair of pipes one id (their consumers wait in
+    the order their producers set)."""
     from xdsl.dialects import scf
     from xdsl.dialects.builtin import IntegerAttr, i64
 
@@ -479,7 +487,12 @@ def emit(nodes: list, block, events: int, live: dict | None = None, rotate: bool
     live = {} if live is None else live
     ids: dict = {}
     turns: dict = {}
-    """(src, dst) -> the forward pairs of those pipes emitted in this block."""
+    """(src, dst, kind) -> the forward sets / waits of those pipes emitted in this block."""
+    after_loops: dict = {}
+    """(src, dst) -> the ids of the back-edge flags of the loops emitted so far in
+    this block: with early sets the src pipe may set one again right after
+    the loop, before the dst pipe's post-loop wait took it, so the forward
+    pairs after the loop take other ids while there are."""
 
     def event_of(sync: Sync) -> int:
         if isinstance(sync.flag, _Fixed):
@@ -490,10 +503,11 @@ def emit(nodes: list, block, events: int, live: dict | None = None, rotate: bool
         if not rotate:
             return free[0]
         pair = (sync.src, sync.dst)
-        turn = turns.get(pair, 0)
-        if sync.kind == "wait":
-            turns[pair] = turn + 1
+        key = (*pair, sync.kind)  # the k-th set of a pair of pipes pairs with its k-th wait
+        turn = turns.get(key, 0)
+        turns[key] = turn + 1
         usable = [e for e in free if e < events] or free
+        usable = [e for e in usable if e not in after_loops.get(pair, ())] or usable
         return usable[turn % len(usable)]
 
     def sync_op(sync: Sync):
@@ -526,6 +540,8 @@ def emit(nodes: list, block, events: int, live: dict | None = None, rotate: bool
             node.block.add_op(scf.YieldOp())
             for s in node.post:
                 block.add_op(sync_op(s))
+                if rotate:
+                    after_loops.setdefault((s.src, s.dst), set()).add(ids[s.flag])
 
 
 def _with_ids(nodes: list, ids: dict) -> list:

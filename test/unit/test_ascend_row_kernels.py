@@ -184,3 +184,37 @@ def test_every_sync_of_a_streamed_row_is_needed(chip, kind):
         text = lower(layer_norm_ir(2, 3000, "f16"), chip, max_block_dim=1, tile_elements=1024)
     assert "state_ub" in text and "(back edge)" in " ".join(w for w, _ in sync_removals(text))
     assert check_every_sync_needed(text, entry, xs) >= 10
+
+
+# -- double-buffered row tiles (lower_rows.plan_double_buffering) --------------
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+@pytest.mark.parametrize("dtype,shape,options", [("f32", (128, 1024), {}), ("f16", (1000, 300), {}),
+                                                 ("f32", (700, 130), {}),
+                                                 ("f32", (203, 77), {"max_block_dim": 4, "tile_elements": 128})])
+def test_double_buffered_softmax_matches_numpy(chip, dtype, shape, options):
+    # several tiles per core: ping-pong UB buffers; 203 rows in tiles of
+    # one on 4 cores: 50 each in a loop, 3 left over for single-buffered tiles
+    from test_convert_msir_to_ascend import softmax_kernel, softmax_ref
+
+    x = np.random.default_rng(shape[0]).uniform(-3, 3, shape).astype(NP[dtype])
+    text = softmax_kernel(shape, dtype, chip, **options)
+    assert "_pong" in text
+    (y,) = run(text, "softmax", [x]).outputs
+    tol = 1e-3 if dtype == "f16" else 1e-6
+    np.testing.assert_allclose(y.astype(np.float64), softmax_ref(x), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("chip", CHIPS)
+@pytest.mark.parametrize("M,cores", [(7, 1), (7, 2)])
+def test_every_sync_of_a_double_buffered_softmax_is_needed(chip, M, cores):
+    # tiles of one row (tile_elements): on one core 7 tiles, pairs in an
+    # scf.for (back edges) then peeled; on two, 3 tiles each and a row left
+    # over for a single-buffered tile
+    from test_convert_msir_to_ascend import softmax_kernel
+
+    x = np.random.default_rng(M).uniform(-3, 3, (M, 200)).astype(np.float16)
+    text = softmax_kernel((M, 200), "f16", chip, max_block_dim=cores, tile_elements=256)
+    assert "_pong" in text and ("scf.for" in text)
+    assert check_every_sync_needed(text, "softmax", [x]) >= 8
