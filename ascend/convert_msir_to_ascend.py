@@ -67,6 +67,12 @@ A function lowers when its body is one of:
   vsqrt, vrec, times that; gamma and beta go to UB once, before the tile
   loop, and are read with repeat stride 0 down the tile's columns.
 
+  Softmax and layer norm tiles go double-buffered when the timing model
+  says so (`plan_double_buffering`; pass option `row_buffers`): each core
+  takes consecutive tiles in ping-pong UB buffer sets, the load of tile
+  i + 1 issued before the vector work of tile i (early sets, a flag pair
+  per load); rows left over go single-buffered after them.
+
 * **a softmax or layer norm whose row does not fit UB** (or one
   instruction's 240 repeats, or a tile of `tile_elements`): one row per
   tile, streamed twice through UB in chunks (`lower_long_rows`). Softmax
@@ -144,12 +150,18 @@ class ConvertMsirToAscend(ModulePass):
     matmul_buffers: int = 2
     """The most L1 / L0 buffers per matmul operand: 2 lets the tiler choose
     ping-pong buffering, 1 keeps a matmul single-buffered."""
+    row_buffers: int = 2
+    """The most UB buffer sets of a softmax or layer norm whose rows fit UB:
+    2 lets `plan_double_buffering` choose ping-pong tiles, 1 keeps them
+    single-buffered."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         from msir.pipeline import pass_class
 
         if self.matmul_buffers not in (1, 2):
             raise CompileError(f"convert-msir-to-ascend: matmul_buffers is 1 or 2, not {self.matmul_buffers}")
+        if self.row_buffers not in (1, 2):
+            raise CompileError(f"convert-msir-to-ascend: row_buffers is 1 or 2, not {self.row_buffers}")
         if self.chip not in A.TARGETS:
             raise CompileError(f"unknown Ascend chip '{self.chip}' (known: {', '.join(A.TARGETS)})")
         spec = A.TARGETS[self.chip]
@@ -184,14 +196,14 @@ class ConvertMsirToAscend(ModulePass):
         if softmax is not None:
             x = softmax.input
             if softmax_fits_ub(spec, x.type.get_shape()[1], dtype_of(softmax, x.type), self.tile_elements):
-                return lower_softmax(name, spec, fn, softmax, self.tile_elements)
+                return lower_softmax(name, spec, fn, softmax, self.tile_elements, self.row_buffers)
             return lower_long_softmax(name, spec, fn, softmax, self.tile_elements)
         layer_norm = match_layer_norm(fn)
         if layer_norm is not None:
             params = (layer_norm.gamma is not None) + (layer_norm.beta is not None)
             N, dtype = layer_norm.x.type.get_shape()[1], dtype_of(layer_norm.anchor, layer_norm.x.type)
             if fits_ub(spec, N, dtype, params, self.tile_elements):
-                return lower_layer_norm(name, spec, fn, layer_norm, self.tile_elements)
+                return lower_layer_norm(name, spec, fn, layer_norm, self.tile_elements, self.row_buffers)
             return lower_long_layer_norm(name, spec, fn, layer_norm, self.tile_elements)
         ops = _compute_ops(fn)
         matmuls = [o for o in ops if o.name == "msir.matmul"]

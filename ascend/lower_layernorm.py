@@ -25,8 +25,10 @@ from msir.ascend.kernel_builder import (
 )
 from msir.ascend.lower_rows import (
     F32_REPEAT,
+    double_buffered_row_tiles,
     on_row_scalars,
     partial_levels,
+    plan_double_buffering,
     reduce_chunk,
     reduce_partials,
     round_up,
@@ -184,13 +186,14 @@ def kernel_for(name: str, spec: A.TargetSpec, fn: func.FuncOp, ln: LayerNorm) ->
     return k, dict(zip(args, k.block.args))
 
 
-def lower_layer_norm(name: str, spec: A.TargetSpec, fn: func.FuncOp, ln: LayerNorm, tile_elements: int
-                     ) -> A.KernelOp:
+def lower_layer_norm(name: str, spec: A.TargetSpec, fn: func.FuncOp, ln: LayerNorm, tile_elements: int,
+                     buffers: int = 2) -> A.KernelOp:
     """One kernel, in f32: per tile of rows, GM -> UB, (f16: to f32), the
     rows' sums (vcadd levels) times 1 / N, x - mean (vbrcb, block stride
     0), the padding zeroed, the squares' sums times 1 / N, + eps, vsqrt,
     vrec, times that (vbrcb), times gamma and plus beta (resident rows read
-    with repeat stride 0), (f16: back), UB -> GM. Rows are padded with 0."""
+    with repeat stride 0), (f16: back), UB -> GM. Rows are padded with 0.
+    Several tiles per core go double-buffered, as softmax's."""
     t = ln.x.type
     M, N = t.get_shape()
     dtype = dtype_of(ln.anchor, t)
@@ -201,14 +204,22 @@ def lower_layer_norm(name: str, spec: A.TargetSpec, fn: func.FuncOp, ln: LayerNo
     tile, fixed = ub_columns(dtype, params)
     row_bytes = C * tile + sum(s for _, s in levels) * 4 + 4 + 32
     ub = spec.capacity["ub"] - 32 * 10 - C * fixed
-    R = rows_per_tile(spec, M, N * A.DTYPE_BYTES[dtype],
-                      min(M, ub // row_bytes, max(1, tile_elements // C) if tile_elements else M))
+    most = min(M, ub // row_bytes, max(1, tile_elements // C) if tile_elements else M)
+    per_row = C // F32_REPEAT
+    passes = 7 + (2 if convert else 0)
+    pingpong = row_bytes + C * (A.DTYPE_BYTES[dtype] * (2 if convert else 1) + 4)  # what a second set adds
+    plan = buffers == 2 and plan_double_buffering(
+        spec, M, N * A.DTYPE_BYTES[dtype], min(M, ub // pingpong, most),
+        lambda rows: rows * per_row * passes + (24 + 4 * rows) * spec.vector_latency)
+    R = plan.rows if plan else rows_per_tile(spec, M, N * A.DTYPE_BYTES[dtype], most)
     k, args = kernel_for(name, spec, fn, ln)
     hint = ln.x.name_hint or "arg0"
-    x_ub = k.alloc("ub", (R, C), dtype, "nd", f"{hint}_ub")
-    e_ub = k.alloc("ub", (R, C), "f32", "nd", "centred_ub")
+    sets = []
+    for suffix in ("", "_pong")[: 2 if plan else 1]:
+        x_ub = k.alloc("ub", (R, C), dtype, "nd", f"{hint}_ub{suffix}")
+        e_ub = k.alloc("ub", (R, C), "f32", "nd", f"centred_ub{suffix}")
+        sets.append((x_ub, e_ub, k.alloc("ub", (R, C), dtype, "nd", f"out_ub{suffix}") if convert else e_ub))
     sq_ub = k.alloc("ub", (R, C), "f32", "nd", "squares_ub")
-    out = k.alloc("ub", (R, C), dtype, "nd", "out_ub") if convert else e_ub
     partials = [k.alloc("ub", (R * stride,), "f32", "nd", f"partial{i}_ub") for i, (_, stride) in enumerate(levels)]
     acc = k.alloc("ub", (round_up(R, 16),), "f32", "nd", "acc_ub")
     blocks = k.alloc("ub", (round_up(R, 16) * 8,), "f32", "nd", "row_blocks_ub")
@@ -217,18 +228,21 @@ def lower_layer_norm(name: str, spec: A.TargetSpec, fn: func.FuncOp, ln: LayerNo
     in_repeat = A.REPEAT_BYTES // A.DTYPE_BYTES[dtype]
     halves = A.BLOCKS_PER_REPEAT * A.DTYPE_BYTES[dtype] // 4
     if N < C:
-        repeated(k, k.body, cls["vdup"], [(x_ub, 0, in_repeat)], R * C // in_repeat, scalar=k.scalar(0.0, dtype))
+        for x_ub, _, _ in sets:
+            repeated(k, k.body, cls["vdup"], [(x_ub, 0, in_repeat)], R * C // in_repeat, scalar=k.scalar(0.0, dtype))
     gm_in, gm_out = args[ln.x], k.block.args[-1]
     c0 = k.index(0)
-    per_row = C // F32_REPEAT
     inv_n = k.scalar(1.0 / N, "f32")
 
     def row_sums(body: list, src, rows: int) -> None:
         reduce_chunk(k, body, cls["vcadd"], src, partials[0], levels[0][1], rows, C, 0, 1, F32_REPEAT)
         reduce_partials(k, body, cls["vcadd"], partials, levels, acc, rows, F32_REPEAT, "f32")
 
-    def tile_body(body: list, row, rows: int) -> None:
-        copy(k, body, "mte2", gm_in, [row, c0], x_ub, [c0, c0], (rows, N))
+    def load(body: list, buffers: tuple, row, rows: int) -> None:
+        copy(k, body, "mte2", gm_in, [row, c0], buffers[0], [c0, c0], (rows, N))
+
+    def compute(body: list, buffers: tuple, row, rows: int) -> None:
+        x_ub, e_ub, out = buffers
         src = x_ub
         if convert:
             repeated(k, body, cls["vconv"], [(e_ub, 0, F32_REPEAT), (x_ub, 0, F32_REPEAT)], rows * per_row,
@@ -258,4 +272,7 @@ def lower_layer_norm(name: str, spec: A.TargetSpec, fn: func.FuncOp, ln: LayerNo
                      rep_stride=[halves, A.BLOCKS_PER_REPEAT])
         copy(k, body, "mte3", out, [c0, c0], gm_out, [row, c0], (rows, N))
 
-    return row_tiles_over_cores(k, spec, M, R, tile_body)
+    if plan:
+        return double_buffered_row_tiles(k, spec, M, plan, sets, load, compute)
+    return row_tiles_over_cores(k, spec, M, R, lambda body, row, rows: (load(body, sets[0], row, rows),
+                                                                         compute(body, sets[0], row, rows)))

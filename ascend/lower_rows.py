@@ -402,7 +402,8 @@ def softmax_fits_ub(spec: A.TargetSpec, N: int, dtype: str, tile_elements: int) 
             and (not tile_elements or C <= tile_elements))
 
 
-def lower_softmax(name: str, spec: A.TargetSpec, fn: func.FuncOp, mx, tile_elements: int) -> A.KernelOp:
+def lower_softmax(name: str, spec: A.TargetSpec, fn: func.FuncOp, mx, tile_elements: int, buffers: int = 2
+                  ) -> A.KernelOp:
     """One kernel: per tile of rows, GM -> UB, (f16: to f32), the rows'
     maxima (vcmax levels), x - max (the maximum broadcast to a block by
     vbrcb, read with strides 0), exp, the rows' sums (vcadd levels), times
@@ -424,8 +425,9 @@ def lower_softmax(name: str, spec: A.TargetSpec, fn: func.FuncOp, mx, tile_eleme
     most = min(M, ub // row_bytes, max(1, tile_elements // C) if tile_elements else M)
     repeats_per_row = C // per_repeat
     passes = 4 + spec.vector_cpi.get("vexp", 1) + (2 if convert else 0)
-    plan = plan_double_buffering(spec, M, N * A.DTYPE_BYTES[dtype], min(M, ub // (2 * row_bytes), most),
-                                 lambda rows: rows * repeats_per_row * passes + (12 + 2 * rows) * spec.vector_latency)
+    plan = buffers == 2 and plan_double_buffering(
+        spec, M, N * A.DTYPE_BYTES[dtype], min(M, ub // (2 * row_bytes), most),
+        lambda rows: rows * repeats_per_row * passes + (12 + 2 * rows) * spec.vector_latency)
     R = plan.rows if plan else rows_per_tile(spec, M, N * A.DTYPE_BYTES[dtype], most)
     hint = x.name_hint or "arg0"
     k = Kernel(name, spec, [A.BufferType("gm", (M, N), t.element_type)],

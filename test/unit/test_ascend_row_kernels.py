@@ -121,13 +121,15 @@ def test_ops_layer_norm_and_the_cell_run_on_the_emulator(chip, dtype, monkeypatc
 
 
 @pytest.mark.parametrize("chip", CHIPS)
-def test_every_sync_of_a_layer_norm_is_needed(chip):
-    # one core, tiles of 2 rows (the tile loop's back edges), f16 (the
-    # conversions), gamma and beta loaded before the loop, 77 columns (the
-    # padding zeroed)
-    xs = inputs(6, 77, "f16", ("gamma", "beta"), seed=5)
-    text = lower(layer_norm_ir(6, 77, "f16"), chip, max_block_dim=1, tile_elements=256)
+@pytest.mark.parametrize("buffers", [1, 2])
+def test_every_sync_of_a_layer_norm_is_needed(chip, buffers):
+    # one core, tiles of 2 rows (the tile loop's back edges; double-buffered
+    # 5 tiles: pairs in a loop), f16 (the conversions), gamma and beta loaded
+    # before the loop, 77 columns (the padding zeroed)
+    xs = inputs(10, 77, "f16", ("gamma", "beta"), seed=5)
+    text = lower(layer_norm_ir(10, 77, "f16"), chip, max_block_dim=1, tile_elements=256, row_buffers=buffers)
     assert "mask_bits" in text and "(back edge)" in " ".join(w for w, _ in sync_removals(text))
+    assert ("_pong" in text) == (buffers == 2)
     assert check_every_sync_needed(text, "ln", xs) >= 6
 
 

@@ -1,10 +1,10 @@
-# RUN: msir-opt %s --entry layer_norm --args 'tensor<4x100xf16>,tensor<100xf16>,tensor<100xf16>' -p 'convert-msir-to-ascend{chip="910A" max_block_dim=2}' > %t.mlir
+# RUN: msir-opt %s --entry layer_norm --args 'tensor<4x100xf16>,tensor<100xf16>,tensor<100xf16>' -p 'convert-msir-to-ascend{chip="910A" max_block_dim=2 row_buffers=1}' > %t.mlir
 # RUN: filecheck %s < %t.mlir
 # RUN: %python -c "import numpy as np; x = np.tile(np.arange(100.0), (4, 1)); x[1] = 7; x[2] -= 1000; np.save('%t.x.npy', x.astype(np.float16)); np.save('%t.g.npy', np.full(100, 2, np.float16)); np.save('%t.b.npy', np.full(100, 0.5, np.float16))"
 # RUN: msir-run %t.mlir --target ascend --entry layer_norm --input @%t.x.npy --input @%t.g.npy --input @%t.b.npy | filecheck %s --check-prefix=OUT
 
 # ops.layer_norm of 4 rows of 100 f16 with gamma and beta, one kernel on 2
-# cores, 2 rows a tile, in f32. gamma and beta go to UB once, before the
+# cores, 2 rows a tile (single-buffered: row_buffers=1), in f32. gamma and beta go to UB once, before the
 # tile loop, converted to f32. The input's padding (to 128) is zero, once.
 # Per tile: the rows' sums (vcadd levels) times 1/100 (vmuls) are the means,
 # vbrcb makes each a block that vsub reads with strides 0; the padding of
@@ -23,8 +23,8 @@ def layer_norm(x, gamma, beta):
 # CHECK: ascend.kernel @layer_norm #ascend.target<"910A"> block_dim 2 ins(%x: !ascend.buf<gm, 4x100xf16>, %gamma: !ascend.buf<gm, 100xf16>, %beta: !ascend.buf<gm, 100xf16>) outs(%result: !ascend.buf<gm, 4x100xf16>)
 # CHECK: %x_ub = ascend.alloc at 0 : !ascend.buf<ub, 2x128xf16>
 # CHECK-NEXT: %centred_ub = ascend.alloc at 512 : !ascend.buf<ub, 2x128xf32>
-# CHECK-NEXT: %squares_ub = ascend.alloc at 1536 : !ascend.buf<ub, 2x128xf32>
-# CHECK-NEXT: %out_ub = ascend.alloc at 2560 : !ascend.buf<ub, 2x128xf16>
+# CHECK-NEXT: %out_ub = ascend.alloc at 1536 : !ascend.buf<ub, 2x128xf16>
+# CHECK-NEXT: %squares_ub = ascend.alloc at 2048 : !ascend.buf<ub, 2x128xf32>
 # CHECK: %gamma_ub = ascend.alloc
 # CHECK: %gamma_f16_ub = ascend.alloc
 # CHECK: ascend.copy mte2 %gamma[{{.*}}] to %gamma_f16_ub[{{.*}}] sizes [100]
