@@ -44,7 +44,6 @@ from msir.ascend.lower_rows import (
     reduce_chunk,
     reduce_partials,
     round_up,
-    row_blocks,
     row_tiles_over_cores,
     strided,
     with_row_operand,
@@ -212,7 +211,8 @@ def lower_long_layer_norm(name: str, spec: A.TargetSpec, fn: func.FuncOp, ln: La
         """After the chunk's copies: MTE2 sets one flag for all of them (two
         pairs of one event with nothing between the sets on MTE2 would set
         the flag again before V waited)."""
-        repeated(k, body, VECTOR_CLASSES["vconv"], [(rows_ub[p], 0, F32_REPEAT), (rows_ub[p + "_staged"], 0, F32_REPEAT)],
+        staged = rows_ub[p + "_staged"]
+        repeated(k, body, VECTOR_CLASSES["vconv"], [(rows_ub[p], 0, F32_REPEAT), (staged, 0, F32_REPEAT)],
                  CH // F32_REPEAT, rep_stride=[A.BLOCKS_PER_REPEAT, s.halves])
 
     def tile_body(body: list, row, rows: int) -> None:

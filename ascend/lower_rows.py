@@ -277,7 +277,8 @@ def _by_columns(rows: int, C: int) -> bool:
     repeat column (a repeat per row, rows C / 8 blocks apart: at most 255)
     rather than one per row: the fewer instructions, columns on a tie."""
     repeats_per_row = C // F32_REPEAT
-    return C // 8 <= 255 and repeats_per_row * -(-rows // REDUCE_REPEATS) <= rows * -(-repeats_per_row // REDUCE_REPEATS)
+    by_columns = repeats_per_row * -(-rows // REDUCE_REPEATS)
+    return C // 8 <= 255 and by_columns <= rows * -(-repeats_per_row // REDUCE_REPEATS)
 
 
 def with_row_operand(k: Kernel, body: list, op: str, dst: SSAValue, src: SSAValue, other: SSAValue, kind: str,

@@ -289,8 +289,8 @@ def main() -> None:
         module = lower(softmax_ir(M, N), chip, max_block_dim=4)
         e = np.exp(x - x.max(axis=1, keepdims=True))
         results.append(measure(f"online softmax {M}x{N}", chip, module, "softmax", [x],
-                               e / e.sum(axis=1, keepdims=True), streamed_softmax_bound(spec, next(iter(module.ops)), M, N),
-                               args.timeline))
+                               e / e.sum(axis=1, keepdims=True),
+                               streamed_softmax_bound(spec, next(iter(module.ops)), M, N), args.timeline))
         x, g, b = rng.uniform(-1, 1, (M, N)).astype(np.float32), rng.uniform(0.5, 1.5, N).astype(np.float32), \
             rng.uniform(-1, 1, N).astype(np.float32)
         module = lower(layer_norm_ir(M, N), chip, max_block_dim=4)
