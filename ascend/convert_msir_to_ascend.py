@@ -79,8 +79,10 @@ A function lowers when its body is one of:
   vsqrt, vrec, times that; gamma and beta go to UB once, before the tile
   loop, and are read with repeat stride 0 down the tile's columns.
 
-  Softmax and layer norm tiles go double-buffered when the timing model
-  says so (`plan_double_buffering`; pass option `row_buffers`): each core
+  Row reduction (rows fitting UB whole), softmax and layer norm tiles go
+  double-buffered when the timing model says so (`plan_double_buffering`,
+  which counts a reduction's store of one element a row; pass option
+  `row_buffers`): each core
   takes consecutive tiles in ping-pong UB buffer sets, the load of tile
   i + 1 issued before the vector work of tile i (early sets, a flag pair
   per load); rows left over go single-buffered after them.
@@ -166,7 +168,7 @@ class ConvertMsirToAscend(ModulePass):
     """The most UB buffer sets of an elementwise kernel: 2 lets its tiler
     choose double buffering, 1 keeps it single-buffered."""
     row_buffers: int = 2
-    """The most UB buffer sets of a softmax or layer norm whose rows fit UB:
+    """The most UB buffer sets of a row reduction, softmax or layer norm whose rows fit UB:
     2 lets `plan_double_buffering` choose ping-pong tiles, 1 keeps them
     single-buffered."""
 
@@ -238,6 +240,6 @@ class ConvertMsirToAscend(ModulePass):
                 raise refuse(other, "the Ascend target lowers a row reduction as a kernel of its own; this op in "
                              f"the same function as the reduction at {source_loc(reductions[0])} has no lowering "
                              "there yet")
-            return lower_row_reduction(name, spec, fn, reductions[0], self.tile_elements)
+            return lower_row_reduction(name, spec, fn, reductions[0], self.tile_elements, self.row_buffers)
         return lower_elementwise(name, spec, fn, self.tile_elements, self.elementwise_buffers)
 

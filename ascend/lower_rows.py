@@ -118,7 +118,14 @@ def plan_row_reduction(spec: A.TargetSpec, M: int, N: int, dtype: str, work: str
     return RowPlan(rows, chunk, chunks, tuple(partial_levels(chunks * chunk // per_repeat, per_repeat, align)))
 
 
-def lower_row_reduction(name: str, spec: A.TargetSpec, fn: func.FuncOp, op, tile_elements: int) -> A.KernelOp:
+def lower_row_reduction(name: str, spec: A.TargetSpec, fn: func.FuncOp, op, tile_elements: int, buffers: int = 2
+                        ) -> A.KernelOp:
+    """Per tile of rows: GM -> UB (padded with the identity), (f16 sums: to
+    f32), the reduction levels, (back to f16), UB -> GM. When rows fit UB
+    whole and each core gets several tiles (`plan_double_buffering`), the
+    input and result buffers are ping-pong pairs and each tile's load is
+    issued before the last one's vector work; rows streamed in chunks stay
+    single-buffered."""
     t = op.input.type
     shape = tuple(t.get_shape())
     if len(shape) != 2 or op.axes_list not in ((1,), (-1,)):
@@ -132,16 +139,40 @@ def lower_row_reduction(name: str, spec: A.TargetSpec, fn: func.FuncOp, op, tile
     reducer, identity = ROW_REDUCTIONS[op.name]
     work = "f32" if reducer == "vcadd" else dtype  # the vector unit sums f16 in f32; a maximum is exact
     plan = plan_row_reduction(spec, M, N, dtype, work, tile_elements)
-    R, C = plan.rows, plan.chunk
+    C = plan.chunk
     per_repeat = A.REPEAT_BYTES // A.DTYPE_BYTES[work]
+    db = None
+    if buffers == 2 and plan.chunks == 1:
+        # a second set holds another input tile and result per row
+        single_row = _reduction_row_bytes(plan, dtype, work)
+        extra = C * A.DTYPE_BYTES[dtype] + A.DTYPE_BYTES[dtype]
+        ub = spec.capacity["ub"] - 32 * 12
+        most = max(1, min(plan.rows, ub // (single_row + extra)))
+        # per tile: the first level's repeats (and the f16 -> f32 conversion's), one
+        # instruction a level and the result's conversion back, each paying V's latency
+        vector_passes = 1 + (1 if work != dtype else 0)
+        instructions = len(plan.levels) + (2 if work != dtype else 0)
+        db = plan_double_buffering(
+            spec, M, N * A.DTYPE_BYTES[dtype], most,
+            lambda rows: rows * (C // per_repeat) * vector_passes + instructions * spec.vector_latency,
+            A.DTYPE_BYTES[dtype])
+    R = db.rows if db else plan.rows
     hint = fn.body.block.args[0].name_hint or "arg0"
     k = Kernel(name, spec, [A.BufferType("gm", shape, t.element_type)],
                 [A.BufferType("gm", (M,), op.result.type.element_type)], [hint, "result"])
+    # set 0 as the single-buffered kernel lays it out; a second set holds
+    # another input tile and result (which MTE3 reads; the sum's f32
+    # accumulator, the f32 copy of the input and the partials are V's only)
     x_ub = k.alloc("ub", (R, C), dtype, "nd", f"{hint}_ub")
     x_work = k.alloc("ub", (R * C,), work, "nd", f"{hint}_{work}_ub") if work != dtype else x_ub
     partials = [k.alloc("ub", (R * stride,), work, "nd", f"partial{i}_ub") for i, (_, stride) in enumerate(plan.levels)]
     acc = k.alloc("ub", (round_up(R, 16),), work, "nd", "acc_ub")
     out = k.alloc("ub", (round_up(R, 16),), dtype, "nd", "out_ub") if work != dtype else acc
+    sets = [(x_ub, x_work, acc, out)]
+    if db:
+        x_pong = k.alloc("ub", (R, C), dtype, "nd", f"{hint}_ub_pong")
+        out_pong = k.alloc("ub", (round_up(R, 16),), dtype, "nd", "out_ub_pong" if work != dtype else "acc_ub_pong")
+        sets.append((x_pong, x_work if work != dtype else x_pong, acc if work != dtype else out_pong, out_pong))
     vdup, vconv = VECTOR_CLASSES["vdup"], VECTOR_CLASSES["vconv"]
     reduce = VECTOR_CLASSES[reducer]
     in_repeat = A.REPEAT_BYTES // A.DTYPE_BYTES[dtype]
@@ -149,7 +180,8 @@ def lower_row_reduction(name: str, spec: A.TargetSpec, fn: func.FuncOp, op, tile
     halves = A.BLOCKS_PER_REPEAT * A.DTYPE_BYTES[dtype] // A.DTYPE_BYTES[work]
     # the identity pads what full repeats read beyond a row's valid elements
     if plan.chunks == 1 and N < C:
-        repeated(k, k.body, vdup, [(x_ub, 0, in_repeat)], R * C // in_repeat, scalar=k.scalar(identity, dtype))
+        for x_ub, *_ in sets:
+            repeated(k, k.body, vdup, [(x_ub, 0, in_repeat)], R * C // in_repeat, scalar=k.scalar(identity, dtype))
     for buffer, (valid, stride) in zip(partials, plan.levels):
         if valid > per_repeat and stride > valid:
             repeated(k, k.body, vdup, [(buffer, 0, per_repeat)], R * stride // per_repeat,
@@ -157,17 +189,22 @@ def lower_row_reduction(name: str, spec: A.TargetSpec, fn: func.FuncOp, op, tile
     gm_in, gm_out = k.block.args
     c0 = k.index(0)
 
-    def tile_body(body: list, row, rows: int) -> None:
-        for j in range(plan.chunks):
-            width = min(C, N - j * C)
-            if plan.chunks > 1 and width < C:  # the last chunk's padding, which earlier chunks overwrote
-                repeated(k, body, vdup, [(x_ub, 0, in_repeat)], C // in_repeat, scalar=k.scalar(identity, dtype))
-            copy(k, body, "mte2", gm_in, [row, k.index(j * C)], x_ub, [c0, c0], (rows, width))
-            if work != dtype:
-                repeated(k, body, vconv, [(x_work, 0, per_repeat), (x_ub, 0, per_repeat)], rows * C // per_repeat,
-                          rep_stride=[A.BLOCKS_PER_REPEAT, halves])
-            reduce_chunk(k, body, reduce, x_work, partials[0], plan.levels[0][1], rows, C, j, plan.chunks,
-                          per_repeat)
+    def load(body: list, buffers: tuple, row, rows: int, j: int = 0) -> None:
+        x_ub = buffers[0]
+        width = min(C, N - j * C)
+        if plan.chunks > 1 and width < C:  # the last chunk's padding, which earlier chunks overwrote
+            repeated(k, body, vdup, [(x_ub, 0, in_repeat)], C // in_repeat, scalar=k.scalar(identity, dtype))
+        copy(k, body, "mte2", gm_in, [row, k.index(j * C)], x_ub, [c0, c0], (rows, width))
+
+    def reduce_tile(body: list, buffers: tuple, rows: int, j: int) -> None:
+        x_ub, src, _, _ = buffers
+        if work != dtype:
+            repeated(k, body, vconv, [(src, 0, per_repeat), (x_ub, 0, per_repeat)], rows * C // per_repeat,
+                      rep_stride=[A.BLOCKS_PER_REPEAT, halves])
+        reduce_chunk(k, body, reduce, src, partials[0], plan.levels[0][1], rows, C, j, plan.chunks, per_repeat)
+
+    def finish(body: list, buffers: tuple, row, rows: int) -> None:
+        _, _, acc, out = buffers
         reduce_partials(k, body, reduce, partials, plan.levels, acc, rows, per_repeat, work)
         if out is not acc:
             full, rest = divmod(rows, per_repeat)
@@ -179,7 +216,27 @@ def lower_row_reduction(name: str, spec: A.TargetSpec, fn: func.FuncOp, op, tile
                           extents=[rest, rest])
         copy(k, body, "mte3", out, [c0], gm_out, [row], (rows,))
 
+    def compute(body: list, buffers: tuple, row, rows: int) -> None:
+        reduce_tile(body, buffers, rows, 0)
+        finish(body, buffers, row, rows)
+
+    if db:
+        return double_buffered_row_tiles(k, spec, M, db, sets, load, compute)
+
+    def tile_body(body: list, row, rows: int) -> None:
+        for j in range(plan.chunks):
+            load(body, sets[0], row, rows, j)
+            reduce_tile(body, sets[0], rows, j)
+        finish(body, sets[0], row, rows)
+
     return row_tiles_over_cores(k, spec, M, R, tile_body)
+
+
+def _reduction_row_bytes(plan: RowPlan, dtype: str, work: str) -> int:
+    """The UB bytes per row of a single-buffered reduction tile whose rows fit UB whole."""
+    wb = A.DTYPE_BYTES[work]
+    return (plan.chunk * (A.DTYPE_BYTES[dtype] + (wb if work != dtype else 0))
+            + sum(stride for _, stride in plan.levels) * wb + wb + A.DTYPE_BYTES[dtype])
 
 
 def row_tiles_over_cores(k: Kernel, spec: A.TargetSpec, M: int, R: int, tile_body) -> A.KernelOp:
@@ -506,21 +563,23 @@ class DoubleBuffering:
     block_dim: int
 
 
-def plan_double_buffering(spec: A.TargetSpec, M: int, row_bytes: int, most: int, vector_cycles
-                          ) -> DoubleBuffering | None:
+def plan_double_buffering(spec: A.TargetSpec, M: int, row_bytes: int, most: int, vector_cycles,
+                          out_row_bytes: int | None = None) -> DoubleBuffering | None:
     """The rows per tile (at most `most`) and cores for ping-pong tiles, if
     the timing model says they beat single-buffered tiles: a core's time is
     then its first load, per tile the slowest of its load, vector work
     (`vector_cycles(rows)`) and store, and its last store (each copy also
     waits its pipe's latency once); single-buffered, every tile pays all of
-    them in turn."""
+    them in turn. A row loads `row_bytes` and stores `out_row_bytes` (as
+    many by default; a reduction stores one element a row)."""
     cores = spec.vector_cores
+    out_row_bytes = row_bytes if out_row_bytes is None else out_row_bytes
     mte2, mte3 = spec.pipes["mte2"], spec.pipes["mte3"]
 
     def copies(rows: int, block_dim: int) -> tuple[float, float]:
         share = spec.gm_bytes_per_cycle / block_dim
         return (rows * row_bytes / min(mte2.bytes_per_cycle, share),
-                rows * row_bytes / min(mte3.bytes_per_cycle, share))
+                rows * out_row_bytes / min(mte3.bytes_per_cycle, share))
 
     def single(rows: int, count: int, most_cores: int) -> float:
         """`count` rows in single-buffered tiles of `rows`."""
