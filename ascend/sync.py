@@ -46,8 +46,10 @@ in between (folding it into such a pair would make that pair's consumer
 wait for this producer too); the forward pairs of the same pipes in a block
 then take the free event ids least recently waited first, a pair never
 one that a pair set earlier and not yet waited (in program order) holds,
-as a pipe may set a flag again before the other has waited for the last. A loop body's dependency on work before the loop
-becomes a back-edge flag, one per pair of pipes, whose set goes directly
+as a pipe may set a flag again before the other has waited for the last;
+after a loop, not one of its back-edge flags' ids while another is free
+(the src pipe may set it again before the dst pipe's post-loop wait). A
+loop body's dependency on work before the loop becomes a back-edge flag, one per pair of pipes, whose set goes directly
 after the last body instruction its consumers depend on.
 
 Event ids: a forward pair uses the lowest id its (src, dst) pipes do not hold
