@@ -68,8 +68,34 @@ A function lowers when its body is one of:
   and sums are the row reduction's levels; `vbrcb` turns each row's
   scalar into a block that `vsub` / `vmul` read with strides 0; rows are
   padded with -inf, which exp turns into zeros for the sum; the division
-  is a multiplication by `vrec` of the sum. A row must fit UB (online
-  softmax is not lowered yet).
+  is a multiplication by `vrec` of the sum.
+
+* **a layer norm** over the last axis of a rank-2 f16 or f32 argument, as
+  `msir.ops.layer_norm` (and the `nn.LayerNorm` Cell) writes it, with or
+  without gamma and beta ((N,) arguments broadcast over the rows;
+  `match_layer_norm`): one kernel in f32. Per tile of rows: the means
+  (vcadd levels times 1 / N), x - mean (vbrcb, strides 0), the padding
+  zeroed again (vdup through a bit mask), the squares' means, + eps,
+  vsqrt, vrec, times that; gamma and beta go to UB once, before the tile
+  loop, and are read with repeat stride 0 down the tile's columns.
+
+  Row reduction (rows fitting UB whole), softmax and layer norm tiles go
+  double-buffered when the timing model says so (`plan_double_buffering`,
+  which counts a reduction's store of one element a row; pass option
+  `row_buffers`): each core
+  takes consecutive tiles in ping-pong UB buffer sets, the load of tile
+  i + 1 issued before the vector work of tile i (early sets, a flag pair
+  per load); rows left over go single-buffered after them.
+
+* **a softmax or layer norm whose row does not fit UB** (or one
+  instruction's 240 repeats, or a tile of `tile_elements`): one row per
+  tile, streamed twice through UB in chunks (`lower_long_rows`). Softmax
+  is online (Milakov & Gimelshein): pass 1 keeps the running maximum and
+  the rescaled running sum, pass 2 writes exp(x - max) / sum. Layer norm
+  combines each chunk's mean and centred sum of squares with the earlier
+  chunks' (Chan et al., static weights), then pass 2 normalises, gamma and
+  beta streamed with x. The statistics are single f32 elements in UB,
+  operated on one lane at a time.
 
 Anything else (another op, a broadcast of a tensor, an integer dtype) is a
 `CompileError` naming the op and its source location.
@@ -94,14 +120,17 @@ from xdsl.dialects.builtin import (
 from xdsl.passes import ModulePass
 
 from msir.ascend.errors import source_loc
-from msir.ascend.kernel_builder import refuse
+from msir.ascend.kernel_builder import dtype_of, refuse
 from msir.ascend.lower_elementwise import lower_elementwise
+from msir.ascend.lower_layernorm import fits_ub, lower_layer_norm, match_layer_norm
+from msir.ascend.lower_long_rows import lower_long_layer_norm, lower_long_softmax
 from msir.ascend.lower_matmul import lower_matmul
 from msir.ascend.lower_rows import (
     ROW_REDUCTIONS,
     lower_row_reduction,
     lower_softmax,
     match_softmax,
+    softmax_fits_ub,
 )
 from msir.dialects import ascend as A
 from msir.errors import CompileError
@@ -138,6 +167,10 @@ class ConvertMsirToAscend(ModulePass):
     elementwise_buffers: int = 2
     """The most UB buffer sets of an elementwise kernel: 2 lets its tiler
     choose double buffering, 1 keeps it single-buffered."""
+    row_buffers: int = 2
+    """The most UB buffer sets of a row reduction, softmax or layer norm whose rows fit UB:
+    2 lets `plan_double_buffering` choose ping-pong tiles, 1 keeps them
+    single-buffered."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         from msir.pipeline import pass_class
@@ -147,6 +180,8 @@ class ConvertMsirToAscend(ModulePass):
         if self.elementwise_buffers not in (1, 2):
             raise CompileError("convert-msir-to-ascend: elementwise_buffers is 1 or 2, not "
                                f"{self.elementwise_buffers}")
+        if self.row_buffers not in (1, 2):
+            raise CompileError(f"convert-msir-to-ascend: row_buffers is 1 or 2, not {self.row_buffers}")
         if self.chip not in A.TARGETS:
             raise CompileError(f"unknown Ascend chip '{self.chip}' (known: {', '.join(A.TARGETS)})")
         spec = A.TARGETS[self.chip]
@@ -179,7 +214,17 @@ class ConvertMsirToAscend(ModulePass):
                 raise refuse(inner, "calls have no Ascend lowering: a kernel is one straight-line function")
         softmax = match_softmax(fn)
         if softmax is not None:
-            return lower_softmax(name, spec, fn, softmax, self.tile_elements)
+            x = softmax.input
+            if softmax_fits_ub(spec, x.type.get_shape()[1], dtype_of(softmax, x.type), self.tile_elements):
+                return lower_softmax(name, spec, fn, softmax, self.tile_elements, self.row_buffers)
+            return lower_long_softmax(name, spec, fn, softmax, self.tile_elements)
+        layer_norm = match_layer_norm(fn)
+        if layer_norm is not None:
+            params = (layer_norm.gamma is not None) + (layer_norm.beta is not None)
+            N, dtype = layer_norm.x.type.get_shape()[1], dtype_of(layer_norm.anchor, layer_norm.x.type)
+            if fits_ub(spec, N, dtype, params, self.tile_elements):
+                return lower_layer_norm(name, spec, fn, layer_norm, self.tile_elements, self.row_buffers)
+            return lower_long_layer_norm(name, spec, fn, layer_norm, self.tile_elements)
         ops = _compute_ops(fn)
         matmuls = [o for o in ops if o.name == "msir.matmul"]
         if matmuls:
@@ -195,6 +240,6 @@ class ConvertMsirToAscend(ModulePass):
                 raise refuse(other, "the Ascend target lowers a row reduction as a kernel of its own; this op in "
                              f"the same function as the reduction at {source_loc(reductions[0])} has no lowering "
                              "there yet")
-            return lower_row_reduction(name, spec, fn, reductions[0], self.tile_elements)
+            return lower_row_reduction(name, spec, fn, reductions[0], self.tile_elements, self.row_buffers)
         return lower_elementwise(name, spec, fn, self.tile_elements, self.elementwise_buffers)
 

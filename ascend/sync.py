@@ -46,8 +46,10 @@ in between (folding it into such a pair would make that pair's consumer
 wait for this producer too); the forward pairs of the same pipes in a block
 then take the free event ids least recently waited first, a pair never
 one that a pair set earlier and not yet waited (in program order) holds,
-as a pipe may set a flag again before the other has waited for the last. A loop body's dependency on work before the loop
-becomes a back-edge flag, one per pair of pipes, whose set goes directly
+as a pipe may set a flag again before the other has waited for the last;
+after a loop, not one of its back-edge flags' ids while another is free
+(the src pipe may set it again before the dst pipe's post-loop wait). A
+loop body's dependency on work before the loop becomes a back-edge flag, one per pair of pipes, whose set goes directly
 after the last body instruction its consumers depend on.
 
 Event ids: a forward pair uses the lowest id its (src, dst) pipes do not hold
@@ -212,8 +214,16 @@ class _State:
         """The pipes `ins` depends on without a happens-before edge yet, its
         own pipe last: a flag from another pipe that had itself waited for
         this pipe's producer orders that producer too, and then the barrier
-        is not needed."""
-        return sorted(self.producers(ins), key=lambda q: (q == ins.pipe, PIPES.index(q)))
+        is not needed. For the same reason another pipe whose flag would
+        already order a third pipe's producer goes first (a store on MTE3
+        that waited for the vector op before it: its flag orders both for
+        the next load)."""
+        latest = self.producers(ins)
+
+        def covers(q: str) -> bool:
+            return q != ins.pipe and any(self.known[q][r] >= self.info[i - 1][1] for r, i in latest.items() if r != q)
+
+        return sorted(latest, key=lambda q: (q == ins.pipe, not covers(q), PIPES.index(q)))
 
     def record(self, ins: Instr) -> None:
         p = ins.pipe
@@ -391,7 +401,7 @@ class _Planner:
             if isinstance(node, Sync):
                 if node.kind == "barrier":
                     state.barrier(node.src)
-                elif node.flag is None:
+                elif node.flag is None:  # forward pairs of two pipes: the k-th wait takes the k-th set
                     if node.kind == "set":
                         pending[node.pair] = state.token(node.src)
                     else:
@@ -453,7 +463,9 @@ def emit(nodes: list, block, events: int, live: dict | None = None, rotate: bool
     its pipes does not hold; with `rotate` (for early sets, whose pipe may
     set a flag again before the other pipe has waited for the last one), a
     pair of pipes takes the id of those not held by a pair set before it and
-    not yet waited whose last wait came earliest in the block."""
+    not yet waited whose last wait came earliest in the block, and after a
+    loop not one of its back-edge flags' ids while others are free (the src
+    pipe may set it again before the dst pipe's post-loop wait took it)."""
     from xdsl.dialects import scf
     from xdsl.dialects.builtin import IntegerAttr, i64
 
@@ -466,6 +478,11 @@ def emit(nodes: list, block, events: int, live: dict | None = None, rotate: bool
     clock = [0]
     outstanding: dict = {}
     """The event id of each forward pair set and not yet waited (in program order)."""
+    after_loops: dict = {}
+    """(src, dst) -> the ids of the back-edge flags of the loops emitted so far in
+    this block: with early sets the src pipe may set one again right after
+    the loop, before the dst pipe's post-loop wait took it, so the forward
+    pairs after the loop take other ids while there are."""
 
     def event_of(sync: Sync) -> int:
         if isinstance(sync.flag, _Fixed):
@@ -486,6 +503,7 @@ def emit(nodes: list, block, events: int, live: dict | None = None, rotate: bool
         usable = [e for e in free if e < events and e not in taken]
         if not usable:
             return events  # (reported below)
+        usable = [e for e in usable if e not in after_loops.get(pipes, ())] or usable
         # the id waited for longest ago: its wait is then most likely past
         # when the source pipe, running ahead, sets it again
         event = min(usable, key=lambda e: (waited.get(e, -1), e))
@@ -523,6 +541,8 @@ def emit(nodes: list, block, events: int, live: dict | None = None, rotate: bool
             node.block.add_op(scf.YieldOp())
             for s in node.post:
                 block.add_op(sync_op(s))
+                if rotate:
+                    after_loops.setdefault((s.src, s.dst), set()).add(ids[s.flag])
 
 
 def _with_ids(nodes: list, ids: dict) -> list:

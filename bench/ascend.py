@@ -17,10 +17,12 @@ what a chip would do.
 Each kernel's result is checked against NumPy's at f16 first.
 
 Targets (issue 13): matmul 512^3 f16 within 1.25x of its bound; an
-elementwise chain and softmax 128x1024 within 1.5x (row reductions are
-reported against theirs too); double buffering <= 0.6x the
-single-buffered cycles of a balanced elementwise kernel (exp of f32 on one
-core: MTE2, V and MTE3 equally busy), and the matmul's (<= 0.75x). Emulation takes seconds per kernel on
+elementwise chain and softmax 128x1024 within 1.5x (row reductions,
+layer norm and the streamed long-row kernels are reported against theirs
+too: a row that does not fit UB is read twice, which its bound counts);
+double buffering <= 0.6x the single-buffered cycles of a balanced
+elementwise kernel (exp of f32 on one core: MTE2, V and MTE3 equally
+busy), and the matmul's (<= 0.75x). Emulation takes seconds per kernel on
 a loaded 2-core machine; the times printed are rough.
 """
 
@@ -152,6 +154,66 @@ def softmax_bound(spec, kernel, M: int, N: int) -> dict[str, float]:
             "mte3": M * N * 4 / _shared(spec, cores, spec.pipes["mte3"].bytes_per_cycle)}
 
 
+def layer_norm_ir(M: int, N: int) -> str:
+    """ops.layer_norm with gamma and beta, as the frontend writes it."""
+    t, k, r = f"tensor<{M}x{N}xf32>", f"tensor<{M}x1xf32>", f"tensor<{N}xf32>"
+    return f"""
+func.func @ln(%x: {t}, %g: {r}, %b: {r}) -> {t} {{
+  %eps = msir.constant dense<1.0e-05> : tensor<f32>
+  %0 = msir.reduce_mean %x axes array<i64: 1> : {t} to {k}
+  %1 = msir.broadcast_to %0 : {k} to {t}
+  %2 = msir.sub %x, %1 : {t}
+  %3 = msir.mul %2, %2 : {t}
+  %4 = msir.reduce_mean %3 axes array<i64: 1> : {t} to {k}
+  %5 = msir.broadcast_to %eps : tensor<f32> to {k}
+  %6 = msir.add %4, %5 : {k}
+  %7 = msir.sqrt %6 : {k}
+  %8 = msir.constant dense<1.000000e+00> : {k}
+  %9 = msir.div %8, %7 : {k}
+  %10 = msir.broadcast_to %9 : {k} to {t}
+  %11 = msir.mul %2, %10 : {t}
+  %12 = msir.broadcast_to %g : {r} to {t}
+  %13 = msir.mul %11, %12 : {t}
+  %14 = msir.broadcast_to %b : {r} to {t}
+  %15 = msir.add %13, %14 : {t}
+  func.return %15 : {t}
+}}"""
+
+
+def layer_norm_ref(x, g, b):
+    c = x.astype(np.float64) - x.mean(axis=1, keepdims=True)
+    return c / np.sqrt((c * c).mean(axis=1, keepdims=True) + 1e-5) * g + b
+
+
+def layer_norm_bound(spec, kernel, M: int, N: int, reads: int = 1) -> dict[str, float]:
+    """MTE2 reads the rows `reads` times (2: streamed) and each core gamma
+    and beta (once, or per row when streamed); MTE3 writes the rows once;
+    the vector unit's passes in f32 over the busiest core's rows: sum,
+    sub, square, sum, times rstd, gamma, beta (streamed: sub and times rstd
+    again)."""
+    from msir.dialects.ascend import REPEAT_BYTES
+
+    cores = kernel.block_dim.value.data
+    repeats = math.ceil(M / cores) * math.ceil(N * 4 / REPEAT_BYTES)
+    params = 2 * N * 4 * (cores if reads == 1 else M)
+    return {"v": repeats * (7 if reads == 1 else 9),
+            "mte2": (reads * M * N * 4 + params) / _shared(spec, cores, spec.pipes["mte2"].bytes_per_cycle),
+            "mte3": M * N * 4 / _shared(spec, cores, spec.pipes["mte3"].bytes_per_cycle)}
+
+
+def streamed_softmax_bound(spec, kernel, M: int, N: int) -> dict[str, float]:
+    """Online softmax reads each row twice (it does not fit UB) and writes
+    it once; the vector unit's passes in f32: max, sub, exp, sum, then sub,
+    exp, mul."""
+    from msir.dialects.ascend import REPEAT_BYTES
+
+    cores = kernel.block_dim.value.data
+    repeats = math.ceil(M / cores) * math.ceil(N * 4 / REPEAT_BYTES)
+    return {"v": repeats * (5 + 2 * spec.vector_cpi.get("vexp", 1)),
+            "mte2": 2 * M * N * 4 / _shared(spec, cores, spec.pipes["mte2"].bytes_per_cycle),
+            "mte3": M * N * 4 / _shared(spec, cores, spec.pipes["mte3"].bytes_per_cycle)}
+
+
 def row_reduction_bound(spec, kernel, M: int, N: int, element_bytes: int, convert: bool) -> dict[str, float]:
     """MTE2 reads the rows once; the vector unit makes at least one pass over
     the busiest core's rows in the work type (f32 for an f16 sum, whose
@@ -227,6 +289,24 @@ def main() -> None:
         e = np.exp(x - x.max(axis=1, keepdims=True))
         results.append(measure("softmax 128x1024 f32", chip, module, "softmax", [x], e / e.sum(axis=1, keepdims=True),
                                softmax_bound(spec, next(iter(module.ops)), 128, 1024), args.timeline))
+        M, N = 128, 1024
+        x, g, b = rng.uniform(-1, 1, (M, N)).astype(np.float32), rng.uniform(0.5, 1.5, N).astype(np.float32), \
+            rng.uniform(-1, 1, N).astype(np.float32)
+        module = lower(layer_norm_ir(M, N), chip)
+        results.append(measure("layernorm 128x1024 f32", chip, module, "ln", [x, g, b], layer_norm_ref(x, g, b),
+                               layer_norm_bound(spec, next(iter(module.ops)), M, N), args.timeline))
+        M, N = 8, 40000  # rows too long for UB, two per core on 4 cores
+        x = rng.uniform(-3, 3, (M, N)).astype(np.float32)
+        module = lower(softmax_ir(M, N), chip, max_block_dim=4)
+        e = np.exp(x - x.max(axis=1, keepdims=True))
+        results.append(measure(f"online softmax {M}x{N}", chip, module, "softmax", [x],
+                               e / e.sum(axis=1, keepdims=True),
+                               streamed_softmax_bound(spec, next(iter(module.ops)), M, N), args.timeline))
+        x, g, b = rng.uniform(-1, 1, (M, N)).astype(np.float32), rng.uniform(0.5, 1.5, N).astype(np.float32), \
+            rng.uniform(-1, 1, N).astype(np.float32)
+        module = lower(layer_norm_ir(M, N), chip, max_block_dim=4)
+        results.append(measure(f"streamed ln {M}x{N} f32", chip, module, "ln", [x, g, b], layer_norm_ref(x, g, b),
+                               layer_norm_bound(spec, next(iter(module.ops)), M, N, reads=2), args.timeline))
         # double against single buffering of a balanced elementwise kernel, one core
         n = 1 << 18
         x = rng.uniform(-3, 3, n).astype(np.float32)

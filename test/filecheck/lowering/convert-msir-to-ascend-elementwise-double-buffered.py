@@ -93,12 +93,14 @@ def scale_shift(x, y):
 # CHECK-NEXT: ascend.wait_flag v to mte3 event 0
 # CHECK-NEXT: ascend.wait_flag mte3 to v event 0
 
-# groups 6 and 7: tile 5's compute, the stores of tiles 4 and 5
+# groups 6 and 7: tile 5's compute, the stores of tiles 4 and 5; the pair
+# after the loop does not take event 0, the id of the loop's v -> mte3
+# back-edge flag (V may set it again before MTE3's post-loop wait took it)
 # CHECK-NEXT: ascend.vexp %t0_ub_pong[{{.*}}], %x_ub_pong[{{.*}}] :
 # CHECK: ascend.vadds %t2_ub_pong[{{.*}}], %t1_ub_pong[{{.*}}], %{{.*}} :
-# CHECK-NEXT: ascend.set_flag v to mte3 event 0
+# CHECK-NEXT: ascend.set_flag v to mte3 event 1
 # CHECK: ascend.copy mte3 %t2_ub[{{.*}}] to %result[{{.*}}] sizes [128]
-# CHECK: ascend.wait_flag v to mte3 event 0
+# CHECK: ascend.wait_flag v to mte3 event 1
 # CHECK-NEXT: ascend.copy mte3 %t2_ub_pong[{{.*}}] to %result[{{.*}}] sizes [128]
 # CHECK-NEXT: }
 
