@@ -37,9 +37,11 @@ and under a timeout. It is classified:
   itself leaves to the platform or to IEEE special values: a value differs
   where NumPy casts NaN or infinity to an integer ("invalid value
   encountered in cast"), or the gradient is not finite where the program
-  computes an invalid, infinite or divided-by-zero intermediate (the chain
-  rule multiplies a zero cotangent by it, as JAX and PyTorch do, e.g. in
-  the branch `np.where` does not select);
+  computes an invalid, infinite or divided-by-zero intermediate, or
+  evaluates an operation where its derivative is infinite (`np.sqrt` of 0,
+  a zero base to a power below 1: `_singular_derivatives`); the chain rule
+  multiplies a zero cotangent by it, as JAX and PyTorch do, e.g. in the
+  branch `np.where` does not select;
 * `rounding`: a value differs, but NumPy gives msir's value when the
   computed operands of the program's discontinuous operations (`%`, `//`,
   comparisons, floor, ceil, sign, logical ops, astype to int64 or bool) are
@@ -422,6 +424,66 @@ def _floating_point_warnings(f, args: list) -> list[str]:
 
 
 
+_SINGULAR = "_fuzz_singular"
+
+
+class _WatchSingular(ast.NodeTransformer):
+    """Wraps the operands of `np.sqrt` and of powers (`**`, `np.power`) in
+    `_fuzz_singular(kind, operands...)`, which returns the first operand."""
+
+    def _watch(self, kind: str, operands: list[ast.expr]) -> ast.expr:
+        return ast.Call(ast.Name(_SINGULAR, ast.Load()), [ast.Constant(kind), *operands], [])
+
+    def visit_BinOp(self, node):
+        self.generic_visit(node)
+        if isinstance(node.op, ast.Pow):
+            node.left = self._watch("power", [node.left, node.right])
+        return node
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        func = node.func
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "np":
+            if func.attr == "sqrt" and node.args:
+                node.args[0] = self._watch("sqrt", node.args[:1])
+            elif func.attr == "power" and len(node.args) == 2:
+                node.args[0] = self._watch("power", node.args)
+        return node
+
+
+def _singular_derivatives(program: Program, args: list) -> list[str]:
+    """The operations the program evaluates where their derivative is
+    infinite: `np.sqrt` of a float 0, a float zero base to a power below 1.
+    Their gradient rule gives inf or NaN there even when a zero cotangent
+    reaches it (a branch `np.where` does not select), as in JAX and PyTorch."""
+    found: set[str] = set()
+
+    def watch(kind, value, exponent=None):
+        try:
+            base = np.asarray(value)
+            if base.dtype.kind != "f" and not isinstance(value, float):  # no gradient reaches an int or bool
+                return value
+            zero = base == 0
+            if kind == "power":
+                zero = zero & (np.asarray(exponent) < 1)
+            if np.any(zero):
+                found.add(f"{kind} at 0, where its derivative is infinite")
+        except Exception:
+            pass
+        return value
+
+    tree = ast.fix_missing_locations(_WatchSingular().visit(ast.parse(program.source)))
+    env = {"np": np, _SINGULAR: watch}
+    exec(compile(tree, "<watched program>", "exec"), env)
+    try:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            env["f"](*[a.copy() if isinstance(a, np.ndarray) else a for a in args])
+    except Exception:
+        pass
+    return sorted(found)
+
+
 # ---------------------------------------------------------------------------
 # Rounding-level differences through a discontinuous operation
 # ---------------------------------------------------------------------------
@@ -549,7 +611,7 @@ def run_trial(program: Program, directory: str) -> Outcome:
             want = f(*[a.copy() if isinstance(a, np.ndarray) else a for a in args])
     except Exception as e:
         return Outcome("skipped", f"NumPy: {type(e).__name__}: {e}")
-    special = _floating_point_warnings(f, args)
+    special = _floating_point_warnings(f, args) + _singular_derivatives(program, args)
     rounding = []
     for mode, mode_name in ((msir.GRAPH_MODE, "GRAPH"), (msir.PYNATIVE_MODE, "PYNATIVE")):
         msir.set_context(mode=mode)

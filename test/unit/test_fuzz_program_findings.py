@@ -234,3 +234,40 @@ def test_nudging_keeps_types_and_moves_by_ulps_of_the_dtype():
     assert list(moved) == [1.0 + 4 * 2.0 ** -52, 1.0, 1.0 - 4 * 2.0 ** -53]
     assert nudge(np.array([1, 2]), 1, 1).tolist() == [1, 2] and nudge(True, 1, 1) is True and nudge(3, 1, 1) == 3
     assert np.isinf(nudge(np.array([np.inf]), 1, 1)).all()
+
+
+# --- 12:841: a NaN gradient from sqrt at 0 in the branch np.where does not select is `undefined` ---
+
+def sqrt_at_zero_in_an_unselected_branch(x):
+    a = np.multiply(x, x > 5.0)  # zeros: the mask is off
+    return np.mean(np.where(a > 1.0, np.sqrt(a), 1.0) * x)
+
+
+def test_sqrt_at_zero_in_an_unselected_branch_gives_jax_s_nan_and_the_fuzzer_calls_it_undefined():
+    # msir's sqrt rule is ct / (2 sqrt(a)): 0 / 0 where where's zero cotangent meets sqrt(0), as in
+    # JAX (its FAQ: "gradients contain NaN where using where") and PyTorch; the true gradient is 1/3.
+    x = np.array([0.6, -1.9, 0.7])
+    assert np.isnan(msir.grad(sqrt_at_zero_in_an_unselected_branch)(x)).all()
+    programs = _fuzz_programs()
+    program = programs.random_program(12, 841)
+    args = [a.value() for a in program.args]
+    assert programs._singular_derivatives(program, args) == ["sqrt at 0, where its derivative is infinite"]
+    with tempfile.TemporaryDirectory() as d:
+        outcome = programs.run_trial(program, d)
+    assert outcome.kind == "undefined" and "sqrt at 0" in outcome.detail, outcome
+
+
+def test_the_singular_derivative_watch_sees_only_floats_at_their_singular_point():
+    programs = _fuzz_programs()
+
+    def singular(body, *args):
+        source = f"import numpy as np\n\n\ndef f(x, s):\n    return {body}\n"
+        return programs._singular_derivatives(programs.Program(source, []), list(args))
+
+    x = np.array([0.0, 1.0])
+    assert singular("np.sqrt(x)", x, 1.0) == ["sqrt at 0, where its derivative is infinite"]
+    assert singular("np.sqrt(x + 1.0)", x, 1.0) == []
+    assert singular("np.sqrt(x.astype(np.int64))", x, 1.0) == []  # no gradient reaches an int
+    assert singular("x ** 0.5", x, 1.0) == ["power at 0, where its derivative is infinite"]
+    assert singular("np.power(x, s)", x, -1.0) == ["power at 0, where its derivative is infinite"]
+    assert singular("x ** 2", x, 1.0) == [] and singular("(x + 1.0) ** 0.5", x, 1.0) == []
