@@ -27,7 +27,11 @@ and under a timeout. It is classified:
   where NumPy has them; float16, NumPy's dtype for float functions of bools,
   is 4 half-precision ulps because msir computes it through float32 and
   rounds once per op, so its reductions accumulate in float32, as JAX's do,
-  where NumPy rounds every partial sum to float16), and,
+  where NumPy rounds every partial sum to float16; a result computed
+  through a narrower float, e.g. a float64 sum of `np.tanh` of a float32
+  array, gets the narrowest tolerance met: each op's result dtype is
+  recorded in NumPy by `_narrowest_float`, since two correct float32 tanh
+  differ by an ulp, 6e-8, and a sum of them by more than 1e-7), and,
   where the output is a float64 scalar, `msir.grad` by `x` agrees with
   central differences (rtol 1e-4, absolute part 1e-4 of the largest
   |gradient|) at step 1e-6 or 1e-4;
@@ -352,8 +356,10 @@ def _tolerance(dtype) -> float:
     return {np.dtype(np.float16): 4e-3, np.dtype(np.float32): 2e-4}.get(np.dtype(dtype), 1e-7)
 
 
-def _compare(what: str, got, want) -> str | None:
-    """None when `got` is NumPy's `want` (type, shape, values), else what differs."""
+def _compare(what: str, got, want, through=None) -> str | None:
+    """None when `got` is NumPy's `want` (type, shape, values), else what
+    differs; `through`: the narrowest float dtype the computation rounded to
+    (its tolerance if wider than the result's)."""
     want_a, got_a = np.asarray(want), np.asarray(got)
     if isinstance(want, (float, int, bool)) != isinstance(got, (float, int, bool)) and not (
         isinstance(want, np.generic) or isinstance(got, np.generic)
@@ -370,7 +376,7 @@ def _compare(what: str, got, want) -> str | None:
     finite = np.isfinite(want_a)
     if not np.array_equal(got_a[~finite & ~np.isnan(want_a)], want_a[~finite & ~np.isnan(want_a)]):
         return f"{what}: infinities differ\n  got  {got_a}\n  want {want_a}"
-    rtol = _tolerance(want_a.dtype)
+    rtol = max(_tolerance(want_a.dtype), _tolerance(through) if through is not None else 0.0)
     scale = float(np.max(np.abs(want_a[finite]), initial=0.0))
     if not np.allclose(got_a[finite], want_a[finite], rtol=rtol, atol=rtol * max(scale, 1.0)):
         return f"{what}: values differ (rtol {rtol})\n  got  {got_a}\n  want {want_a}"
@@ -422,6 +428,45 @@ def _floating_point_warnings(f, args: list) -> list[str]:
             pass
     return sorted({str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)})
 
+
+
+_RECORD = "_fuzz_record"
+
+
+class _RecordResults(ast.NodeTransformer):
+    """Wraps every call, operator and method result in `_fuzz_record(value)`."""
+
+    def _record(self, node):
+        self.generic_visit(node)
+        return ast.Call(ast.Name(_RECORD, ast.Load()), [node], [])
+
+    visit_BinOp = visit_UnaryOp = visit_Call = _record
+
+
+def _narrowest_float(program: Program, args: list):
+    """The narrowest float dtype among the results of the program's
+    operations as NumPy computes them (arguments and literals not counted:
+    they are exact), or None."""
+    seen: set[np.dtype] = set()
+
+    def record(value):
+        dtype = getattr(value, "dtype", None)
+        if dtype is not None and dtype.kind == "f":
+            seen.add(dtype)
+        return value
+
+    tree = ast.parse(program.source)
+    fdef = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "f")
+    fdef.body = [_RecordResults().visit(statement) for statement in fdef.body]
+    env = {"np": np, _RECORD: record}
+    exec(compile(ast.fix_missing_locations(tree), "<recorded program>", "exec"), env)
+    try:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            env["f"](*[a.copy() if isinstance(a, np.ndarray) else a for a in args])
+    except Exception:
+        pass
+    return min(seen, key=lambda d: d.itemsize) if seen else None
 
 
 _SINGULAR = "_fuzz_singular"
@@ -569,7 +614,8 @@ def _nudge(value, ulps: int, sign):
     return out
 
 
-def _rounding_explains(program: Program, args: list, got, ulps=(1, 4), random_patterns: int = 8) -> str | None:
+def _rounding_explains(program: Program, args: list, got, ulps=(1, 4), random_patterns: int = 8,
+                       through=None) -> str | None:
     """Whether NumPy gives msir's `got` once the computed operands of the
     program's discontinuous operations move by a few ulps (module docstring):
     each of `ulps`, all operands up, all down, each one alone up or down, and
@@ -594,7 +640,7 @@ def _rounding_explains(program: Program, args: list, got, ulps=(1, 4), random_pa
                     want = env["f"](*[a.copy() if isinstance(a, np.ndarray) else a for a in args])
             except Exception:
                 continue
-            if _compare("nudged", got, want) is None:
+            if _compare("nudged", got, want, through) is None:
                 return f"NumPy gives msir's value with {name} by {u} ulp (rounding through a discontinuity)"
     return None
 
@@ -612,6 +658,7 @@ def run_trial(program: Program, directory: str) -> Outcome:
     except Exception as e:
         return Outcome("skipped", f"NumPy: {type(e).__name__}: {e}")
     special = _floating_point_warnings(f, args) + _singular_derivatives(program, args)
+    through = _narrowest_float(program, args)
     rounding = []
     for mode, mode_name in ((msir.GRAPH_MODE, "GRAPH"), (msir.PYNATIVE_MODE, "PYNATIVE")):
         msir.set_context(mode=mode)
@@ -623,11 +670,11 @@ def run_trial(program: Program, directory: str) -> Outcome:
             return _msir_failure(e, path)
         finally:
             msir.set_context(mode=msir.GRAPH_MODE)
-        diff = _compare(f"{mode_name} result", got, want)
+        diff = _compare(f"{mode_name} result", got, want, through)
         if diff:
             if any("in cast" in w for w in special):
                 return Outcome("undefined", f"{diff}\n  NumPy: {special}")
-            explained = _rounding_explains(program, args, got)
+            explained = _rounding_explains(program, args, got, through=through)
             if explained is None:
                 return Outcome("wrong", diff)
             rounding.append(f"{diff}\n  {explained}")

@@ -271,3 +271,30 @@ def test_the_singular_derivative_watch_sees_only_floats_at_their_singular_point(
     assert singular("x ** 0.5", x, 1.0) == ["power at 0, where its derivative is infinite"]
     assert singular("np.power(x, s)", x, -1.0) == ["power at 0, where its derivative is infinite"]
     assert singular("x ** 2", x, 1.0) == [] and singular("(x + 1.0) ** 0.5", x, 1.0) == []
+
+
+# --- 12:2299: a float64 result computed through float32 gets float32's tolerance ----------------
+
+def test_a_float64_result_through_float32_ops_is_compared_at_float32_tolerance():
+    # 12:2299: sum(bools @ tanh(z float32).astype(float64)); msir's tanh is 0.60 ulp from the exact
+    # value on these z, NumPy's 0.90 ulp: one float32 ulp apart, and the sum of 72 of them differs
+    # by 3.6e-7 relative, more than float64's 1e-7 but far within float32's 2e-4.
+    programs = _fuzz_programs()
+    program = programs.random_program(12, 2299)
+    args = [a.value() for a in program.args]
+    assert programs._narrowest_float(program, args) == np.float32
+    with tempfile.TemporaryDirectory() as d:
+        outcome = programs.run_trial(program, d)
+    assert outcome.kind == "ok", outcome
+
+    def narrowest(body):
+        source = f"import numpy as np\n\n\ndef f(x, z):\n    return {body}\n"
+        return programs._narrowest_float(programs.Program(source, []), [np.ones(3), np.ones(3, np.float32)])
+
+    assert narrowest("np.sum(z.astype(np.float64) * x)") == np.float64  # a float32 argument is exact
+    assert narrowest("np.sum(np.tanh(z) * x)") == np.float32
+    assert narrowest("np.sum(np.exp(x > 0) * x)") == np.float16
+    compare = programs._compare
+    assert compare("r", np.float64(1.0), np.float64(1.0 + 1e-6)) is not None
+    assert compare("r", np.float64(1.0), np.float64(1.0 + 1e-6), np.dtype(np.float32)) is None
+    assert compare("r", np.float64(1.0), np.float64(1.001), np.dtype(np.float32)) is not None
