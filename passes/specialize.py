@@ -99,22 +99,29 @@ class MsirSpecialize(ModulePass):
 
 
 
+def _callees(root) -> list[str]:
+    """The functions that calls and closures in `root` (walked) name."""
+    return [op.callee.string_value() for op in root.walk() if isinstance(op, (func.CallOp, M.ClosureOp))]
+
+
 def remove_unreachable_functions(module: ModuleOp) -> None:
     """Erase private functions that no public function reaches (through calls
-    or closures), e.g. a differentiated function once its derivative exists."""
+    or closures), e.g. a differentiated function once its derivative exists.
+    An op at the module's top level outside any function is a root too (as in
+    MLIR's symbol-dce, every use outside a dead symbol keeps it): what it calls
+    or closes over stays."""
     funcs = {op.sym_name.data: op for op in module.ops if isinstance(op, func.FuncOp)}
     live: set[str] = set()
     stack = [n for n, f in funcs.items() if f.sym_visibility is None or f.sym_visibility.data != "private"]
+    for op in module.ops:
+        if not isinstance(op, func.FuncOp):
+            stack += _callees(op)
     while stack:
         name = stack.pop()
         if name in live or name not in funcs:
             continue
         live.add(name)
-        for op in funcs[name].walk():
-            if isinstance(op, func.CallOp):
-                stack.append(op.callee.string_value())
-            elif isinstance(op, M.ClosureOp):
-                stack.append(op.callee.string_value())
+        stack += _callees(funcs[name])
     for name, f in funcs.items():
         if name not in live:
             module.body.block.erase_op(f)

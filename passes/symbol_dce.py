@@ -8,9 +8,10 @@ and `msir.closure`.
 Rewrites: a private function that no public function reaches through calls
 and closures, transitively, is erased (e.g. a differentiated function once
 only its derivative is called). MLIR's `symbol-dce`, for the references msir
-makes.
+makes: ops at the module's top level outside any function are roots too.
 
-Guarantees: public functions, and everything they can call, stay as they are.
+Guarantees: public functions, top-level ops, and everything they can call,
+stay as they are; no reference is left dangling.
 """
 
 from __future__ import annotations

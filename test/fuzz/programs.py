@@ -27,7 +27,11 @@ and under a timeout. It is classified:
   where NumPy has them; float16, NumPy's dtype for float functions of bools,
   is 4 half-precision ulps because msir computes it through float32 and
   rounds once per op, so its reductions accumulate in float32, as JAX's do,
-  where NumPy rounds every partial sum to float16), and,
+  where NumPy rounds every partial sum to float16; a result computed
+  through a narrower float, e.g. a float64 sum of `np.tanh` of a float32
+  array, gets the narrowest tolerance met: each op's result dtype is
+  recorded in NumPy by `_narrowest_float`, since two correct float32 tanh
+  differ by an ulp, 6e-8, and a sum of them by more than 1e-7), and,
   where the output is a float64 scalar, `msir.grad` by `x` agrees with
   central differences (rtol 1e-4, absolute part 1e-4 of the largest
   |gradient|) at step 1e-6 or 1e-4;
@@ -37,9 +41,21 @@ and under a timeout. It is classified:
   itself leaves to the platform or to IEEE special values: a value differs
   where NumPy casts NaN or infinity to an integer ("invalid value
   encountered in cast"), or the gradient is not finite where the program
-  computes an invalid, infinite or divided-by-zero intermediate (the chain
-  rule multiplies a zero cotangent by it, as JAX and PyTorch do, e.g. in
-  the branch `np.where` does not select);
+  computes an invalid, infinite or divided-by-zero intermediate, or
+  evaluates an operation where its derivative is infinite (`np.sqrt` of 0,
+  a zero base to a power below 1: `_singular_derivatives`); the chain rule
+  multiplies a zero cotangent by it, as JAX and PyTorch do, e.g. in the
+  branch `np.where` does not select;
+* `rounding`: a value differs, but NumPy gives msir's value when the
+  computed operands of the program's discontinuous operations (`%`, `//`,
+  comparisons, floor, ceil, sign, logical ops, astype to int64 or bool) are
+  moved by at most 4 ulps of their dtype (`_rounding_explains`): the two
+  agree up to the rounding of an intermediate, which such an operation
+  turns into a jump (e.g. `4096 % np.expm1(np.log(3))`: expm1 is 2 + 0.61
+  ulp exactly, NumPy gives 2 + 1 ulp, glibc's expm1 (msir, math.expm1) 2.0,
+  both within 1 ulp, and the remainder jumps from 2 to 0). An operand that is a
+  literal or an argument never reassigned is exact and is not moved, so a
+  wrong discontinuous operation on exact inputs stays `wrong`;
 * `skipped`: NumPy raised on the inputs;
 * `rejected`: msir raised an `MsirError` located in the program's file;
 * `wrong`: a value, dtype, shape or gradient differs;
@@ -58,6 +74,7 @@ survive the replay.
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib.util
 import json
 import os
@@ -320,7 +337,7 @@ def hypothesis_programs():
 
 @dataclass
 class Outcome:
-    kind: str  # ok | kink | undefined | skipped | rejected | wrong | internal | crash | hang
+    kind: str  # ok | kink | undefined | rounding | skipped | rejected | wrong | internal | crash | hang
     detail: str = ""
 
 
@@ -339,8 +356,10 @@ def _tolerance(dtype) -> float:
     return {np.dtype(np.float16): 4e-3, np.dtype(np.float32): 2e-4}.get(np.dtype(dtype), 1e-7)
 
 
-def _compare(what: str, got, want) -> str | None:
-    """None when `got` is NumPy's `want` (type, shape, values), else what differs."""
+def _compare(what: str, got, want, through=None) -> str | None:
+    """None when `got` is NumPy's `want` (type, shape, values), else what
+    differs; `through`: the narrowest float dtype the computation rounded to
+    (its tolerance if wider than the result's)."""
     want_a, got_a = np.asarray(want), np.asarray(got)
     if isinstance(want, (float, int, bool)) != isinstance(got, (float, int, bool)) and not (
         isinstance(want, np.generic) or isinstance(got, np.generic)
@@ -357,7 +376,7 @@ def _compare(what: str, got, want) -> str | None:
     finite = np.isfinite(want_a)
     if not np.array_equal(got_a[~finite & ~np.isnan(want_a)], want_a[~finite & ~np.isnan(want_a)]):
         return f"{what}: infinities differ\n  got  {got_a}\n  want {want_a}"
-    rtol = _tolerance(want_a.dtype)
+    rtol = max(_tolerance(want_a.dtype), _tolerance(through) if through is not None else 0.0)
     scale = float(np.max(np.abs(want_a[finite]), initial=0.0))
     if not np.allclose(got_a[finite], want_a[finite], rtol=rtol, atol=rtol * max(scale, 1.0)):
         return f"{what}: values differ (rtol {rtol})\n  got  {got_a}\n  want {want_a}"
@@ -410,6 +429,222 @@ def _floating_point_warnings(f, args: list) -> list[str]:
     return sorted({str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)})
 
 
+
+_RECORD = "_fuzz_record"
+
+
+class _RecordResults(ast.NodeTransformer):
+    """Wraps every call, operator and method result in `_fuzz_record(value)`."""
+
+    def _record(self, node):
+        self.generic_visit(node)
+        return ast.Call(ast.Name(_RECORD, ast.Load()), [node], [])
+
+    visit_BinOp = visit_UnaryOp = visit_Call = _record
+
+
+def _narrowest_float(program: Program, args: list):
+    """The narrowest float dtype among the results of the program's
+    operations as NumPy computes them (arguments and literals not counted:
+    they are exact), or None."""
+    seen: set[np.dtype] = set()
+
+    def record(value):
+        dtype = getattr(value, "dtype", None)
+        if dtype is not None and dtype.kind == "f":
+            seen.add(dtype)
+        return value
+
+    tree = ast.parse(program.source)
+    fdef = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "f")
+    fdef.body = [_RecordResults().visit(statement) for statement in fdef.body]
+    env = {"np": np, _RECORD: record}
+    exec(compile(ast.fix_missing_locations(tree), "<recorded program>", "exec"), env)
+    try:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            env["f"](*[a.copy() if isinstance(a, np.ndarray) else a for a in args])
+    except Exception:
+        pass
+    return min(seen, key=lambda d: d.itemsize) if seen else None
+
+
+_SINGULAR = "_fuzz_singular"
+
+
+class _WatchSingular(ast.NodeTransformer):
+    """Wraps the operands of `np.sqrt` and of powers (`**`, `np.power`) in
+    `_fuzz_singular(kind, operands...)`, which returns the first operand."""
+
+    def _watch(self, kind: str, operands: list[ast.expr]) -> ast.expr:
+        return ast.Call(ast.Name(_SINGULAR, ast.Load()), [ast.Constant(kind), *operands], [])
+
+    def visit_BinOp(self, node):
+        self.generic_visit(node)
+        if isinstance(node.op, ast.Pow):
+            node.left = self._watch("power", [node.left, node.right])
+        return node
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        func = node.func
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "np":
+            if func.attr == "sqrt" and node.args:
+                node.args[0] = self._watch("sqrt", node.args[:1])
+            elif func.attr == "power" and len(node.args) == 2:
+                node.args[0] = self._watch("power", node.args)
+        return node
+
+
+def _singular_derivatives(program: Program, args: list) -> list[str]:
+    """The operations the program evaluates where their derivative is
+    infinite: `np.sqrt` of a float 0, a float zero base to a power below 1.
+    Their gradient rule gives inf or NaN there even when a zero cotangent
+    reaches it (a branch `np.where` does not select), as in JAX and PyTorch."""
+    found: set[str] = set()
+
+    def watch(kind, value, exponent=None):
+        try:
+            base = np.asarray(value)
+            if base.dtype.kind != "f" and not isinstance(value, float):  # no gradient reaches an int or bool
+                return value
+            zero = base == 0
+            if kind == "power":
+                zero = zero & (np.asarray(exponent) < 1)
+            if np.any(zero):
+                found.add(f"{kind} at 0, where its derivative is infinite")
+        except Exception:
+            pass
+        return value
+
+    tree = ast.fix_missing_locations(_WatchSingular().visit(ast.parse(program.source)))
+    env = {"np": np, _SINGULAR: watch}
+    exec(compile(tree, "<watched program>", "exec"), env)
+    try:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            env["f"](*[a.copy() if isinstance(a, np.ndarray) else a for a in args])
+    except Exception:
+        pass
+    return sorted(found)
+
+
+# ---------------------------------------------------------------------------
+# Rounding-level differences through a discontinuous operation
+# ---------------------------------------------------------------------------
+
+_STEP_FUNCTIONS = {"floor", "ceil", "sign", "logical_not", "logical_and", "logical_or", "logical_xor"}
+_NUDGE = "_fuzz_nudge"
+
+
+class _NudgeOperands(ast.NodeTransformer):
+    """Wraps each computed operand of a discontinuous operation in
+    `_fuzz_nudge(operand, site)`; `sites` lists their source. Literals and the
+    function's parameters that the body never assigns are exact: left alone."""
+
+    def __init__(self, exact_names: set[str]):
+        self.exact_names = exact_names
+        self.sites: list[str] = []  # each nudged operand's source text
+
+    def _exact(self, node: ast.expr) -> bool:
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            node = node.operand
+        return isinstance(node, ast.Constant) or (isinstance(node, ast.Name) and node.id in self.exact_names)
+
+    def _wrap(self, node: ast.expr) -> ast.expr:
+        if self._exact(node):
+            return node
+        self.sites.append(ast.unparse(node))
+        return ast.Call(ast.Name(_NUDGE, ast.Load()), [node, ast.Constant(len(self.sites) - 1)], [])
+
+    def visit_BinOp(self, node):
+        self.generic_visit(node)
+        if isinstance(node.op, (ast.Mod, ast.FloorDiv)):
+            node.left, node.right = self._wrap(node.left), self._wrap(node.right)
+        return node
+
+    def visit_Compare(self, node):
+        self.generic_visit(node)
+        node.left = self._wrap(node.left)
+        node.comparators = [self._wrap(c) for c in node.comparators]
+        return node
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        func = node.func
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "np" \
+                and func.attr in _STEP_FUNCTIONS:
+            node.args = [self._wrap(a) for a in node.args]
+        elif isinstance(func, ast.Attribute) and func.attr == "astype" and node.args and \
+                isinstance(node.args[0], ast.Attribute) and node.args[0].attr in ("int64", "bool_"):
+            func.value = self._wrap(func.value)
+        return node
+
+
+def _nudged_program(source: str):
+    """The program's `f` with its discontinuous operations' computed operands
+    nudged by `_fuzz_nudge`, and the source text of each such operand."""
+    tree = ast.parse(source)
+    fdef = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "f")
+    assigned = {t.id for n in ast.walk(fdef) for t in ast.walk(n)
+                if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)}
+    transformer = _NudgeOperands({a.arg for a in fdef.args.args} - assigned)
+    tree = ast.fix_missing_locations(transformer.visit(tree))
+    return compile(tree, "<nudged program>", "exec"), transformer.sites
+
+
+def _nudge(value, ulps: int, sign):
+    """`value` moved by `ulps` ulps of its own dtype in the direction `sign`
+    (-1, 0, +1, or an array of them); ints, bools and non-finite values stay.
+    Python floats stay Python floats, NumPy scalars keep their type."""
+    if isinstance(value, bool) or not isinstance(value, (float, np.floating, np.ndarray)):
+        return value
+    if isinstance(value, np.ndarray) and value.dtype.kind != "f":
+        return value
+    arr = np.asarray(value)
+    sign = np.broadcast_to(sign, arr.shape) if np.ndim(sign) else np.full(arr.shape, sign)
+    out = arr
+    for _ in range(ulps):
+        out = np.where(sign == 0, out, np.nextafter(out, np.where(sign > 0, np.inf, -np.inf).astype(arr.dtype)))
+    out = out.astype(arr.dtype)
+    if isinstance(value, float) and not isinstance(value, np.floating):
+        return float(out)
+    if isinstance(value, np.generic):
+        return out[()]
+    return out
+
+
+def _rounding_explains(program: Program, args: list, got, ulps=(1, 4), random_patterns: int = 8,
+                       through=None) -> str | None:
+    """Whether NumPy gives msir's `got` once the computed operands of the
+    program's discontinuous operations move by a few ulps (module docstring):
+    each of `ulps`, all operands up, all down, each one alone up or down, and
+    `random_patterns` random per-element directions. The pattern found, or None."""
+    code, sites = _nudged_program(program.source)
+    if not sites:
+        return None
+    rng = np.random.default_rng(0)
+    patterns = [("all up", lambda i, v: 1), ("all down", lambda i, v: -1)]
+    for site, text in enumerate(sites):
+        for sign, word in ((1, "up"), (-1, "down")):
+            patterns.append((f"`{text}` {word}", lambda i, v, s=site, d=sign: d if i == s else 0))
+    for r in range(random_patterns):
+        patterns.append((f"random directions {r}", lambda i, v: rng.integers(-1, 2, np.shape(v))))
+    for u in ulps:
+        for name, direction in patterns:
+            env = {"np": np, _NUDGE: lambda v, i, d=direction, u=u: _nudge(v, u, d(i, v))}
+            exec(code, env)
+            try:
+                with np.errstate(all="ignore"), warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    want = env["f"](*[a.copy() if isinstance(a, np.ndarray) else a for a in args])
+            except Exception:
+                continue
+            if _compare("nudged", got, want, through) is None:
+                return f"NumPy gives msir's value with {name} by {u} ulp (rounding through a discontinuity)"
+    return None
+
+
 def run_trial(program: Program, directory: str) -> Outcome:
     """Run `program` in this process and classify it (module docstring)."""
     import msir
@@ -422,7 +657,9 @@ def run_trial(program: Program, directory: str) -> Outcome:
             want = f(*[a.copy() if isinstance(a, np.ndarray) else a for a in args])
     except Exception as e:
         return Outcome("skipped", f"NumPy: {type(e).__name__}: {e}")
-    special = _floating_point_warnings(f, args)
+    special = _floating_point_warnings(f, args) + _singular_derivatives(program, args)
+    through = _narrowest_float(program, args)
+    rounding = []
     for mode, mode_name in ((msir.GRAPH_MODE, "GRAPH"), (msir.PYNATIVE_MODE, "PYNATIVE")):
         msir.set_context(mode=mode)
         try:
@@ -433,11 +670,16 @@ def run_trial(program: Program, directory: str) -> Outcome:
             return _msir_failure(e, path)
         finally:
             msir.set_context(mode=msir.GRAPH_MODE)
-        diff = _compare(f"{mode_name} result", got, want)
+        diff = _compare(f"{mode_name} result", got, want, through)
         if diff:
             if any("in cast" in w for w in special):
                 return Outcome("undefined", f"{diff}\n  NumPy: {special}")
-            return Outcome("wrong", diff)
+            explained = _rounding_explains(program, args, got, through=through)
+            if explained is None:
+                return Outcome("wrong", diff)
+            rounding.append(f"{diff}\n  {explained}")
+    if rounding:
+        return Outcome("rounding", "\n".join(rounding))
     if not (isinstance(want, (np.floating, float)) and np.asarray(want).dtype == np.float64 and np.isfinite(want)):
         return Outcome("ok")
     fd_small, fd_large = (_finite_differences(f, args, h) for h in (1e-6, 1e-4))

@@ -37,6 +37,20 @@ func.func @public_uncalled(%x: tensor<f32>) -> tensor<f32> {
   func.return %x : tensor<f32>
 }
 
+// A closure at the module's top level, outside any function, keeps its
+// callee and what that reaches (the IR fuzzer's 24:1858 erased it and left
+// the closure naming a missing function).
+func.func private @closed_at_top_level(%x: tensor<f32>) -> tensor<f32> {
+  %0 = func.call @deep_from_top_level(%x) : (tensor<f32>) -> tensor<f32>
+  func.return %0 : tensor<f32>
+}
+
+func.func private @deep_from_top_level(%x: tensor<f32>) -> tensor<f32> {
+  func.return %x : tensor<f32>
+}
+
+%top = msir.closure @closed_at_top_level() : (tensor<f32>) -> tensor<f32>
+
 // CHECK-NOT:   @unreached
 // CHECK-NOT:   @only_from_unreached
 // CHECK-LABEL: func.func @main(
@@ -44,5 +58,8 @@ func.func @public_uncalled(%x: tensor<f32>) -> tensor<f32> {
 // CHECK-LABEL: func.func private @captured(
 // CHECK-LABEL: func.func private @deep(
 // CHECK-LABEL: func.func @public_uncalled(
+// CHECK-LABEL: func.func private @closed_at_top_level(
+// CHECK-LABEL: func.func private @deep_from_top_level(
+// CHECK:       msir.closure @closed_at_top_level()
 // CHECK-NOT:   @unreached
 // CHECK-NOT:   @only_from_unreached
