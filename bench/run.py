@@ -396,6 +396,36 @@ LOAD_RAMP_S = 1.0
 scheduler settling)."""
 
 
+def run_rounds(frameworks, avail, names, threads, repeats: int, scratch: Path, timeout, quick, log,
+               label: str = "") -> dict[str, dict[str, list[dict]]]:
+    """raw[fw][threads]: the steady-state worker results of `repeats` rounds, each round
+    running every available framework at every thread count in turn (so a drift of the
+    machine falls on all of them alike). A framework whose worker reports "skipped" is
+    marked so in `avail` and left out of later rounds; `label` (a load's name under
+    --contention) prefixes the log lines and the workers' scratch directories."""
+    raw: dict[str, dict[str, list[dict]]] = {}
+    prefix = f"{label}, " if label else ""
+    for rnd in range(repeats):
+        for fw in frameworks:
+            if avail[fw]["status"] != "ok":
+                continue
+            python = str(ms_python()) if fw == "mindspore" else sys.executable
+            for t in threads:
+                log(f"{prefix}round {rnd + 1}/{repeats}: {fw}, {t} thread(s): {','.join(names)} ...")
+                t0 = time.perf_counter()
+                tag = f"{label}-{fw}-{t}-r{rnd}" if label else f"{fw}-{t}-r{rnd}"
+                res = run_worker(["steady", "--framework", fw, "--threads", str(t), "--workloads",
+                                  ",".join(names)] + (["--quick"] if quick else []),
+                                 thread_env(t, scratch / tag.replace(" ", "_").replace(",", "")), python, timeout, log)
+                log(f"    {res.get('status')} in {time.perf_counter() - t0:.1f} s")
+                raw.setdefault(fw, {}).setdefault(str(t), []).append(res)
+                if res.get("status") == "skipped":
+                    avail[fw] = {"status": "skipped", "reason": res.get("reason")}
+                    break
+                avail[fw]["version"] = res.get("version", avail[fw].get("version"))
+    return raw
+
+
 def run_contention(frameworks, avail, names, threads, scratch: Path, timeout, quick, log, repeats: int = 1) -> dict:
     """{load: {framework: {threads: worker result}}}, each load's workers run in
     `repeats` rounds alternating over frameworks and thread counts, and each
@@ -405,22 +435,10 @@ def run_contention(frameworks, avail, names, threads, scratch: Path, timeout, qu
     out: dict[str, dict] = {}
     for label, commands in contention_loads():
         procs = [subprocess.Popen(c, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for c in commands]
-        rounds: dict[str, dict[str, list[dict]]] = {}
         try:
             if procs:
                 time.sleep(LOAD_RAMP_S)
-            for rnd in range(repeats):
-                for fw in frameworks:
-                    if avail[fw]["status"] != "ok":
-                        continue
-                    python = str(ms_python()) if fw == "mindspore" else sys.executable
-                    for t in threads:
-                        log(f"{label}, round {rnd + 1}/{repeats}: {fw}, {t} thread(s) ...")
-                        tag = f"{label}-{fw}-{t}-r{rnd}".replace(" ", "_").replace(",", "")
-                        res = run_worker(["steady", "--framework", fw, "--threads", str(t), "--workloads",
-                                          ",".join(names)] + (["--quick"] if quick else []),
-                                         thread_env(t, scratch / tag), python, timeout, log)
-                        rounds.setdefault(fw, {}).setdefault(str(t), []).append(res)
+            rounds = run_rounds(frameworks, avail, names, threads, repeats, scratch, timeout, quick, log, label)
         finally:
             for proc in procs:
                 proc.kill()
@@ -585,25 +603,8 @@ def main(argv=None) -> int:
                 ["limits", "--threads", str(t)] + (["--quick"] if a.quick else []),
                 thread_env(t, scratch / f"limits{t}"), sys.executable, timeout, log)
 
-        # raw[fw][t]: the worker results of each round, the rounds alternating over the frameworks
-        raw: dict[str, dict[str, list[dict]]] = {}
-        for rnd in range(a.repeats if steady else 0):
-            for fw in frameworks:
-                if avail[fw]["status"] != "ok":
-                    continue
-                python = str(ms_python()) if fw == "mindspore" else sys.executable
-                for t in threads:
-                    log(f"round {rnd + 1}/{a.repeats}: {fw}, {t} thread(s): {','.join(steady)} ...")
-                    t0 = time.perf_counter()
-                    res = run_worker(["steady", "--framework", fw, "--threads", str(t), "--workloads",
-                                      ",".join(steady)] + (["--quick"] if a.quick else []),
-                                     thread_env(t, scratch / f"{fw}-{t}-r{rnd}"), python, timeout, log)
-                    log(f"    {res.get('status')} in {time.perf_counter() - t0:.1f} s")
-                    raw.setdefault(fw, {}).setdefault(str(t), []).append(res)
-                    if res.get("status") == "skipped":
-                        avail[fw] = {"status": "skipped", "reason": res.get("reason")}
-                        break
-                    avail[fw]["version"] = res.get("version", avail[fw].get("version"))
+        raw = run_rounds(frameworks, avail, steady, threads, a.repeats if steady else 0, scratch, timeout, a.quick,
+                         log)
 
         for name in steady:
             w = W.REGISTRY[name]
