@@ -430,6 +430,20 @@ def _floating_point_warnings(f, args: list) -> list[str]:
 
 
 
+def _run_instrumented(tree: ast.Module, hooks: dict, args: list, filename: str) -> None:
+    """Run `f` of a program's rewritten syntax tree in NumPy on copies of `args`, with
+    `hooks` (the names its rewrite calls) in its globals, warnings and NumPy's
+    floating-point errors silenced; an exception ends the run (what it recorded stays)."""
+    env = {"np": np, **hooks}
+    exec(compile(ast.fix_missing_locations(tree), filename, "exec"), env)
+    try:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            env["f"](*[a.copy() if isinstance(a, np.ndarray) else a for a in args])
+    except Exception:
+        pass
+
+
 _RECORD = "_fuzz_record"
 
 
@@ -458,14 +472,7 @@ def _narrowest_float(program: Program, args: list):
     tree = ast.parse(program.source)
     fdef = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "f")
     fdef.body = [_RecordResults().visit(statement) for statement in fdef.body]
-    env = {"np": np, _RECORD: record}
-    exec(compile(ast.fix_missing_locations(tree), "<recorded program>", "exec"), env)
-    try:
-        with np.errstate(all="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            env["f"](*[a.copy() if isinstance(a, np.ndarray) else a for a in args])
-    except Exception:
-        pass
+    _run_instrumented(tree, {_RECORD: record}, args, "<recorded program>")
     return min(seen, key=lambda d: d.itemsize) if seen else None
 
 
@@ -517,15 +524,8 @@ def _singular_derivatives(program: Program, args: list) -> list[str]:
             pass
         return value
 
-    tree = ast.fix_missing_locations(_WatchSingular().visit(ast.parse(program.source)))
-    env = {"np": np, _SINGULAR: watch}
-    exec(compile(tree, "<watched program>", "exec"), env)
-    try:
-        with np.errstate(all="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            env["f"](*[a.copy() if isinstance(a, np.ndarray) else a for a in args])
-    except Exception:
-        pass
+    _run_instrumented(_WatchSingular().visit(ast.parse(program.source)), {_SINGULAR: watch}, args,
+                      "<watched program>")
     return sorted(found)
 
 
