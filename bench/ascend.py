@@ -143,7 +143,16 @@ func.func @softmax(%x: {t}) -> {t} {{
 def softmax_bound(spec, kernel, M: int, N: int) -> dict[str, float]:
     """MTE2 reads and MTE3 writes the rows once; the vector unit's passes
     over the busiest core's rows in f32: max, sub, exp (its cycles per
-    repeat), sum, mul."""
+    repeat), sum, mul.
+
+    For 128x1024 at block_dim 32 no schedule reaches 1.5x of this bound
+    in the timing model: MTE3 must store 4 rows of 4 KiB at the core's GM
+    share (437 cycles on the 910A, 524 on the 910B), its first store waits
+    for a whole row to arrive (100 + 110 / 131 cycles) and pass the
+    dependent chain max .. mul (about 120 cycles of vector work), and the
+    last store's latency (100) ends the kernel: at least ~865 cycles
+    (1.69x) on the 910A and ~973 (1.86x) on the 910B. Other block_dims
+    give larger bounds but more cycles."""
     from msir.dialects.ascend import REPEAT_BYTES
 
     cores = kernel.block_dim.value.data
