@@ -1,7 +1,17 @@
-"""The BLAS behind `msir.matmul`: OpenBLAS from the PyPI package `scipy-openblas32`.
+"""The BLAS behind `msir.matmul`: msir's own float32 GEMM and OpenBLAS from the PyPI package `scipy-openblas32`.
 
-Why a BLAS and not a kernel of msir's own
-=========================================
+Which kernel
+============
+float32 products run in msir's own packed GEMM (`msir.lowering.gemm_kernel`:
+AVX-512 / AVX2 micro-kernels, panels of B shared by the pool's threads) when
+the CPU has one of its micro-kernels and `MSIR_GEMM` is not "openblas"
+(`sgemm_backend`, read when the BLAS loads); float64 products, and float32 ones
+elsewhere, run in OpenBLAS as below. Both are reached through the same
+trampolines (`__msir_gemm_f32` ...), so generated code does not depend on the
+choice. Measured side by side by `bench/gemm_kernel.py`.
+
+Why OpenBLAS at first (issue 5)
+===============================
 Issue 5 asks for >= 0.8x the GFLOP/s of NumPy's BLAS at its best kernel (sgemm
 1024^3 float32). NumPy's BLAS is OpenBLAS with hand-written, per-microarchitecture
 assembly micro-kernels (Haswell/Zen AVX2, SkylakeX/Zen5 AVX-512), cache blocking
@@ -142,7 +152,7 @@ import threading
 
 import numpy as np
 
-from msir.lowering import runtime_object
+from msir.lowering import gemm_kernel, runtime_object
 from msir.lowering.load_once import load_once
 
 LIBRARY_NAME = "libscipy_openblas.so"
@@ -160,6 +170,12 @@ fuse_epilogues = os.environ.get("MSIR_GEMM_EPILOGUE", "1").strip().lower() not i
 consuming it and marks that fusion's loop as the product's epilogue (see
 "Epilogues"); off (`MSIR_GEMM_EPILOGUE=0`, read at import), the product gets
 a buffer and the fusion is a loop of its own, as before (the benchmark's A/B)."""
+
+sgemm_backend = os.environ.get("MSIR_GEMM", "msir").strip().lower()
+"""Which kernel runs float32 products: "msir" (default), msir's own packed GEMM
+(`msir.lowering.gemm_kernel`) where the CPU has one of its micro-kernels, else
+OpenBLAS; "openblas", always OpenBLAS. Read when the BLAS loads (once per process:
+the trampolines are compiled then). float64 products always run in OpenBLAS."""
 
 _lock = threading.Lock()
 _state: dict[str, object] = {}  # "ok": bool, "engine", "cdll", "path", "error"
@@ -274,7 +290,7 @@ split_n:
 
 ; C = alpha op(A) op(B) + beta C, split along the longer of m and n into
 ; chunks of msir's pool; OpenBLAS runs single-threaded in every chunk
-define internal void @gemm_{p}(i64 %ta, i64 %tb, i64 %m, i64 %n, i64 %k,
+define internal void @gemm_{p}{ob}(i64 %ta, i64 %tb, i64 %m, i64 %n, i64 %k,
                                ptr %a, i64 %ao, i64 %lda, ptr %b, i64 %bo, i64 %ldb,
                                ptr %c, i64 %co, i64 %ldc, {t} %alpha, {t} %beta) {{
   %by_rows = icmp sge i64 %m, %n
@@ -318,7 +334,7 @@ define internal void @chunk_epilogue_{p}(ptr %args, i64 %chunk, i64 %lo, i64 %hi
   ret void
 }}
 
-define void @{epilogue}(i64 %ta, i64 %tb, i64 %m, i64 %n, i64 %k,
+define void @{epilogue}{ob}(i64 %ta, i64 %tb, i64 %m, i64 %n, i64 %k,
                         ptr %a, i64 %ao, i64 %lda, ptr %b, i64 %bo, i64 %ldb,
                         ptr %c, i64 %co, i64 %ldc, ptr %task, ptr %ctx, i64 %task_min) {{
   ; row chunks as @gemm_{p} makes them: at least {min_rows} rows and {chunk_flops} flops
@@ -351,7 +367,7 @@ count:
   %old = atomicrmw add ptr @stats.split_gemms, i64 1 monotonic
   br label %done
 apart:
-  call void @gemm_{p}(i64 %ta, i64 %tb, i64 %m, i64 %n, i64 %k, ptr %a, i64 %ao, i64 %lda,
+  call void @gemm_{p}{ob}(i64 %ta, i64 %tb, i64 %m, i64 %n, i64 %k, ptr %a, i64 %ao, i64 %lda,
                       ptr %b, i64 %bo, i64 %ldb, ptr %c, i64 %co, i64 %ldc, {t} 1.0, {t} 0.0)
   %pass = call i64 @__msir_parallel_for(ptr %task, ptr %ctx, i64 0, i64 %m, i64 %task_min)
   br label %done
@@ -407,6 +423,40 @@ gemm:
   ret void
 }}
 """
+
+_OWN_SGEMM = """
+declare i64 @__msir_sgemm(i64, i64, i64, i64, i64, ptr, i64, i64, ptr, i64, i64, ptr, i64, i64, float, float, ptr,
+                          ptr, i64)
+
+; its flags: 1 split over the pool, 2 epilogue fused per task
+define internal void @count_sgemm(i64 %flags) {
+  %split = and i64 %flags, 1
+  %fused = lshr i64 %flags, 1
+  %s = atomicrmw add ptr @stats.split_gemms, i64 %split monotonic
+  %f = atomicrmw add ptr @stats.fused_epilogues, i64 %fused monotonic
+  ret void
+}
+
+; f32 products through msir's own packed GEMM (msir.lowering.gemm_kernel)
+define internal void @gemm_s(i64 %ta, i64 %tb, i64 %m, i64 %n, i64 %k, ptr %a, i64 %ao, i64 %lda, ptr %b, i64 %bo,
+                             i64 %ldb, ptr %c, i64 %co, i64 %ldc, float %alpha, float %beta) {
+  %flags = call i64 @__msir_sgemm(i64 %ta, i64 %tb, i64 %m, i64 %n, i64 %k, ptr %a, i64 %ao, i64 %lda, ptr %b,
+      i64 %bo, i64 %ldb, ptr %c, i64 %co, i64 %ldc, float %alpha, float %beta, ptr null, ptr null, i64 1)
+  call void @count_sgemm(i64 %flags)
+  ret void
+}
+
+define void @__msir_gemm_epilogue_f32(i64 %ta, i64 %tb, i64 %m, i64 %n, i64 %k, ptr %a, i64 %ao, i64 %lda,
+                                      ptr %b, i64 %bo, i64 %ldb, ptr %c, i64 %co, i64 %ldc, ptr %task, ptr %ctx,
+                                      i64 %task_min) {
+  %flags = call i64 @__msir_sgemm(i64 %ta, i64 %tb, i64 %m, i64 %n, i64 %k, ptr %a, i64 %ao, i64 %lda, ptr %b,
+      i64 %bo, i64 %ldb, ptr %c, i64 %co, i64 %ldc, float 1.0, float 0.0, ptr %task, ptr %ctx, i64 %task_min)
+  call void @count_sgemm(i64 %flags)
+  ret void
+}
+"""
+"""With msir's own f32 GEMM, `gemm_s` and the f32 epilogue entry call it (the OpenBLAS ones are renamed
+`*_openblas` and left unused); f64 stays on OpenBLAS."""
 
 _GEMM_ARG_FIELDS = ("i64 %ta", "i64 %tb", "i64 %m", "i64 %n", "i64 %k", "ptr %a", "i64 %ao", "i64 %lda",
                     "ptr %b", "i64 %bo", "i64 %ldb", "ptr %c", "i64 %co", "i64 %ldc")
@@ -508,8 +558,9 @@ def _load() -> None:
     for p in "sd":
         if not llvm.address_of_symbol(f"scipy_cblas_{p}gemm"):
             raise RuntimeError(f"{path} does not export scipy_cblas_{p}gemm")
-    ir = _COMMON + "".join(
-        _TRAMPOLINE.format(p=p, t=t, name=GEMM_SYMBOLS[k], update=GEMM_UPDATE_SYMBOLS[k],
+    own = sgemm_backend == "msir" and gemm_kernel.load()
+    ir = _COMMON + (_OWN_SGEMM if own else "") + "".join(
+        _TRAMPOLINE.format(p=p, t=t, ob="_openblas" if own and p == "s" else "", name=GEMM_SYMBOLS[k], update=GEMM_UPDATE_SYMBOLS[k],
                            epilogue=GEMM_EPILOGUE_SYMBOLS[k], batched=GEMM_BATCHED_SYMBOLS[k], size=size,
                            min_rows=GEMM_MIN_CHUNK_ROWS, chunk_flops=GEMM_CHUNK_FLOPS,
                            row_chunks_m1=EPILOGUE_MIN_ROW_CHUNKS - 1,
@@ -535,7 +586,7 @@ def _load() -> None:
     gemms = {np.dtype(np.float32): gemm_type(engine.get_function_address(GEMM_BATCHED_SYMBOLS["f32"])),
              np.dtype(np.float64): gemm_type(engine.get_function_address(GEMM_BATCHED_SYMBOLS["f64"]))}
     _state.update(engine=engine, cdll=cdll, path=path, set_threads=set_threads, split_gemms=split_gemms,
-                  fused_epilogues=fused, gemms=gemms)
+                  fused_epilogues=fused, gemms=gemms, own_sgemm=own)
     set_threads(threads.get_num_threads())
 
 
@@ -574,6 +625,28 @@ def fused_epilogues() -> int:
     """Products whose epilogue ran per chunk of rows, after each chunk's gemm
     ("Epilogues"), since the process started (0 without the library)."""
     return int(_state["fused_epilogues"]()) if load() else 0  # type: ignore[operator]
+
+
+def own_sgemm() -> bool:
+    """Whether float32 products run in msir's own packed GEMM (`kernel`)."""
+    return load() and bool(_state["own_sgemm"])
+
+
+def sgemm_kernel() -> str | None:
+    """What runs float32 products: "msir <isa> <MR>x<NR> kc=<KC>" or "openblas <core>" (None without the library)."""
+    if not load():
+        return None
+    return gemm_kernel.kernel().describe() if own_sgemm() else f"openblas {core_name()}"
+
+
+def fuses_epilogue(m: int, n: int, k: int, dtype) -> bool:
+    """Whether an m x k x n product of this dtype with an epilogue runs the epilogue per chunk of rows (see
+    "Epilogues"; msir's own GEMM: `gemm_kernel.Kernel.fuses_epilogue`), as the trampolines decide it."""
+    if np.dtype(dtype) == np.float32 and own_sgemm():
+        return gemm_kernel.kernel().fuses_epilogue(m, n)
+    per_row = 2 * max(k, 1) * max(n, 1)
+    min_rows = max(-(-GEMM_CHUNK_FLOPS // per_row), GEMM_MIN_CHUNK_ROWS)
+    return m >= n or m > min_rows * (EPILOGUE_MIN_ROW_CHUNKS - 1)
 
 
 def core_name() -> str | None:

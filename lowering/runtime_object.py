@@ -2,8 +2,10 @@
 pool (`msir.lowering.threads`), the buffer allocator (`msir.lowering.allocator`)
 and the BLAS trampolines (`msir.lowering.blas`).
 
-`compile_cached(name, ir, target_options, probe)` returns an MCJIT engine
-holding the IR's code. Generating that code costs ~30-100 ms per runtime,
+`compile_cached(name, ir, target_options, probe, optimise=None)` returns an
+MCJIT engine holding the IR's code; `optimise(module, target_machine)`, when
+given, runs LLVM passes on the parsed IR before code generation (its name is
+part of the cache key). Generating that code costs ~30-100 ms per runtime,
 which a second process must not pay again, so the object code is kept beside
 the persistent compile cache's entries (`msir.lowering.cache_location`;
 `<name>-<hash>.o`, keyed by all the object depends on: the IR, the target
@@ -24,18 +26,21 @@ from pathlib import Path
 from msir.lowering import cache_location
 
 
-def compile_cached(name: str, ir: str, target_options: dict, probe: str):
+def compile_cached(name: str, ir: str, target_options: dict, probe: str, optimise=None):
     """An engine with `ir`'s code, from the cached object when there is one."""
     import llvmlite.binding as llvm
 
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
     tm = llvm.Target.from_default_triple().create_target_machine(**target_options)
-    path = object_path(name, ir, target_options)
+    key_options = target_options if optimise is None else {**target_options, "passes": optimise.__qualname__}
+    path = object_path(name, ir, key_options)
     engine = _load_cached_object(llvm, tm, path, probe)
     if engine is None:
         mod = llvm.parse_assembly(ir)
         mod.verify()
+        if optimise is not None:
+            optimise(mod, tm)
         engine = llvm.create_mcjit_compiler(mod, tm)
         objects: list[bytes] = []
         engine.set_object_cache(lambda _module, obj: objects.append(obj))

@@ -85,7 +85,7 @@ def test_fused_epilogue_matches_numpy_and_the_unfused_bits(fn, m, k, n, dtype):
     assert fused.dtype == dtype and fused.shape == ref.shape
     tol = (1e-6 if dtype == np.float32 else 1e-14) * np.sqrt(k)
     np.testing.assert_allclose(fused, ref, rtol=0, atol=tol * np.abs(ref).max())
-    rows = m >= n or m > (blas.EPILOGUE_MIN_ROW_CHUNKS - 1) * blas.GEMM_MIN_CHUNK_ROWS
+    rows = blas.fuses_epilogue(m, n, k, dtype)
     assert ran == (1 if rows else 0)
     for t in (1, 3):  # the chunks depend on the shapes only
         again, _ = _run(fn, args, True, t)
