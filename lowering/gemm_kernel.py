@@ -273,6 +273,19 @@ def _store_tile(vw: int, mr: int) -> str:
                             f"  store {vt} %yu.{i}.{v}, ptr %cu.{i}.{v}p, align 4"]
     rows, cols = _Loop("ei", "0", "%mr"), _Loop("ej", "0", "%nr")
     return f"""
+; one element of C: x alone (C not read), or C factor + x
+define internal void @put_c(ptr %cq, float %x, i1 %only, float %factor) {{
+  br i1 %only, label %store, label %update
+store:
+  store float %x, ptr %cq, align 4
+  ret void
+update:
+  %cval = load float, ptr %cq, align 4
+  %f = fmul float %cval, %factor
+  %y = fadd float %f, %x
+  store float %y, ptr %cq, align 4
+  ret void
+}}
 define internal void @store_tile(ptr noalias %t, ptr noalias %c, i64 %ldc, i64 %mr, i64 %nr, float %alpha,
                                  float %beta, i64 %first) #0 {{
 entry:
@@ -305,20 +318,20 @@ edge:
   %x = fmul float %alpha, %tval
   %cix = add i64 %erow, %ej
   %cq = getelementptr float, ptr %c, i64 %cix
-  br i1 %only, label %estore, label %eupdate
-estore:
-  store float %x, ptr %cq, align 4
-  br label %enext
-eupdate:
-  %cval = load float, ptr %cq, align 4
-  %f = fmul float %cval, %factor
-  %y = fadd float %f, %x
-  store float %y, ptr %cq, align 4
-  br label %enext
-enext:
+  call void @put_c(ptr %cq, float %x, i1 %only, float %factor)
 {cols.close()}{rows.close()}  ret void
 }}
 """
+
+
+PACK_FIELDS = ("ptr %dst", "i64 %tb", "ptr %b", "i64 %ldb", "i64 %p0", "i64 %kc", "i64 %j0", "i64 %jend")
+"""The fields of `%packb`, a packing task's context (as "type %name")."""
+
+
+def _field_loads(struct: str, fields) -> str:
+    """Loads of every field ("type %name") of the `%struct` at `%ctx` into `%name`."""
+    return "\n".join(f"  %{struct}.f{n} = getelementptr %{struct}, ptr %ctx, i32 0, i32 {n}\n"
+                     f"  {f.split()[1]} = load {f.split()[0]}, ptr %{struct}.f{n}" for n, f in enumerate(fields))
 
 
 def _packing(vw: int, mr: int) -> str:
@@ -326,15 +339,42 @@ def _packing(vw: int, mr: int) -> str:
     the parallel task `pack_b_task` (NR-column slivers of op(B), zero columns
     past the panel)."""
     nr = 2 * vw
-    q, r, p = _Loop("aq", "0", "%panels"), _Loop("ar", "0", "%rows"), _Loop("ap", "0", "%kc")
-    rz, pz = _Loop("az", "%rows", f"{mr}"), _Loop("azp", "0", "%kc")
-    tq, tp, tr = _Loop("tq", "0", "%panels"), _Loop("tp", "0", "%kc"), _Loop("tr", "0", "%trows")
-    tz = _Loop("tz", "%trows", f"{mr}")
+    q, r, rz = _Loop("aq", "0", "%panels"), _Loop("ar", "0", "%rows"), _Loop("az", "%rows", f"{mr}")
+    tq, tp = _Loop("tq", "0", "%panels"), _Loop("tp", "0", "%kc")
     s = _Loop("bs", "%lo", "%hi")
-    bp, bj, bz = _Loop("bp", "0", "%kc"), _Loop("bj", "0", "%cols"), _Loop("bz", "%cols", f"{nr}")
-    tj, tpp, tzj, tzp = (_Loop("cj", "0", "%cols"), _Loop("cp", "0", "%kc"), _Loop("czj", "%cols", f"{nr}"),
-                         _Loop("czp", "0", "%kc"))
+    bp = _Loop("bp", "0", "%kc")
+    tj, tzj = _Loop("cj", "0", "%cols"), _Loop("czj", "%cols", f"{nr}")
+    cp = _Loop("cp", "0", "%len")
     return f"""
+; dst[p stride] = src[p] for p < len (a line of op(X) contiguous in memory into a column of a packed
+; panel); src null: zeros
+define internal void @copy_strided(ptr noalias %src, i64 %len, ptr noalias %dst, i64 %stride) {{
+entry:
+  %zero = icmp eq ptr %src, null
+{cp.open()}  %sq = getelementptr float, ptr %src, i64 %cp
+  br i1 %zero, label %z, label %ld
+ld:
+  %lv = load float, ptr %sq, align 4
+  br label %put
+z:
+  br label %put
+put:
+  %v = phi float [ %lv, %ld ], [ 0.0, %z ]
+  %d = mul i64 %cp, %stride
+  %dq = getelementptr float, ptr %dst, i64 %d
+  store float %v, ptr %dq, align 4
+{cp.close()}  ret void
+}}
+
+; dst[j] = src[j] for j < len, 0 for len <= j < width (a line of op(X) into a row of a packed panel)
+define internal void @copy_row(ptr noalias %src, i64 %len, ptr noalias %dst, i64 %width) {{
+  call void @copy_strided(ptr %src, i64 %len, ptr %dst, i64 1)
+  %rest = sub i64 %width, %len
+  %tail = getelementptr float, ptr %dst, i64 %len
+  call void @copy_strided(ptr null, i64 %rest, ptr %tail, i64 1)
+  ret void
+}}
+
 ; op(A)[i0 : i0 + mc, p0 : p0 + kc] as micro-panels: dst[(q kc + p) MR + r] = op(A)[i0 + q MR + r, p0 + p]
 define internal void @pack_a(ptr noalias %dst, i64 %ta, ptr noalias %a, i64 %lda, i64 %i0, i64 %mc, i64 %p0,
                              i64 %kc) {{
@@ -354,19 +394,13 @@ n:
   %srow0 = mul i64 %row, %lda
   %srow = add i64 %srow0, %p0
   %src = getelementptr float, ptr %a, i64 %srow
-{p.open()}  %sq = getelementptr float, ptr %src, i64 %ap
-  %v = load float, ptr %sq, align 4
-  %d0 = mul i64 %ap, {mr}
-  %d1 = add i64 %d0, %ar
-  %d2 = add i64 %d1, %qbase
-  %dq = getelementptr float, ptr %dst, i64 %d2
-  store float %v, ptr %dq, align 4
-{p.close()}{r.close()}{rz.open()}{pz.open()}  %z0 = mul i64 %azp, {mr}
-  %z1 = add i64 %z0, %az
-  %z2 = add i64 %z1, %qbase
-  %zq = getelementptr float, ptr %dst, i64 %z2
-  store float 0.0, ptr %zq, align 4
-{pz.close()}{rz.close()}{q.close()}  ret void
+  %d0 = add i64 %qbase, %ar
+  %dcol = getelementptr float, ptr %dst, i64 %d0
+  call void @copy_strided(ptr %src, i64 %kc, ptr %dcol, i64 {mr})
+{r.close()}{rz.open()}  %z0 = add i64 %qbase, %az
+  %zcol = getelementptr float, ptr %dst, i64 %z0
+  call void @copy_strided(ptr null, i64 %kc, ptr %zcol, i64 {mr})
+{rz.close()}{q.close()}  ret void
 t:
 {tq.open()}  %tqrow = mul i64 %tq, {mr}
   %tleft = sub i64 %mc, %tqrow
@@ -381,35 +415,15 @@ t:
   %td0 = mul i64 %tp, {mr}
   %td1 = add i64 %td0, %tqbase
   %tdst = getelementptr float, ptr %dst, i64 %td1
-{tr.open()}  %tsq = getelementptr float, ptr %tsrc, i64 %tr
-  %tv = load float, ptr %tsq, align 4
-  %tdq = getelementptr float, ptr %tdst, i64 %tr
-  store float %tv, ptr %tdq, align 4
-{tr.close()}{tz.open()}  %tzq = getelementptr float, ptr %tdst, i64 %tz
-  store float 0.0, ptr %tzq, align 4
-{tz.close()}{tp.close()}{tq.close()}  ret void
+  call void @copy_row(ptr %tsrc, i64 %trows, ptr %tdst, i64 {mr})
+{tp.close()}{tq.close()}  ret void
 }}
 
 ; slivers [lo, hi) of op(B)[p0 : p0 + kc, j0 : jend]: dst[(s kc + p) NR + j] = op(B)[p0 + p, j0 + s NR + j]
-%packb = type {{ ptr, i64, ptr, i64, i64, i64, i64, i64 }}
+%packb = type {{ {", ".join(f.split()[0] for f in PACK_FIELDS)} }}
 define internal void @pack_b_task(ptr %ctx, i64 %chunk, i64 %lo, i64 %hi) {{
 entry:
-  %f0 = getelementptr %packb, ptr %ctx, i32 0, i32 0
-  %dst = load ptr, ptr %f0
-  %f1 = getelementptr %packb, ptr %ctx, i32 0, i32 1
-  %tb = load i64, ptr %f1
-  %f2 = getelementptr %packb, ptr %ctx, i32 0, i32 2
-  %b = load ptr, ptr %f2
-  %f3 = getelementptr %packb, ptr %ctx, i32 0, i32 3
-  %ldb = load i64, ptr %f3
-  %f4 = getelementptr %packb, ptr %ctx, i32 0, i32 4
-  %p0 = load i64, ptr %f4
-  %f5 = getelementptr %packb, ptr %ctx, i32 0, i32 5
-  %kc = load i64, ptr %f5
-  %f6 = getelementptr %packb, ptr %ctx, i32 0, i32 6
-  %j0 = load i64, ptr %f6
-  %f7 = getelementptr %packb, ptr %ctx, i32 0, i32 7
-  %jend = load i64, ptr %f7
+{_field_loads("packb", PACK_FIELDS)}
   %trans = icmp ne i64 %tb, 0
 {s.open()}  %soff = mul i64 %bs, {nr}
   %jb = add i64 %j0, %soff
@@ -426,29 +440,18 @@ n:
   %src = getelementptr float, ptr %b, i64 %srow
   %drow = mul i64 %bp, {nr}
   %drp = getelementptr float, ptr %sdst, i64 %drow
-{bj.open()}  %sq = getelementptr float, ptr %src, i64 %bj
-  %v = load float, ptr %sq, align 4
-  %dq = getelementptr float, ptr %drp, i64 %bj
-  store float %v, ptr %dq, align 4
-{bj.close()}{bz.open()}  %zq = getelementptr float, ptr %drp, i64 %bz
-  store float 0.0, ptr %zq, align 4
-{bz.close()}{bp.close()}  br label %sdone
+  call void @copy_row(ptr %src, i64 %cols, ptr %drp, i64 {nr})
+{bp.close()}  br label %sdone
 t:
 {tj.open()}  %col = add i64 %jb, %cj
   %cs0 = mul i64 %col, %ldb
   %cs = add i64 %cs0, %p0
   %csrc = getelementptr float, ptr %b, i64 %cs
-{tpp.open()}  %cq = getelementptr float, ptr %csrc, i64 %cp
-  %cv = load float, ptr %cq, align 4
-  %cd0 = mul i64 %cp, {nr}
-  %cd1 = add i64 %cd0, %cj
-  %cdq = getelementptr float, ptr %sdst, i64 %cd1
-  store float %cv, ptr %cdq, align 4
-{tpp.close()}{tj.close()}{tzj.open()}{tzp.open()}  %zd0 = mul i64 %czp, {nr}
-  %zd1 = add i64 %zd0, %czj
-  %zdq = getelementptr float, ptr %sdst, i64 %zd1
-  store float 0.0, ptr %zdq, align 4
-{tzp.close()}{tzj.close()}  br label %sdone
+  %cdst = getelementptr float, ptr %sdst, i64 %cj
+  call void @copy_strided(ptr %csrc, i64 %kc, ptr %cdst, i64 {nr})
+{tj.close()}{tzj.open()}  %zdst = getelementptr float, ptr %sdst, i64 %czj
+  call void @copy_strided(ptr null, i64 %kc, ptr %zdst, i64 {nr})
+{tzj.close()}  br label %sdone
 sdone:
 {s.close()}  ret void
 }}
@@ -472,8 +475,7 @@ def _driver(vw: int, mr: int, kc: int, nc: int) -> str:
     fields = ["i64 %ta", "ptr %a", "i64 %lda", "i64 %m", "ptr %c", "i64 %ldc", "float %alpha", "float %beta",
               "ptr %bpack", "i64 %p0", "i64 %kc", "i64 %j0", "i64 %jend", "i64 %nb", "i64 %cblocks", "i64 %first",
               "ptr %epi", "ptr %epictx", "i64 %epihere", "i64 %npack", "i64 %nslivers"]
-    loads = "\n".join(f"  %g{n} = getelementptr %job, ptr %ctx, i32 0, i32 {n}\n"
-                      f"  {f.split()[1]} = load {f.split()[0]}, ptr %g{n}" for n, f in enumerate(fields))
+    loads = _field_loads("job", fields)
     driver_names = {"%p0": "%pc", "%j0": "%jc"}  # the driver's names of two task fields
     fill = "\n".join(f"  %jb{n} = insertvalue %job {'undef' if n == 0 else f'%jb{n - 1}'}, "
                       f"{f.split()[0]} {driver_names.get(f.split()[1], f.split()[1])}, {n}"
@@ -769,17 +771,7 @@ entry:
   %cix = add i64 %cr, %nj
   %cq = getelementptr float, ptr %c, i64 %cix
   %x = fmul float %alpha, %sum
-  br i1 %bzero, label %st, label %up
-st:
-  store float %x, ptr %cq, align 4
-  br label %nnext
-up:
-  %cv = load float, ptr %cq, align 4
-  %f = fmul float %cv, %beta
-  %y = fadd float %f, %x
-  store float %y, ptr %cq, align 4
-  br label %nnext
-nnext:
+  call void @put_c(ptr %cq, float %x, i1 %bzero, float %beta)
 {j.close()}{i.close()}  ret void
 }}
 """
@@ -811,14 +803,9 @@ def _optimise(mod, tm) -> None:
     """LLVM's O2 pipeline with the vectorisers (the packing loops) and without the loop unroller: the
     micro-kernel and the tile stores are unrolled in the IR already, and unrolling the rest doubled the
     code and its compile time (~1.1 s of CPU at O3 against ~0.6 s)."""
-    import llvmlite.binding as llvm
+    from msir.lowering.jit import optimise
 
-    pto = llvm.create_pipeline_tuning_options(speed_level=2)
-    pto.loop_vectorization = True
-    pto.slp_vectorization = True
-    pto.loop_unrolling = False
-    pb = llvm.create_pass_builder(tm, pto)
-    pb.getModulePassManager().run(mod, pb)
+    optimise(mod, tm, speed_level=2, loop_unrolling=False)
 
 
 class Kernel:

@@ -156,11 +156,13 @@ def _target_machine() -> llvm.TargetMachine:
     return target.create_target_machine(cpu=cpu, features=features, opt=3, codemodel="jitdefault")
 
 
-def _optimise(mod: llvm.ModuleRef, tm: llvm.TargetMachine) -> None:
-    pto = llvm.create_pipeline_tuning_options(speed_level=3)
+def optimise(mod: llvm.ModuleRef, tm: llvm.TargetMachine, speed_level: int = 3, loop_unrolling: bool = True) -> None:
+    """LLVM's module pipeline at `speed_level` with the loop and SLP vectorisers (jitted modules; the GEMM
+    runtime, `msir.lowering.gemm_kernel`, at O2 without unrolling)."""
+    pto = llvm.create_pipeline_tuning_options(speed_level=speed_level)
     pto.loop_vectorization = True
     pto.slp_vectorization = True
-    pto.loop_unrolling = True
+    pto.loop_unrolling = loop_unrolling
     pb = llvm.create_pass_builder(tm, pto)
     pb.getModulePassManager().run(mod, pb)
 
@@ -243,7 +245,7 @@ def compile_llvm_module(
             mod.verify()
         except (NotImplementedError, RuntimeError, KeyError) as e:
             raise CompileError(f"LLVM export failed: {e}") from e
-        _optimise(mod, tm)
+        optimise(mod, tm)
         optimised = str(mod)
         engine = llvm.create_mcjit_compiler(mod, tm)
         if object_sink is not None:
