@@ -1,8 +1,8 @@
 """msir's own float32 GEMM against OpenBLAS, side by side: GFLOP/s and % of the FMA peak.
 
-    python bench/gemm_kernel.py [--rounds 5] [--threads 1,2] [--shapes 512,1024,2048]
+    python bench/gemm_kernel.py [--rounds 5] [--threads 1,2] [--shapes 512,1024,2048,256x784x512]
 
-Three variants of `C = A @ B` (float32, row-major, square), each in its own
+Three variants of `C = A @ B` (float32, row-major; a shape is n for n^3 or m x k x n), each in its own
 process per thread count (thread environment and CPU affinity set before
 anything loads, as `bench/run.py` does), in alternating rounds:
 
@@ -31,7 +31,13 @@ import time
 VARIANTS = ("msir", "msir-openblas", "numpy")
 
 
-def worker(variant: str, sizes: list[int], calls: int) -> dict[str, float]:
+def _dims(shape: str) -> tuple[int, int, int]:
+    """(m, k, n) of "n" (a cube) or "mxkxn"."""
+    parts = [int(x) for x in shape.split("x")]
+    return (parts[0],) * 3 if len(parts) == 1 else tuple(parts)  # type: ignore[return-value]
+
+
+def worker(variant: str, sizes: list[str], calls: int) -> dict[str, float]:
     import numpy as np
 
     rng = np.random.default_rng(0)
@@ -50,18 +56,20 @@ def worker(variant: str, sizes: list[int], calls: int) -> dict[str, float]:
             f = msir.jit(mm)
             return lambda: f(a, b)
     for s in sizes:
-        a = rng.standard_normal((s, s), dtype=np.float32)
-        b = rng.standard_normal((s, s), dtype=np.float32)
+        m, k, n = _dims(s)
+        a = rng.standard_normal((m, k), dtype=np.float32)
+        b = rng.standard_normal((k, n), dtype=np.float32)
         run = make(a, b)
         for _ in range(3):
             run()
-        n = max(3, int(calls * (1024 / s) ** 3)) if s < 1024 else calls
+        flops = 2 * m * k * n
+        reps = max(3, int(calls * 2 * 1024 ** 3 / flops)) if flops < 2 * 1024 ** 3 else calls
         times = []
-        for _ in range(n):
+        for _ in range(reps):
             t0 = time.perf_counter()
             run()
             times.append(time.perf_counter() - t0)
-        out[str(s)] = 2 * s ** 3 / statistics.median(times) / 1e9
+        out[s] = flops / statistics.median(times) / 1e9
     if variant != "numpy":
         from msir.lowering import blas
 
@@ -91,7 +99,7 @@ def main() -> None:
     p.add_argument("--calls", type=int, default=20, help="timed calls at 1024^3 (scaled for other sizes)")
     a = p.parse_args()
     threads = [int(t) for t in a.threads.split(",")]
-    sizes = [int(s) for s in a.shapes.split(",")]
+    sizes = a.shapes.split(",")
     sys.path.insert(0, os.path.dirname(__file__))
     import fma_peak
 
@@ -118,12 +126,13 @@ def main() -> None:
             row = []
             med = {}
             for v in VARIANTS:
-                xs = [c[str(s)] for c in cells[(v, t)]]
+                xs = [c[s] for c in cells[(v, t)]]
                 med[v] = statistics.median(xs)
                 row.append(f"{med[v]:.0f} [{min(xs):.0f}-{max(xs):.0f}] ({100 * med[v] / (peak1 * t):.0f}%)")
-            ratios = [statistics.median(c1[str(s)] / c2[str(s)] for c1, c2 in zip(cells[("msir", t)], cells[(o, t)]))
+            ratios = [statistics.median(c1[s] / c2[s] for c1, c2 in zip(cells[("msir", t)], cells[(o, t)]))
                       for o in ("msir-openblas", "numpy")]
-            print(f"| {s}^3 | {t} | " + " | ".join(row) + f" | {ratios[0]:.2f} | {ratios[1]:.2f} |")
+            label = f"{s}^3" if "x" not in s else s
+            print(f"| {label} | {t} | " + " | ".join(row) + f" | {ratios[0]:.2f} | {ratios[1]:.2f} |")
 
 
 if __name__ == "__main__":

@@ -2,11 +2,11 @@
 
 Which kernel
 ============
-float32 products run in msir's own packed GEMM (`msir.lowering.gemm_kernel`:
-AVX-512 / AVX2 micro-kernels, panels of B shared by the pool's threads) when
-the CPU has one of its micro-kernels and `MSIR_GEMM` is not "openblas"
-(`sgemm_backend`, read when the BLAS loads); float64 products, and float32 ones
-elsewhere, run in OpenBLAS as below. Both are reached through the same
+With `MSIR_GEMM=msir` (`sgemm_backend`, read when the BLAS loads) float32
+products run in msir's own packed GEMM (`msir.lowering.gemm_kernel`: AVX-512 /
+AVX2 micro-kernels, panels of B shared by the pool's threads) when the CPU has
+one of its micro-kernels; by default, and for float64, they run in OpenBLAS as
+below. Both are reached through the same
 trampolines (`__msir_gemm_f32` ...), so generated code does not depend on the
 choice. Measured side by side by `bench/gemm_kernel.py`.
 
@@ -171,11 +171,13 @@ consuming it and marks that fusion's loop as the product's epilogue (see
 "Epilogues"); off (`MSIR_GEMM_EPILOGUE=0`, read at import), the product gets
 a buffer and the fusion is a loop of its own, as before (the benchmark's A/B)."""
 
-sgemm_backend = os.environ.get("MSIR_GEMM", "msir").strip().lower()
-"""Which kernel runs float32 products: "msir" (default), msir's own packed GEMM
-(`msir.lowering.gemm_kernel`) where the CPU has one of its micro-kernels, else
-OpenBLAS; "openblas", always OpenBLAS. Read when the BLAS loads (once per process:
-the trampolines are compiled then). float64 products always run in OpenBLAS."""
+sgemm_backend = os.environ.get("MSIR_GEMM", "openblas").strip().lower()
+"""Which kernel runs float32 products: "openblas" (default), or "msir", msir's own
+packed GEMM (`msir.lowering.gemm_kernel`) where the CPU has one of its micro-kernels
+(else OpenBLAS). Read when the BLAS loads (once per process: the trampolines are
+compiled then). float64 products always run in OpenBLAS. Not the default yet: on the
+2-core Xeon of 2026-12-03 it measured 0.88-1.20x OpenBLAS-per-chunk
+(`bench/gemm_kernel.py`), and its first build costs ~0.6 s of CPU once per machine."""
 
 _lock = threading.Lock()
 _state: dict[str, object] = {}  # "ok": bool, "engine", "cdll", "path", "error"

@@ -34,8 +34,9 @@ one task, never a static share, and no task ever waits for another.
 
 Blocking (Goto / BLIS)
 ======================
-Steps s = (jc, pc): columns [jc, jc + NC), k in [pc, pc + KC), in that
-order. One dispatch of the pool per step:
+Steps s = (jc, pc): columns [jc, jc + NC), k in [pc, pc + kstep), in that
+order; k is cut into ceil(k / KC) equal blocks (kstep <= KC), so no step is
+a short one that pays a pass over C for a few k. One dispatch of the pool per step:
 
   tasks 0 .. npack - 1: pack the *next* step's panel of op(B) into
     NR-column slivers (KC x NR each, zero past n), PACK_SLIVERS a task,
@@ -550,14 +551,14 @@ tnext:
 {t.close()}  ret void
 }}
 
-; step s of the product: its columns [jc, jend) and k range [pc, pc + kc)
-define internal void @step_range(i64 %s, i64 %nk, i64 %n, i64 %k, ptr %out) {{
+; step s of the product: its columns [jc, jend) and k range [pc, pc + kc), k cut in nk blocks of kstep
+define internal void @step_range(i64 %s, i64 %nk, i64 %kstep, i64 %n, i64 %k, ptr %out) {{
   %jci = udiv i64 %s, %nk
   %pci = urem i64 %s, %nk
   %jc = mul i64 %jci, {nc}
-  %pc = mul i64 %pci, {kc}
+  %pc = mul i64 %pci, %kstep
   %kleft = sub i64 %k, %pc
-  %kc = call i64 @llvm.smin.i64(i64 %kleft, i64 {kc})
+  %kc = call i64 @llvm.smin.i64(i64 %kleft, i64 %kstep)
   %jend0 = add i64 %jc, {nc}
   %jend = call i64 @llvm.smin.i64(i64 %jend0, i64 %n)
   %r0 = insertvalue [4 x i64] undef, i64 %jc, 0
@@ -639,11 +640,19 @@ blocked:
 packed:
   %nj0 = add i64 %n, {nc - 1}
   %nj = udiv i64 %nj0, {nc}
-  %nk0 = add i64 %k, {kc - 1}
-  %nk = udiv i64 %nk0, {kc}
+  ; k in equal blocks of at most {kc} (784 = 3 x 262 rather than 384 + 384 + 16: a short block costs a pass
+  ; over C for little work); the blocks depend on k only
+  %nkmax0 = add i64 %k, {kc - 1}
+  %nkmax = udiv i64 %nkmax0, {kc}
+  %ks0 = add i64 %k, %nkmax
+  %ks1 = sub i64 %ks0, 1
+  %kstep = udiv i64 %ks1, %nkmax
+  %nk0 = add i64 %k, %kstep
+  %nk1 = sub i64 %nk0, 1
+  %nk = udiv i64 %nk1, %kstep
   %nsteps = mul i64 %nj, %nk
   ; the first panel, in a dispatch of its own
-  call void @step_range(i64 0, i64 %nk, i64 %n, i64 %k, ptr %rangep)
+  call void @step_range(i64 0, i64 %nk, i64 %kstep, i64 %n, i64 %k, ptr %rangep)
   %r0 = load [4 x i64], ptr %rangep
   %r0kc = extractvalue [4 x i64] %r0, 2
   %r0jend = extractvalue [4 x i64] %r0, 3
@@ -653,7 +662,7 @@ packed:
   %s0 = udiv i64 %s0w, {nr}
   %packmin = select i1 %big, i64 {PACK_SLIVERS}, i64 %s0
   %packs = call i64 @__msir_parallel_for(ptr @pack_b_task, ptr %pbctx, i64 0, i64 %s0, i64 %packmin)
-{st.open()}  call void @step_range(i64 %st, i64 %nk, i64 %n, i64 %k, ptr %rangep)
+{st.open()}  call void @step_range(i64 %st, i64 %nk, i64 %kstep, i64 %n, i64 %k, ptr %rangep)
   %rs = load [4 x i64], ptr %rangep
   %jc = extractvalue [4 x i64] %rs, 0
   %pc = extractvalue [4 x i64] %rs, 1
@@ -672,7 +681,7 @@ packed:
   %snext = add i64 %st, 1
   %hasnext = icmp ult i64 %snext, %nsteps
   %snext1 = select i1 %hasnext, i64 %snext, i64 %st
-  call void @step_range(i64 %snext1, i64 %nk, i64 %n, i64 %k, ptr %rangep)
+  call void @step_range(i64 %snext1, i64 %nk, i64 %kstep, i64 %n, i64 %k, ptr %rangep)
   %rn = load [4 x i64], ptr %rangep
   %njc = extractvalue [4 x i64] %rn, 0
   %npc = extractvalue [4 x i64] %rn, 1
