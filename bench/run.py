@@ -8,7 +8,8 @@ thread environment set before anything is imported: OMP/MKL/OPENBLAS/MSIR_NUM_TH
 XLA_FLAGS (1 thread: no multi-threaded Eigen, intra_op_parallelism_threads=1),
 torch.set_num_threads, and the CPU affinity cut to that many cores. All harness
 processes run with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE removed (the environment's
-Haswell setting halves OpenBLAS's sgemm, see DESIGN.md). Each process gets fresh msir
+Haswell setting halves OpenBLAS's sgemm, see DESIGN.md) and PYTHONDONTWRITEBYTECODE
+removed (Python keeps the bytecode of the modules it imports, as an installed msir has it). Each process gets fresh msir
 and TorchInductor cache directories, so "first call" is a cold compile.
 
 Per workload and framework: first call (compile + one run, imports excluded), median
@@ -70,7 +71,11 @@ def ms_python() -> Path:
 
 def thread_env(n: int, scratch: Path) -> dict:
     env = dict(os.environ)
-    for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "XLA_FLAGS"):
+    # PYTHONDONTWRITEBYTECODE (set on some of these machines) would make every process compile the
+    # source of every module it imports that has no bytecode yet -- msir's own, run from the source
+    # tree -- inside W8's "first call" (msir imports its frontend and dialects at the first compile);
+    # a user's installed msir has its bytecode, so the harness lets Python keep it
+    for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "XLA_FLAGS", "PYTHONDONTWRITEBYTECODE"):
         env.pop(k, None)
     for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS",
               "MSIR_NUM_THREADS"):
