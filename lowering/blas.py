@@ -6,9 +6,8 @@ With `MSIR_GEMM=msir` (`sgemm_backend`, read when the BLAS loads) float32
 products run in msir's own packed GEMM (`msir.lowering.gemm_kernel`: AVX-512 /
 AVX2 micro-kernels, panels of B shared by the pool's threads) when the CPU has
 one of its micro-kernels; by default, and for float64, they run in OpenBLAS as
-below. Both are reached through the same
-trampolines (`__msir_gemm_f32` ...), so generated code does not depend on the
-choice. Measured side by side by `bench/gemm_kernel.py`.
+below. Both are reached through the same trampolines (`__msir_gemm_f32` ...),
+so generated code does not depend on the choice. Measured side by side by `bench/gemm_kernel.py`.
 
 Why OpenBLAS at first (issue 5)
 ===============================
@@ -176,7 +175,7 @@ sgemm_backend = os.environ.get("MSIR_GEMM", "openblas").strip().lower()
 packed GEMM (`msir.lowering.gemm_kernel`) where the CPU has one of its micro-kernels
 (else OpenBLAS). Read when the BLAS loads (once per process: the trampolines are
 compiled then). float64 products always run in OpenBLAS. Not the default yet: on the
-2-core Xeon of 2026-12-03 it measured 0.88-1.20x OpenBLAS-per-chunk
+2-core Xeon of 2026-12-03 it measured 0.70-1.26x OpenBLAS-per-chunk
 (`bench/gemm_kernel.py`), and its first build costs ~0.6 s of CPU once per machine."""
 
 _lock = threading.Lock()
@@ -630,7 +629,7 @@ def fused_epilogues() -> int:
 
 
 def own_sgemm() -> bool:
-    """Whether float32 products run in msir's own packed GEMM (`kernel`)."""
+    """Whether float32 products run in msir's own packed GEMM (`sgemm_backend`)."""
     return load() and bool(_state["own_sgemm"])
 
 
