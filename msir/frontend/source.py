@@ -89,6 +89,8 @@ def _parse_def_lines(code) -> ast.Module | None:
         nested.extend(k for k in c.co_consts if inspect.iscode(k))
     def_line = lines[start]
     indent = len(def_line) - len(def_line.lstrip())
+    if indent and start == 0:  # no line above it for the `if 1:`
+        return None
     last = end
     while last < len(lines):
         text = lines[last]
