@@ -51,15 +51,22 @@ the previous generation in the claim word; the fields are stored with release
 and loaded with acquire, so a worker whose claim succeeds has read the fields
 of the job it claimed from.
 
-Waiting backs off in three steps: a worker that has no work spins on the
+Waiting backs off in two steps: a worker that has no work spins on the
 generation word for `SPIN_ITERATIONS` pause instructions (some 20-50 us on
-current x86 cores, so back-to-back kernels find it awake), then calls
-`sched_yield` `YIELD_ITERATIONS` times (a thread of this process or another
-that waits for this core gets it), then sleeps in `futex(FUTEX_WAIT)` and costs
-nothing. The caller waits for the last claimed chunks the same way: on a busy
-machine the thread running that chunk may be the one its spinning keeps off
-the core. Spinning stays short because a spinning thread takes a core from
-every other thread of the machine, OpenBLAS's included (`msir.lowering.blas`).
+current x86 cores, so back-to-back kernels find it awake), then sleeps in
+`futex(FUTEX_WAIT)` and costs nothing. The caller waits for the last claimed
+chunks the same way: on a busy machine the thread running that chunk may be
+the one its spinning keeps off the core. Spinning stays short because a
+spinning thread takes a core from every other thread of the machine,
+OpenBLAS's included (`msir.lowering.blas`). There is no `sched_yield` phase
+between the two (there was, 64 calls): on a machine whose cores all run other
+threads, a yield puts the waiting thread behind another thread's whole time
+slice (~3-4 ms), while a thread woken from the futex preempts at once, so the
+2-thread products that waited for a descheduled worker at the end of every
+call lost half of them (`bench/run.py --contention`, Zen 4: W4-512 with every
+CPU busy 5.7-5.9 ms per call with the yields, 3.3 without, against 7.2 at 1
+thread; beside the 2-thread neighbour, rounds up to 1.8-2.0x the quiet 1-thread
+time with them, at most 1.1x without).
 A sleeper count (and a flag for the caller) makes the waking side skip the
 futex syscall when nobody sleeps; both sides use seq_cst so a wake-up is never
 lost.
@@ -133,10 +140,8 @@ one partial per chunk of each reduction in a stack array of this length."""
 
 CHUNK_ALIGN = 16
 SPIN_ITERATIONS = 1024
-"""Pause instructions a waiting thread spins for before it yields (~140
+"""Pause instructions a waiting thread spins for before it sleeps (~140
 cycles each on Intel since Skylake, ~65 on Zen: some 20-50 us)."""
-YIELD_ITERATIONS = 64
-"""`sched_yield` calls after the spin and before the futex sleep."""
 MAX_BACKOFF = 64
 """Dispatches at most that a contended pool runs in the caller alone between
 two probes (see "Contention" in the module docstring)."""
@@ -196,7 +201,6 @@ declare i32 @pthread_detach(i64)
 declare i32 @pthread_sigmask(i32, ptr, ptr)
 declare i32 @{atfork}(ptr, ptr, ptr, ptr)
 declare i32 @sigfillset(ptr)
-declare i32 @sched_yield()
 declare i32 @clock_gettime(i32, ptr)
 declare i32 @llvm.smin.i32(i32, i32)
 declare i32 @llvm.smax.i32(i32, i32)
@@ -303,22 +307,16 @@ wait:
   %seen = phi i32 [ %seen0, %entry ], [ %g, %got ], [ %g, %work ]
   br label %spin
 spin:
-  %i = phi i32 [ 0, %wait ], [ %i1, %do_pause ], [ %i1, %do_yield ], [ 0, %woke ]
+  %i = phi i32 [ 0, %wait ], [ %i1, %do_pause ], [ 0, %woke ]
   %g = load atomic i32, ptr @pool.gen acquire, align 4
   %changed = icmp ne i32 %g, %seen
   br i1 %changed, label %got, label %spin_more
 spin_more:
   %i1 = add i32 %i, 1
   %pausing = icmp ult i32 %i1, {spin}
-  br i1 %pausing, label %do_pause, label %yield_or_sleep
+  br i1 %pausing, label %do_pause, label %sleep
 do_pause:
   call void @pause()
-  br label %spin
-yield_or_sleep:
-  %yielding = icmp ult i32 %i1, {spin_and_yield}
-  br i1 %yielding, label %do_yield, label %sleep
-do_yield:
-  %y = call i32 @sched_yield()
   br label %spin
 sleep:
   %s0 = atomicrmw add ptr @pool.sleepers, i32 1 seq_cst
@@ -509,25 +507,21 @@ work:
   br label %spin
 spin:
   ; wait for the chunks other threads claimed, not for threads that never came
-  %i = phi i32 [ 0, %work ], [ %i1, %do_pause ], [ %i1, %do_yield ]
+  %i = phi i32 [ 0, %work ], [ %i1, %do_pause ]
   %p = load atomic i32, ptr @job.done acquire, align 4
   %finished = icmp eq i32 %p, %n32
   br i1 %finished, label %done, label %spin_more
 spin_more:
   %i1 = add i32 %i, 1
   %pausing = icmp ult i32 %i1, {spin}
-  br i1 %pausing, label %do_pause, label %yield_or_sleep
+  br i1 %pausing, label %do_pause, label %sleep
 do_pause:
   call void @pause()
   br label %spin
-yield_or_sleep:
-  ; the thread that holds the last chunk may be waiting for this core
-  %yielding = icmp ult i32 %i1, {spin_and_yield}
-  br i1 %yielding, label %do_yield, label %sleep
-do_yield:
-  %y = call i32 @sched_yield()
-  br label %spin
 sleep:
+  ; asleep, not yielding: the thread that holds the last chunk may be
+  ; waiting for this core, and its futex wake lets this thread preempt
+  ; whatever took the core, where a yield would queue it behind a slice
   store atomic i32 1, ptr @pool.caller_sleeping seq_cst, align 4
   br label %sleep_loop
 sleep_loop:
@@ -586,7 +580,6 @@ def _runtime_ir(arch: str, atfork: str) -> str:
         pause_call="call void @llvm.x86.sse2.pause()" if x86 else "",
         sys_futex=_SYS_FUTEX.get(arch, -1),
         spin=SPIN_ITERATIONS,
-        spin_and_yield=SPIN_ITERATIONS + YIELD_ITERATIONS,
         max_backoff=MAX_BACKOFF,
         max_chunks=MAX_CHUNKS,
         align=CHUNK_ALIGN,
