@@ -60,13 +60,13 @@ the one its spinning keeps off the core. Spinning stays short because a
 spinning thread takes a core from every other thread of the machine,
 OpenBLAS's included (`msir.lowering.blas`). There is no `sched_yield` phase
 between the two (there was, 64 calls): on a machine whose cores all run other
-threads, a yield puts the waiting thread behind another thread's whole time
-slice (~3-4 ms), while a thread woken from the futex preempts at once, so the
-2-thread products that waited for a descheduled worker at the end of every
-call lost half of them (`bench/run.py --contention`, Zen 4: W4-512 with every
-CPU busy 5.7-5.9 ms per call with the yields, 3.3 without, against 7.2 at 1
-thread; beside the 2-thread neighbour, rounds up to 1.8-2.0x the quiet 1-thread
-time with them, at most 1.1x without).
+threads, a yield seems to put the waiting thread behind another thread's whole
+time slice (~3-4 ms), while a thread woken from the futex may preempt at once.
+Measured by `bench/run.py --contention` on a 2-core Zen 4, for the products
+cut into two chunks (512^3; W5's 256x784x512) beside the 2-thread neighbour:
+with the yields, rounds reached 1.7-2.2x the quiet 1-thread time (the caller
+waiting for a worker kept off its core); without them at most 1.1-1.6x, medians
+1.03-1.12.
 A sleeper count (and a flag for the caller) makes the waking side skip the
 futex syscall when nobody sleeps; both sides use seq_cst so a wake-up is never
 lost.
