@@ -65,7 +65,7 @@ time slice (~3-4 ms), while a thread woken from the futex may preempt at once.
 Measured by `bench/run.py --contention` on a 2-core Zen 4, for the products
 cut into two chunks (512^3; W5's 256x784x512) beside the 2-thread neighbour:
 with the yields, rounds reached 1.7-2.2x the quiet 1-thread time (the caller
-waiting for a worker kept off its core); without them at most 1.1-1.6x, medians
+waiting for a worker kept off its core); without them at most 1.1-1.7x, medians
 1.03-1.12.
 A sleeper count (and a flag for the caller) makes the waking side skip the
 futex syscall when nobody sleeps; both sides use seq_cst so a wake-up is never
@@ -520,8 +520,8 @@ do_pause:
   br label %spin
 sleep:
   ; asleep, not yielding: the thread that holds the last chunk may be
-  ; waiting for this core, and its futex wake lets this thread preempt
-  ; whatever took the core, where a yield would queue it behind a slice
+  ; waiting for this core, and its futex wake may let this thread preempt
+  ; whatever took the core, where a yield seems to queue it behind a slice
   store atomic i32 1, ptr @pool.caller_sleeping seq_cst, align 4
   br label %sleep_loop
 sleep_loop:
