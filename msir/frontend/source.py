@@ -46,9 +46,7 @@ def get_source(fn) -> FunctionSource:
     key = (code, code.co_filename)  # equal code objects may come from different files
     if key in _CACHE:
         return _CACHE[key]
-    tree = first = None
-    if code.co_name != "<lambda>":
-        tree = _parse_def_lines(code)
+    tree = _parse_def_lines(code) if code.co_name != "<lambda>" else None
     if tree is None:
         try:
             lines, first = inspect.getsourcelines(fn)
@@ -95,10 +93,11 @@ def _parse_def_lines(code) -> ast.Module | None:
     while last < len(lines):
         text = lines[last]
         stripped = text.lstrip()
-        if stripped and not stripped.startswith("#") and len(text) - len(stripped) <= indent:
+        is_code = bool(stripped) and not stripped.startswith("#")
+        if is_code and len(text) - len(stripped) <= indent:
             break
         last += 1
-        if stripped and not stripped.startswith("#"):
+        if is_code:
             end = last
     body = "".join(lines[start:end])
     prefix = "\n" * (start - 1) + "if 1:\n" if indent else "\n" * start
