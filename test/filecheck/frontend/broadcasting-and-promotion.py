@@ -5,6 +5,7 @@
 # RUN: msir-opt %s --entry weak_int --args 'tensor<4xi32>' | filecheck %s --check-prefix=WINT
 # RUN: msir-opt %s --entry int_plus_float --args 'tensor<4xi32>' | filecheck %s --check-prefix=I32F
 # RUN: msir-opt %s --entry promote --args 'tensor<4xi32>,tensor<4xf32>' | filecheck %s --check-prefix=PROMO
+# RUN: msir-opt %s --entry repeated --args 'tensor<4xf32>,tensor<i64>' | filecheck %s --check-prefix=REPEAT
 
 # Implicit NumPy broadcasting becomes an explicit msir.broadcast_to, and NEP 50
 # weak typing decides the dtypes: Python scalars adapt to the array's kind,
@@ -94,3 +95,33 @@ def promote(a, b):
 # PROMO-NEXT:   %[[BC:.*]] = msir.cast %[[B]] : tensor<4xf32> to tensor<4xf64>
 # PROMO-NEXT:   %[[R:.*]] = msir.add %[[AC]], %[[BC]] : tensor<4xf64>
 # PROMO-NEXT:   func.return %[[R]] : tensor<4xf64>
+
+
+def repeated(x, n):
+    y = x * 0.5
+    z = y * 0.5
+    for _ in range(n):
+        z = z * 0.5
+    return z * 0.5 + 0.0 - (-0.0)
+
+
+# A scalar met again in the same block reuses its constant (what CSE would
+# merge later is never built; each use keeps its own broadcast, on its own
+# line); a nested block builds its own, and 0.0 and -0.0 (equal in Python)
+# are different constants.
+# REPEAT:      func.func @repeated(%[[X:.*]]: tensor<4xf32>, %{{.*}}: tensor<i64>) -> tensor<4xf32> {
+# REPEAT:        %[[C:.*]] = msir.constant dense<5.000000e-01> : tensor<f32>
+# REPEAT-NEXT:   %[[CB:.*]] = msir.broadcast_to %[[C]] : tensor<f32> to tensor<4xf32>
+# REPEAT-NEXT:   %[[Y:.*]] = msir.mul %[[X]], %[[CB]] : tensor<4xf32>
+# REPEAT-NEXT:   %[[CB2:.*]] = msir.broadcast_to %[[C]] : tensor<f32> to tensor<4xf32>
+# REPEAT-NEXT:   %{{.*}} = msir.mul %[[Y]], %[[CB2]] : tensor<4xf32>
+# REPEAT:        msir.for
+# REPEAT:          %[[IC:.*]] = msir.constant dense<5.000000e-01> : tensor<f32>
+# REPEAT-NEXT:     %[[ICB:.*]] = msir.broadcast_to %[[IC]] : tensor<f32> to tensor<4xf32>
+# REPEAT-NEXT:     msir.mul %{{.*}}, %[[ICB]] : tensor<4xf32>
+# REPEAT:        }
+# REPEAT-NOT:    msir.constant dense<5.000000e-01>
+# REPEAT:        msir.broadcast_to %[[C]] : tensor<f32> to tensor<4xf32>
+# REPEAT:        msir.constant dense<0.000000e+00> : tensor<f32>
+# REPEAT:        msir.constant dense<-0.000000e+00> : tensor<f32>
+# REPEAT:        func.return

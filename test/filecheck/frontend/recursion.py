@@ -75,8 +75,7 @@ def search(x, n):
 # LOOP-NEXT:    %[[V0:.*]] = msir.broadcast_to %[[Z]] : tensor<f64> to tensor<4xf64>
 # LOOP:         %{{.*}}, %{{.*}}, %[[V:.*]], %[[F:.*]], %[[X:.*]] = msir.for %{{.*}} to %n step %{{.*}} (%{{.*}}, %{{.*}}, %[[V0]], %[[F0]], %x)
 # LOOP:             %[[T:.*]] = msir.constant dense<true> : tensor<i1>
-# LOOP-NEXT:        %[[T2:.*]] = msir.constant dense<true> : tensor<i1>
-# LOOP-NEXT:        msir.yield %[[T]], %{{.*}}, %[[T2]] : tensor<i1>, tensor<4xf64>, tensor<i1>
+# LOOP-NEXT:        msir.yield %[[T]], %{{.*}}, %[[T]] : tensor<i1>, tensor<4xf64>, tensor<i1>
 # LOOP:         %[[RET:.*]] = msir.if %[[F]] -> (tensor<4xf64>) {
 # LOOP-NEXT:      msir.yield %[[V]] : tensor<4xf64>
 # LOOP-NEXT:    } else {

@@ -38,8 +38,7 @@ def span(a, b):
 # SPAN:        %[[CEIL:.*]] = msir.ceil %[[Q]] : tensor<f64>
 # SPAN-NEXT:   %[[LEN:.*]] = msir.select %{{.*}}, %{{.*}}, %[[CEIL]] : tensor<i1>, tensor<f64>
 # SPAN-NEXT:   %[[ROUNDED:.*]] = msir.cast %[[LEN]] : tensor<f64> to tensor<i64>
-# SPAN-NEXT:   %[[ZERO:.*]] = msir.constant dense<0> : tensor<i64>
-# SPAN-NEXT:   %[[ROWS:.*]] = msir.maximum %[[ROUNDED]], %[[ZERO]] : tensor<i64>
+# SPAN-NEXT:   %[[ROWS:.*]] = msir.maximum %[[ROUNDED]], %{{.*}} : tensor<i64>
 # SPAN:        %[[FIRST:.*]] = msir.stop_gradient %[[A]] : tensor<f64>
 # SPAN-NEXT:   %[[STEP:.*]] = msir.stop_gradient %{{.*}} : tensor<f64>
 # SPAN-NEXT:   %[[R:.*]] = msir.ramp %[[FIRST]], %[[STEP]], %[[ROWS]] : tensor<f64>, tensor<i64> to tensor<?xf64>
