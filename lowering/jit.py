@@ -88,6 +88,13 @@ def _initialise() -> None:
         return
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
+    # Each vectorised loop gets one vector body and a scalar remainder, not
+    # also a narrower vectorised epilogue between them: that third copy of
+    # the loop cost ~12 ms of a 200-op function's ~60 ms in LLVM (W8: code
+    # generation is proportional to the code) and no benchmark row measurably
+    # (the remainder is under one vector step per chunk). An LLVM option is
+    # per process: numba, if it shares this llvmlite, vectorises the same way.
+    llvm.set_option("", "-enable-epilogue-vectorization=false")
     for lib in ("libm.so.6", "libmvec.so.1"):
         try:
             llvm.load_library_permanently(lib)
