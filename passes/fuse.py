@@ -161,6 +161,9 @@ class _BlockFuser:
         return fused
 
     def build(self, group: _Group) -> None:
+        """Replace the group's ops by one `msir.fusion` at the last one's place:
+        the ops move into its body (moving costs a fraction of cloning and
+        erasing them), with the constants they read copied in."""
         members = set(group.ops)
         inputs: list[SSAValue] = []
         for op in group.ops:
@@ -168,15 +171,20 @@ class _BlockFuser:
                 if v.owner in members or v in inputs or _pullable_constant(v, group.shape):
                     continue
                 inputs.append(v)
+        outputs = [r for op in group.ops for r in op.results
+                   if any(self.block.find_ancestor_op_in_block(u.operation) not in members for u in r.uses)]
+        if not outputs:  # a dead chain: left for dce
+            return
         body = Block(arg_types=[v.type for v in inputs])
         mapping: dict[SSAValue, SSAValue] = dict(zip(inputs, body.args))
         for arg, v in zip(body.args, inputs):
             if v.name_hint:
                 arg.name_hint = v.name_hint
-        outputs: list[SSAValue] = []
+        anchor = group.ops[-1]
+        after = anchor.next_op  # the block's terminator at the latest: never None
         for op in group.ops:
             for v in op.operands:
-                if v not in mapping:  # a constant (or a broadcast of one) to copy in
+                if v not in mapping and v.owner not in members:  # a constant (or a broadcast of one) to copy in
                     chain = _copy_chain(v)
                     for src in chain:
                         if src not in mapping:
@@ -184,25 +192,18 @@ class _BlockFuser:
                             c = _rank0_constant(src) if scalar else src.owner.clone(value_mapper=mapping)
                             body.add_op(c)
                             mapping[src] = c.results[0]
-            clone = op.clone(value_mapper=mapping)
-            body.add_op(clone)
-            for r, cr in zip(op.results, clone.results):
-                mapping[r] = cr
-                if any(self.block.find_ancestor_op_in_block(u.operation) not in members for u in r.uses):
-                    outputs.append(r)
-        if not outputs:  # a dead chain: left for dce
-            return
-        body.add_op(M.YieldOp(*[mapping[r] for r in outputs]))
+            op.detach()
+            body.add_op(op)
+            if any(v in mapping for v in op.operands):
+                op.operands = [mapping.get(v, v) for v in op.operands]
+        body.add_op(M.YieldOp(*outputs))
         fusion = M.FusionOp(inputs, [r.type for r in outputs], Region(body))
-        anchor = group.ops[-1]
         fusion.location = anchor.location
-        self.block.insert_op_before(fusion, anchor)
+        self.block.insert_op_before(fusion, after)
         for r, new in zip(outputs, fusion.results):
-            r.replace_uses_with_if(new, lambda use: use.operation is not fusion)
+            r.replace_uses_with_if(new, lambda use: self.block.find_ancestor_op_in_block(use.operation) is not fusion)
         copied = [v.owner for v in mapping if isinstance(v.owner, (M.ConstantOp, M.BroadcastToOp))
-                  and v.owner.parent is self.block and v.owner not in members]
-        for op in reversed(group.ops):
-            self.block.erase_op(op)
+                  and v.owner.parent is self.block]
         for c in reversed(copied):  # broadcasts before the constants they read
             if c.parent is self.block and not c.results[0].uses:
                 self.block.erase_op(c)
