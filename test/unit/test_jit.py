@@ -7,6 +7,7 @@ from xdsl.context import Context
 from xdsl.dialects import arith, builtin, func, llvm, math, memref, scf
 from xdsl.parser import Parser
 
+import msir
 from msir.errors import (
     CompileError,
     DTypeError,
@@ -100,6 +101,26 @@ func.func @add(%a: memref<1024xf32>, %b: memref<1024xf32>, %out: memref<1024xf32
     np.testing.assert_array_equal(out, a * b)
     assert "ret" in native.asm
 
+
+
+def test_a_vectorised_loop_has_one_vector_body_and_a_scalar_remainder():
+    # jit._initialise turns off LLVM's vectorised epilogue (a third copy of
+    # each loop, ~20 % of a fused loop's code generation); the remainder
+    # iterations run in the scalar loop, for every size
+    from msir.compiler import compile_module
+    from msir.frontend.driver import spec_of, trace
+
+    def f(x, y):
+        return np.tanh(x) * y + 0.5
+
+    for n in (1, 15, 17, 1003):
+        x = np.linspace(-2.0, 2.0, n, dtype=np.float32)
+        y = np.full(n, 1.5, np.float32)
+        native = compile_module(trace(f, [spec_of(x), spec_of(y)]).module, "f").native_module
+        if n == 1003:
+            assert "vector.body" in native.llvm_ir
+            assert "vec.epilog" not in native.llvm_ir
+        np.testing.assert_allclose(msir.jit(f)(x, y), f(x, y), rtol=2e-6, atol=1e-6)
 
 def test_f32_and_f64_intrinsics_in_one_module():
     src = """
