@@ -427,7 +427,6 @@ def _expect_type(op: IRDLOperation, what: str, actual: Attribute, expected: Attr
         )
 
 
-
 def _init_fixed(op: IRDLOperation, operands: Sequence[SSAValue | Operation], result_types: Sequence[Attribute],
                 properties: Mapping[str, Attribute] | None = None) -> None:
     """Initialise `op`, of a class whose operand and result definitions are all
