@@ -971,7 +971,7 @@ def _alloc(fl: FunctionLowering, op: memref.AllocOp) -> None:
     report = Block()
     fl.branch_unless(failed, report)
     code, site = fl.const(ERR_MEMORY, I32), fl.const(_site(op), I64)
-    report.add_ops([llvm.CallOp(ERROR_FUNC, code, site), llvm.BrOp(fl.bail())])
+    report.add_ops([fl.m.call(ERROR_FUNC, [code, site], None), llvm.BrOp(fl.bail())])
     fl.region.add_block(report)
     fl.vals[op.memref] = Mem(ptr, sizes)
 
@@ -1099,7 +1099,7 @@ def _check_stack(fl: FunctionLowering, op: func.CallOp) -> None:
     report = Block()
     fl.branch_unless(too_deep, report)
     code, site = fl.const(ERR_RECURSION, I32), fl.const(_site(op), I64)
-    report.add_ops([llvm.CallOp(ERROR_FUNC, code, site), llvm.BrOp(fl.bail())])
+    report.add_ops([fl.m.call(ERROR_FUNC, [code, site], None), llvm.BrOp(fl.bail())])
     fl.region.add_block(report)
 
 
@@ -1108,14 +1108,14 @@ def _call(fl: FunctionLowering, op: func.CallOp) -> None:
     name = op.callee.string_value()
     args = fl.flatten_all(op.arguments)
     if name == ERROR_FUNC:
-        fl.add_call(llvm.CallOp(ERROR_FUNC, *args))
+        fl.add_call(fl.m.call(ERROR_FUNC, args, None))
         return
     if name == RAISE_FUNC:
         message = op.attributes[MESSAGE_ATTR]
         assert isinstance(message, StringAttr)
         text = fl.add(llvm.AddressOfOp(fl.m.message_global(message.data), PTR))
         code, site, *values = args
-        fl.add_call(llvm.CallOp(RAISE_FUNC, code, site, text, *values))
+        fl.add_call(fl.m.call(RAISE_FUNC, [code, site, text, *values], None))
         return
     epilogue = parallel_outline.epilogue_plan(fl, op)
     if epilogue is not None:  # the epilogue loop, lowered next, makes the fused call
@@ -1126,7 +1126,7 @@ def _call(fl: FunctionLowering, op: func.CallOp) -> None:
         _check_stack(fl, op)
     sig = fl.m.sigs[name]
     ret = None if not sig.flat_results else sig.ret_type
-    result = fl.add_call(llvm.CallOp(name, *args, return_type=ret))
+    result = fl.add_call(fl.m.call(name, args, ret))
     if len(sig.flat_results) == 1:
         flat = [result]
     else:

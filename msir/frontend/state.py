@@ -56,7 +56,7 @@ class TraceContext:
     fn_captures: dict[Block, tuple[dict[SSAValue, Tensor], list[Tensor]]] = field(default_factory=dict)
     """Per outlined function: values of enclosing functions it reads, as extra parameters."""
     scalar_constants: dict[tuple, Operation] = field(default_factory=dict)
-    """The scalar constants emitted, by (block, dtype, value): one per block
+    """The scalar constants emitted, by (block, dtype, value bits): one per block
     (`TranslatorBase.constant`)."""
     recorder: Any = None
     """A `msir.trace_cache.Recorder` of every name resolved outside the traced
