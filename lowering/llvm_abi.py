@@ -57,6 +57,16 @@ caching allocator (`msir.lowering.allocator`; `ALLOC_ALIGN`-byte aligned),
 declared as an allocation family (`ALLOC_ATTRS`): its result aliases nothing
 else. `export_attributes` carries such function attributes, which xDSL's
 `convert_module` drops, into the llvmlite module.
+
+Loop hints
+==========
+A loop latch (the `llvm.br` back to a loop header) marked `FOLD_TAIL_ATTR`
+gets LLVM's `llvm.loop.vectorize.predicate.enable` hint (`export_attributes`):
+the loop vectoriser folds the remainder into the vector body with masked
+loads and stores instead of emitting a scalar copy of the loop after it, or,
+where it cannot, vectorises as without the hint. `msir-lower-to-llvm` marks
+the loops whose scalar copy would cost more to compile than the masks cost
+to run (`to_llvm.FOLD_TAIL_MIN_COST`).
 """
 
 from __future__ import annotations
@@ -113,6 +123,9 @@ main thread's stack is 8 MiB; Python and the caller keep the rest)."""
 
 ERR_MEMORY = 3
 ERR_RECURSION = 4
+
+FOLD_TAIL_ATTR = "msir.fold_tail"
+"""Unit attribute of a loop latch `llvm.br`: see "Loop hints" above."""
 
 ALLOC_ALIGN = 64
 
@@ -423,14 +436,23 @@ def export_attributes(module: ModuleOp, ir_module) -> None:
     """Carry what `convert_module` drops into its llvmlite `ir_module`: each
     `llvm.func`'s `passthrough` attributes (a string is a keyword attribute,
     `["memory", "none"]` is `memory(none)`, any other pair `"key"="value"`),
-    and `@llvm.compiler.used` holding the vector variants named by
+    `@llvm.compiler.used` holding the vector variants named by
     `vector-function-abi-variant` (else global DCE drops the declarations
-    before the loop vectoriser looks for them)."""
+    before the loop vectoriser looks for them), and the loop hints of latches
+    marked `FOLD_TAIL_ATTR` (`convert_module` makes one llvmlite block per
+    block, in order)."""
     from llvmlite import ir
 
     used: list[str] = []
+    fold_tail = None
     for op in module.ops:
-        if not isinstance(op, llvm.FuncOp) or op.passthrough is None:
+        if not isinstance(op, llvm.FuncOp):
+            continue
+        for block, ir_block in zip(op.body.blocks, ir_module.get_global(op.sym_name.data).blocks):
+            if FOLD_TAIL_ATTR in block.last_op.attributes:  # type: ignore[union-attr]
+                fold_tail = fold_tail or _fold_tail_hint(ir_module)
+                ir_block.terminator.set_metadata("llvm.loop", _loop_id(ir_module, fold_tail))
+        if op.passthrough is None:
             continue
         words = []
         for a in op.passthrough.data:
@@ -452,6 +474,24 @@ def export_attributes(module: ModuleOp, ir_module) -> None:
         g.linkage = "appending"
         g.section = "llvm.metadata"
         g.initializer = ir.Constant(array, [ir_module.get_global(n) for n in used])
+
+
+def _fold_tail_hint(ir_module):
+    from llvmlite import ir
+
+    return ir_module.add_metadata([ir.MetaDataString(ir_module, "llvm.loop.vectorize.predicate.enable"),
+                                   ir.Constant(ir.IntType(1), 1)])
+
+
+def _loop_id(ir_module, *hints):
+    """A new loop ID node `!n = !{!n, hints...}`: LLVM identifies a loop by a
+    node whose first operand is itself (llvmlite's `add_metadata` would
+    share equal nodes, so it is built directly)."""
+    from llvmlite.ir.values import MDValue
+
+    node = MDValue(ir_module, hints, name=str(len(ir_module.metadata)))
+    node.operands = (node, *hints)
+    return node
 
 
 def _RawAttributes(old, words: Sequence[str]):

@@ -136,7 +136,7 @@ def _static_trips(op: scf.ForOp) -> int | None:
     return max(0, -(-(ub - lb) // step)) if step > 0 else None
 
 
-def _block_cost(block: Block) -> int:
+def block_cost(block: Block) -> int:
     """Work units of one run of `block`: ~1 per scalar op, 4 per division, 8
     per libm call; nested loops times their trip count."""
     total = 0
@@ -145,13 +145,13 @@ def _block_cost(block: Block) -> int:
             continue
         if isinstance(op, scf.ForOp):
             trips = _static_trips(op)
-            body = _block_cost(op.body.block) + 1
+            body = block_cost(op.body.block) + 1
             total += (DYNAMIC_TRIPS if trips is None else trips) * body
         elif isinstance(op, scf.WhileOp):
-            inner = sum(_block_cost(r.block) for r in op.regions if r.blocks)
+            inner = sum(block_cost(r.block) for r in op.regions if r.blocks)
             total += DYNAMIC_TRIPS * (inner + 1)
         elif isinstance(op, scf.IfOp):
-            total += 1 + max((_block_cost(r.block) for r in op.regions if r.blocks), default=0)
+            total += 1 + max((block_cost(r.block) for r in op.regions if r.blocks), default=0)
         elif op.name.startswith("math.") and not isinstance(op, _CHEAP_MATH):
             total += 8
         elif isinstance(op, (arith.DivfOp, arith.DivSIOp, arith.DivUIOp, arith.RemSIOp, arith.RemUIOp)):
@@ -218,7 +218,7 @@ def parallel_plan(fl, op: scf.ForOp, any_size: bool = False) -> ParallelPlan | N
         if kind is None:
             return None
         reductions.append(kind)
-    cost = _block_cost(body) + 1
+    cost = block_cost(body) + 1
     trips = _static_trips(op)
     if not any_size and trips is not None and trips * cost < 2 * threads.MIN_CHUNK_WORK:
         return None
