@@ -373,7 +373,7 @@ class Recorder:
             for i, x in enumerate(value):
                 self._note(["i", ref, i], x)
             return
-        k = json.dumps(ref)
+        k = repr(ref)  # refs nest lists of str, int and bool only (`read`): an exact key, cheaper than json.dumps
         if k in self.deps:
             return
         self.deps[k] = (ref, self.fingerprint(value))
