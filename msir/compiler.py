@@ -29,6 +29,7 @@ module (a call that hits the trace cache, `msir.trace_cache`, never needs them).
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import time
@@ -44,7 +45,14 @@ if TYPE_CHECKING:
 
 
 def make_context() -> Context:
-    """A context with every dialect msir's pipeline produces."""
+    """A context with every dialect msir's pipeline produces: a new copy of
+    one built once per process (loading the dialects checks each of their
+    ~600 classes, ~1.4 ms in a first compile)."""
+    return _base_context().clone()
+
+
+@functools.cache
+def _base_context() -> Context:
     from xdsl.context import Context
     from xdsl.dialects import arith, builtin, func, llvm, math, memref, scf
 

@@ -130,7 +130,7 @@ class _BlockFuser:
             candidates: list[_Group] = []
             if not isinstance(op, M.BroadcastToOp):
                 for v in op.operands:
-                    g = self.group_of.get(v.owner) if isinstance(v.owner, Operation) else None
+                    g = self.group_of.get(v.owner)  # type: ignore[arg-type]  # a block argument's owner is in no group
                     if g is not None and g.shape == shape and g not in candidates:
                         candidates.append(g)
             accepted = list(candidates)
