@@ -1,7 +1,7 @@
 """The llvmlite JIT: `llvm`-dialect modules to callable native functions.
 
-`compile_llvm_module` takes the output of `msir-lower-to-llvm`, exports it with
-xDSL's `convert_module`, optimises it at O3 for the host CPU (loop and SLP
+`compile_llvm_module` takes the output of `msir-lower-to-llvm`, prints it as
+LLVM IR (`msir.lowering.llvm_text`), optimises it at O3 for the host CPU (loop and SLP
 vectorisation on) and loads it into an MCJIT engine. `NativeModule.function`
 wraps the entry wrapper `@<name>__entry` of a public function (ABI in
 `msir.lowering.llvm_abi`) as a `NativeFunction`, which checks NumPy inputs,
@@ -225,10 +225,9 @@ def compile_llvm_module(
     `object_sink(obj: bytes)`, if given, receives the object code MCJIT
     generates (for the persistent cache: see `load_native_module`).
     """
-    from xdsl.backend.llvm.convert import convert_module
     from xdsl.dialects import llvm as xllvm
 
-    from msir.lowering.llvm_abi import export_attributes
+    from msir.lowering.llvm_text import module_text
 
     metadata = _entry_metadata(module)
     polls = _load_interrupt_runtime(
@@ -238,15 +237,9 @@ def compile_llvm_module(
         _initialise()
         tm = _target_machine()
         try:
-            ir_module = convert_module(module, fallback_target_triple=llvm.get_process_triple())
-            ir_module.data_layout = str(tm.target_data)
-            # libm attributes and libmvec's vector variants (see llvm_abi)
-            export_attributes(module, ir_module)
-            for name in metadata:
-                # Inlining a public function into its wrapper would compile
-                # its body twice and trade `noalias` params for scoped metadata.
-                ir_module.get_global(name).attributes.add("noinline")
-            text = str(ir_module)
+            # Inlining a public function into its wrapper would compile its
+            # body twice and trade `noalias` params for scoped metadata.
+            text = module_text(module, llvm.get_process_triple(), str(tm.target_data), noinline=metadata)
             _check_half_support(text)
             mod = llvm.parse_assembly(text)
             mod.verify()

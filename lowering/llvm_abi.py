@@ -55,13 +55,13 @@ Allocation
 `memref.alloc` calls `__msir_alloc` and `memref.dealloc` `__msir_free`, msir's
 caching allocator (`msir.lowering.allocator`; `ALLOC_ALIGN`-byte aligned),
 declared as an allocation family (`ALLOC_ATTRS`): its result aliases nothing
-else. `export_attributes` carries such function attributes, which xDSL's
-`convert_module` drops, into the llvmlite module.
+else. `msir.lowering.llvm_text` prints such function attributes (and the
+loop hints below) in the LLVM IR.
 
 Loop hints
 ==========
 A loop latch (the `llvm.br` back to a loop header) marked `FOLD_TAIL_ATTR`
-gets LLVM's `llvm.loop.vectorize.predicate.enable` hint (`export_attributes`):
+gets LLVM's `llvm.loop.vectorize.predicate.enable` hint (`llvm_text`):
 the loop vectoriser folds the remainder into the vector body with masked
 loads and stores instead of emitting a scalar copy of the loop after it, or,
 where it cannot, vectorises as without the hint. `msir-lower-to-llvm` marks
@@ -74,7 +74,6 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import cache
 from typing import NamedTuple
 
 from xdsl.dialects import func, llvm
@@ -90,14 +89,12 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     IntegerType,
     MemRefType,
-    ModuleOp,
     StringAttr,
     i64,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from msir.errors import CompileError
-from msir.lowering import allocator
 from msir.lowering.llvm_ops import I1, I8, I16, I32, I64, PTR, icmp
 from msir.lowering.loops_abi import (
     ALIAS_OF_ATTR,
@@ -108,7 +105,6 @@ from msir.lowering.loops_abi import (
     RAISE_FUNC,
     RAISE_SLOTS,
 )
-from msir.lowering.vector_abi import VFABI_ATTR
 
 STATUS = "__msir_status"
 SITE = "__msir_site"
@@ -139,7 +135,7 @@ ALLOC_ATTRS = ArrayAttr(
     ]
 )
 """msir's allocator as LLVM sees it: an allocation family whose result aliases
-nothing else (see `export_attributes`: `noalias`)."""
+nothing else (`llvm_text` gives its result `noalias`)."""
 FREE_ATTRS = ArrayAttr([StringAttr("nounwind"), StringAttr("willreturn")])
 
 # ---------------------------------------------------------------------------
@@ -425,90 +421,3 @@ def entry_wrapper(f: func.FuncOp, sig: Signature, checks_stack: bool = False) ->
             **donation,
         },
     )
-
-
-# ---------------------------------------------------------------------------
-# Function attributes in the llvmlite module
-# ---------------------------------------------------------------------------
-
-
-def export_attributes(module: ModuleOp, ir_module) -> None:
-    """Carry what `convert_module` drops into its llvmlite `ir_module`: each
-    `llvm.func`'s `passthrough` attributes (a string is a keyword attribute,
-    `["memory", "none"]` is `memory(none)`, any other pair `"key"="value"`),
-    `@llvm.compiler.used` holding the vector variants named by
-    `vector-function-abi-variant` (else global DCE drops the declarations
-    before the loop vectoriser looks for them), and the loop hints of latches
-    marked `FOLD_TAIL_ATTR` (`convert_module` makes one llvmlite block per
-    block, in order)."""
-    from llvmlite import ir
-
-    used: list[str] = []
-    fold_tail = None
-    for op in module.ops:
-        if not isinstance(op, llvm.FuncOp):
-            continue
-        for block, ir_block in zip(op.body.blocks, ir_module.get_global(op.sym_name.data).blocks):
-            if FOLD_TAIL_ATTR in block.last_op.attributes:  # type: ignore[union-attr]
-                fold_tail = fold_tail or _fold_tail_hint(ir_module)
-                ir_block.terminator.set_metadata("llvm.loop", _loop_id(ir_module, fold_tail))
-        if op.passthrough is None:
-            continue
-        words = []
-        for a in op.passthrough.data:
-            if isinstance(a, StringAttr):
-                words.append(a.data)
-            elif isinstance(a, ArrayAttr) and len(a.data) == 2:
-                key, value = (x.data for x in a.data)  # type: ignore[attr-defined]
-                words.append(f"{key}({value})" if key == "memory" else f'"{key}"="{value}"')
-                if key == VFABI_ATTR:
-                    used += [m[m.index("(") + 1 : -1] for m in value.split(",")]
-        fn = ir_module.get_global(op.sym_name.data)
-        fn.attributes = _RawAttributes(fn.attributes, words)
-        if op.sym_name.data == allocator.ALLOC:
-            fn.return_value.add_attribute("noalias")
-    if used:
-        ptr = ir.PointerType()
-        array = ir.ArrayType(ptr, len(used))
-        g = ir.GlobalVariable(ir_module, array, "llvm.compiler.used")
-        g.linkage = "appending"
-        g.section = "llvm.metadata"
-        g.initializer = ir.Constant(array, [ir_module.get_global(n) for n in used])
-
-
-def _fold_tail_hint(ir_module):
-    from llvmlite import ir
-
-    return ir_module.add_metadata([ir.MetaDataString(ir_module, "llvm.loop.vectorize.predicate.enable"),
-                                   ir.Constant(ir.IntType(1), 1)])
-
-
-def _loop_id(ir_module, *hints):
-    """A new loop ID node `!n = !{!n, hints...}`: LLVM identifies a loop by a
-    node whose first operand is itself (llvmlite's `add_metadata` would
-    share equal nodes, so it is built directly)."""
-    from llvmlite.ir.values import MDValue
-
-    node = MDValue(ir_module, hints, name=str(len(ir_module.metadata)))
-    node.operands = (node, *hints)
-    return node
-
-
-def _RawAttributes(old, words: Sequence[str]):
-    """`old` plus `words`: llvmlite's function attributes accept only a fixed
-    list of keywords (no `memory(...)`, no string attributes)."""
-    new = _raw_attributes_class()(list(old))
-    for w in words:
-        set.add(new, w)
-    return new
-
-
-@cache
-def _raw_attributes_class():
-    from llvmlite.ir.values import FunctionAttributes
-
-    class RawFunctionAttributes(FunctionAttributes):
-        def add(self, name):
-            set.add(self, name)
-
-    return RawFunctionAttributes

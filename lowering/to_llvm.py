@@ -13,7 +13,8 @@ dynamic dims. Errors are reported by calls to the private declaration
 `@__msir_error(i32 code, i64 site)`.
 
 Output: a module of `llvm.mlir.global`, `llvm.func` and nothing else, ready for
-`xdsl.backend.llvm.convert.convert_module`:
+`msir.lowering.llvm_text` (and xDSL's `convert_module`, which drops the
+function attributes and loop hints):
 
 * Functions, their arguments and results follow the host ABI of
   `msir.lowering.llvm_abi` (memrefs flattened into a pointer and their dynamic

@@ -16,9 +16,9 @@ declaration carries (`libm_function`)
 (LLVM's VFABI mapping) next to declarations of the vector functions, so the
 loop vectoriser calls `_ZGVdN8v_expf` on `<8 x float>` where it vectorises the
 loop. Every libm declaration is `memory(none)`: msir never reads errno, so LLVM
-may vectorise, hoist and drop the calls. `llvm_abi.export_attributes` carries
-these attributes into the llvmlite module and keeps the vector functions alive
-in `@llvm.compiler.used`; the JIT loads `libmvec.so.1` before linking.
+may vectorise, hoist and drop the calls. `msir.lowering.llvm_text` prints these
+attributes and keeps the vector functions alive in `@llvm.compiler.used`; the
+JIT loads `libmvec.so.1` before linking.
 """
 
 from __future__ import annotations

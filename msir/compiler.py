@@ -114,7 +114,7 @@ def preload(target: str = targets.DEFAULT) -> None:
     import importlib
 
     for name in ("msir.api", "msir.frontend.driver", "msir.passes.jvp", "msir.lowering.jit",
-                 "xdsl.backend.llvm.convert", "msir.verify"):
+                 "msir.lowering.llvm_text", "msir.verify"):
         importlib.import_module(name)
     for stage in targets.get(target).pipeline.passes():
         pipeline.pass_class(stage.name)
