@@ -35,6 +35,7 @@ import json
 import math
 import os
 import struct
+import sys
 import threading
 import warnings
 from collections.abc import Sequence
@@ -127,13 +128,27 @@ def start_runtimes() -> None:
             _runtimes.start()
 
 
+_BUILD_SWITCH_INTERVAL = 2e-4
+"""The interpreter's switch interval (s) while `start_runtimes`' thread builds:
+each of its Python steps between LLVM calls (which release the GIL) waits for
+the compiling thread to yield it, up to the default 5 ms each, which stretched
+its ~16 ms of work to ~60 ms and held a first compile ~8 ms at
+msir-lower-to-llvm (`parallel_outline.parallel_plan` needs the pool)."""
+
+
 def _build_runtimes() -> None:
+    previous = sys.getswitchinterval()
+    sys.setswitchinterval(_BUILD_SWITCH_INTERVAL)
+    ours = sys.getswitchinterval()  # as stored (whole microseconds)
     try:
         with _LOCK:
             _initialise()
         threads.load()
     except Exception:  # noqa: BLE001, S110 - rebuilt, and raised, by the caller that needs it
         pass
+    finally:
+        if sys.getswitchinterval() == ours:  # unless someone else changed it since
+            sys.setswitchinterval(previous)
 
 
 def wait_for_runtimes() -> None:
