@@ -252,9 +252,7 @@ def compile_llvm_module(
         _initialise()
         tm = _target_machine()
         try:
-            # Inlining a public function into its wrapper would compile its
-            # body twice and trade `noalias` params for scoped metadata.
-            text = module_text(module, llvm.get_process_triple(), str(tm.target_data), noinline=metadata)
+            text = module_text(module, llvm.get_process_triple(), str(tm.target_data))
             _check_half_support(text)
             mod = llvm.parse_assembly(text)
             mod.verify()

@@ -9,8 +9,10 @@ function's `passthrough` attributes (a string is a keyword attribute,
 `noalias` result of `llvm_abi.ALLOC`, `@llvm.compiler.used` holding the
 vector variants named by `vector-function-abi-variant` (else global DCE drops
 the declarations before the loop vectoriser looks for them) and the loop
-hint of each latch marked `llvm_abi.FOLD_TAIL_ATTR`. Functions in `noinline`
-get `noinline`. Printing directly costs ~1-2 ms where building and printing
+hint of each latch marked `llvm_abi.FOLD_TAIL_ATTR`. A function with an
+entry wrapper gets `noinline` (inlining it into its wrapper would compile its
+body twice and trade `noalias` parameters for scoped metadata). Printing
+directly costs ~1-2 ms where building and printing
 llvmlite's objects cost 6-10 ms of a 200-op function's first compile.
 
 Like `convert_module`: constants, addresses of globals, `undef` and zero
@@ -45,7 +47,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from msir.lowering import allocator
-from msir.lowering.llvm_abi import FOLD_TAIL_ATTR
+from msir.lowering.llvm_abi import ENTRY_SUFFIX, FOLD_TAIL_ATTR
 from msir.lowering.vector_abi import VFABI_ATTR
 
 _BINARY = {
@@ -77,9 +79,14 @@ _INLINE = (llvm.ConstantOp, llvm.AddressOfOp, llvm.UndefOp, llvm.ZeroOp)
 """Ops whose value is printed where it is used."""
 
 
-def module_text(module: ModuleOp, triple: str, data_layout: str = "", noinline: Collection[str] = ()) -> str:
+def module_text(module: ModuleOp, triple: str, data_layout: str = "") -> str:
     """The LLVM IR of `module` (globals and `llvm.func`s only)."""
-    return _Printer(noinline).module(module, triple, data_layout)
+    wrapped = {
+        op.sym_name.data[: -len(ENTRY_SUFFIX)]
+        for op in module.ops
+        if isinstance(op, llvm.FuncOp) and op.sym_name.data.endswith(ENTRY_SUFFIX) and "msir.arg_types" in op.attributes
+    }
+    return _Printer(wrapped).module(module, triple, data_layout)
 
 
 class _Printer:
@@ -170,7 +177,7 @@ class _Printer:
         if not blocks:
             self.out.append(f"declare {head}\n")
             return
-        self.out.append(f"define {head} {{\n")
+        self.out.append(f"\ndefine {head} {{\n")
         self.body(blocks)
         self.out.append("}\n")
 

@@ -8,6 +8,8 @@ lists them with a summary each, before xDSL's), plus a Python frontend:
 
     msir-opt f.mlir -p convert-msir-to-loops,msir-lower-to-llvm -t llvm
 
+`-t llvm` prints the LLVM IR the JIT compiles (`msir.lowering.llvm_text`).
+
 A target's pipeline text (`msir.targets.get("cpu").pipeline.text()`) given to
 `-p` lowers a module as `msir.jit` does, but for the target's steps (the CPU
 JIT's symbol mangling). `--time-passes` prints a table of the passes' times
@@ -169,6 +171,10 @@ class MsirOptMain(xDSLOptMain):
             _check_lowered_to_llvm(prog)
         return super().output_resulting_program(prog)
 
+    def register_all_targets(self):
+        super().register_all_targets()
+        self.available_targets["llvm"] = _print_llvm
+
     def register_all_frontends(self):
         super().register_all_frontends()
         self.available_frontends["py"] = lambda io: None  # handled in parse_chunk
@@ -240,6 +246,17 @@ class MsirOptMain(xDSLOptMain):
         if required:
             raise fail("msir-opt", f"{fn.name}() takes arguments {', '.join(required)}: give their types with --args, "
                        "e.g. --args 'tensor<4x8xf32>,f64,i64' (f64 = Python float, i64 = Python int)")
+
+
+def _print_llvm(module: ModuleOp, output: IO[str]) -> None:
+    """`-t llvm`: the LLVM IR the JIT compiles, for this machine's triple
+    (`msir.lowering.llvm_text`; xDSL's own target drops function attributes
+    and loop hints)."""
+    import llvmlite.binding as llvm
+
+    from msir.lowering.llvm_text import module_text
+
+    output.write(module_text(module, llvm.get_process_triple()))
 
 
 def _check_lowered_to_llvm(module: ModuleOp) -> None:

@@ -1,5 +1,6 @@
 // RUN: msir-opt %s -p "msir-lower-to-llvm{parallel=false}" | filecheck %s
 // RUN: msir-opt %s -p "msir-lower-to-llvm{parallel=false}" | msir-opt | filecheck %s
+// RUN: msir-opt %s -p "msir-lower-to-llvm{parallel=false}" -t llvm | filecheck %s --check-prefix=IR
 
 // An innermost loop without carried values whose iteration costs at least
 // FOLD_TAIL_MIN_COST work units (16 tanh: 8 each) has its latch marked
@@ -84,3 +85,11 @@ func.func @carried(%a: memref<?xf32>) -> f32 attributes {msir.num_outputs = 0 : 
 // CHECK-LABEL: llvm.func @carried(
 // CHECK-NOT:     msir.fold_tail
 // CHECK-LABEL: llvm.func @carried__entry(
+
+// In LLVM IR (what the JIT compiles), the marked latch carries the hint:
+// IR-LABEL: define void @"heavy"(
+// IR:         br label %{{b[0-9]+}}, !llvm.loop !1
+// IR-LABEL: define void @"light"(
+// IR-NOT:     !llvm.loop
+// IR:       !0 = !{!"llvm.loop.vectorize.predicate.enable", i1 true}
+// IR-NEXT:  !1 = distinct !{!1, !0}

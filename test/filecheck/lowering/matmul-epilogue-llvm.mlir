@@ -9,7 +9,7 @@ builtin.module {
   func.func private @__msir_gemm_f32(i64, i64, i64, i64, i64, memref<f32>, i64, i64, memref<f32>, i64, i64, memref<f32>, i64, i64) -> ()
 
   // CHECK-LABEL: define void @"rows"(
-  // CHECK:         call ccc void @"__msir_gemm_epilogue_f32"(i64 0, i64 0, i64 64, i64 64, i64 64,
+  // CHECK:         call void @"__msir_gemm_epilogue_f32"(i64 0, i64 0, i64 64, i64 64, i64 64,
   func.func @rows(%a: memref<64x64xf32>, %c: memref<64x64xf32>) attributes {msir.num_outputs = 1 : i64} {
     %z = arith.constant 0 : i64
     %n = arith.constant 64 : i64
@@ -32,7 +32,7 @@ builtin.module {
   // Iteration i reads column i of C, which other chunks' gemms write: not fused.
   // CHECK-LABEL: define void @"columns"(
   // CHECK-NOT:     __msir_gemm_epilogue
-  // CHECK:         call ccc void @"__msir_gemm_f32"(
+  // CHECK:         call void @"__msir_gemm_f32"(
   // CHECK:         ret void
   func.func @columns(%a: memref<64x64xf32>, %c: memref<64x64xf32>, %out: memref<64x64xf32>) attributes {msir.num_outputs = 1 : i64} {
     %z = arith.constant 0 : i64
@@ -55,7 +55,7 @@ builtin.module {
   // The loop covers half of C's rows: not fused.
   // CHECK-LABEL: define void @"half"(
   // CHECK-NOT:     __msir_gemm_epilogue
-  // CHECK:         call ccc void @"__msir_gemm_f32"(
+  // CHECK:         call void @"__msir_gemm_f32"(
   func.func @half(%a: memref<64x64xf32>, %c: memref<64x64xf32>) attributes {msir.num_outputs = 1 : i64} {
     %z = arith.constant 0 : i64
     %n = arith.constant 64 : i64

@@ -39,8 +39,8 @@ func.func @dense_relu(%x: tensor<256x128xf32>, %w: tensor<128x64xf32>, %b: tenso
 
 // LLVM-LABEL: define void @"dense_relu"(
 // LLVM-NOT:     __msir_parallel_for
-// LLVM-NOT:     call ccc void @"__msir_gemm_f32"
-// LLVM:         call ccc void @"__msir_gemm_epilogue_f32"(i64 0, i64 0, i64 256, i64 64, i64 128, ptr %{{.*}}, i64 0, i64 128, ptr %{{.*}}, i64 0, i64 64, ptr %[[C:.*]], i64 0, i64 64, void (ptr, i64, i64, i64)* @"dense_relu.par0.task", ptr %{{.*}}, i64 {{[0-9]+}})
+// LLVM-NOT:     call void @"__msir_gemm_f32"
+// LLVM:         call void @"__msir_gemm_epilogue_f32"(i64 0, i64 0, i64 256, i64 64, i64 128, ptr %{{.*}}, i64 0, i64 128, ptr %{{.*}}, i64 0, i64 64, ptr %[[C:.*]], i64 0, i64 64, ptr @"dense_relu.par0.task", ptr %{{.*}}, i64 {{[0-9]+}})
 // LLVM-NEXT:    ret void
 // LLVM:       define void @"dense_relu.par0"(i64 %{{.*}}, i64 %{{.*}}, ptr noalias %{{.*}}, ptr noalias %{{.*}})
 // LLVM:         @"llvm.maximum.f32"
@@ -48,7 +48,7 @@ func.func @dense_relu(%x: tensor<256x128xf32>, %w: tensor<128x64xf32>, %b: tenso
 
 // SERIAL-LABEL: define void @"dense_relu"(
 // SERIAL-NOT:     __msir_gemm_epilogue
-// SERIAL:         call ccc void @"__msir_gemm_f32"(
+// SERIAL:         call void @"__msir_gemm_f32"(
 // SERIAL:         @"llvm.maximum.f32"
 // SERIAL:         ret void
 
@@ -77,7 +77,7 @@ func.func @layer_two_results(%xt: tensor<96x128xf64>, %w: tensor<96x64xf64>, %b:
 // CHECK:         } {msir.gemm_epilogue}
 
 // LLVM-LABEL: define void @"layer_two_results"(
-// LLVM:         call ccc void @"__msir_gemm_epilogue_f64"(i64 1, i64 0, i64 128, i64 64, i64 96,
+// LLVM:         call void @"__msir_gemm_epilogue_f64"(i64 1, i64 0, i64 128, i64 64, i64 96,
 
 // A product with another use keeps its buffer; its consumer is a loop of its own.
 func.func @two_uses(%x: tensor<64x64xf32>, %b: tensor<64xf32>) -> (tensor<64x64xf32>, tensor<64x64xf32>) {
@@ -96,7 +96,7 @@ func.func @two_uses(%x: tensor<64x64xf32>, %b: tensor<64xf32>) -> (tensor<64x64x
 
 // LLVM-LABEL: define void @"two_uses"(
 // LLVM-NOT:     __msir_gemm_epilogue
-// LLVM:         call ccc void @"__msir_gemm_f32"(
+// LLVM:         call void @"__msir_gemm_f32"(
 // LLVM:         ret void
 
 // A consumer whose results have another type (a mask) cannot take the product's place.

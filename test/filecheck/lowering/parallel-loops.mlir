@@ -16,24 +16,24 @@
 builtin.module {
   func.func private @__msir_error(i32, i64)
 
-  // CHECK-LABEL: define void @"scale"(ptr noalias %".1", ptr noalias %".2")
+  // CHECK-LABEL: define void @"scale"(ptr noalias %a0, ptr noalias %a1)
   // CHECK:         %[[CTX:.*]] = alloca i64, i64 2, align 8
-  // CHECK:         %[[SLOTS:.*]] = bitcast i64* %[[CTX]] to ptr
-  // CHECK-NEXT:    store ptr %".1", ptr %[[SLOTS]]
+  // CHECK:         %[[SLOTS:.*]] = bitcast ptr %[[CTX]] to ptr
+  // CHECK-NEXT:    store ptr %a0, ptr %[[SLOTS]]
   // CHECK-NEXT:    %[[SLOT1:.*]] = getelementptr inbounds i64, ptr %[[SLOTS]], i64 1
-  // CHECK-NEXT:    store ptr %".2", ptr %[[SLOT1]]
-  // CHECK-NEXT:    call ccc i64 @"__msir_parallel_for"(void (ptr, i64, i64, i64)* @"scale.par0.task", ptr %[[SLOTS]], i64 0, i64 65536, i64 8334)
+  // CHECK-NEXT:    store ptr %a1, ptr %[[SLOT1]]
+  // CHECK-NEXT:    call i64 @"__msir_parallel_for"(ptr @"scale.par0.task", ptr %[[SLOTS]], i64 0, i64 65536, i64 8334)
   // CHECK-NEXT:    ret void
-  // CHECK-LABEL: define void @"scale.par0"(i64 %".1", i64 %".2", ptr noalias %".3", ptr noalias %".4")
-  // CHECK:         phi  i64 [%".1", %{{.*}}], [%{{.*}}, %{{.*}}]
-  // CHECK:         icmp slt i64 %{{.*}}, %".2"
+  // CHECK-LABEL: define void @"scale.par0"(i64 %a0, i64 %a1, ptr noalias %a2, ptr noalias %a3)
+  // CHECK:         phi i64 [ %a0, %{{.*}} ], [ %{{.*}}, %{{.*}} ]
+  // CHECK:         icmp slt i64 %{{.*}}, %a1
   // CHECK:         call float @"llvm.exp.f32"
   // CHECK:         fmul float %{{.*}}, 0x4000000000000000
-  // CHECK-LABEL: define void @"scale.par0.task"(ptr %".1", i64 %".2", i64 %".3", i64 %".4")
-  // CHECK:         %[[A:.*]] = load ptr, ptr %".1"
-  // CHECK-NEXT:    %[[P1:.*]] = getelementptr inbounds i64, ptr %".1", i32 1
+  // CHECK-LABEL: define void @"scale.par0.task"(ptr %a0, i64 %a1, i64 %a2, i64 %a3)
+  // CHECK:         %[[A:.*]] = load ptr, ptr %a0
+  // CHECK-NEXT:    %[[P1:.*]] = getelementptr inbounds i64, ptr %a0, i32 1
   // CHECK-NEXT:    %[[B:.*]] = load ptr, ptr %[[P1]]
-  // CHECK-NEXT:    call ccc void @"scale.par0"(i64 %".3", i64 %".4", ptr %[[A]], ptr %[[B]])
+  // CHECK-NEXT:    call void @"scale.par0"(i64 %a2, i64 %a3, ptr %[[A]], ptr %[[B]])
 
   func.func @scale(%a: memref<65536xf32>, %out: memref<65536xf32>) attributes {msir.num_outputs = 1 : i64} {
     %c0 = arith.constant 0 : index
@@ -49,21 +49,21 @@ builtin.module {
     func.return
   }
 
-  // CHECK-LABEL: define float @"total"(ptr noalias %".1")
+  // CHECK-LABEL: define float @"total"(ptr noalias %a0)
   // CHECK:         %[[PARTIALS:.*]] = alloca float, i64 256, align 64
-  // CHECK:         %[[N:.*]] = call ccc i64 @"__msir_parallel_for"(void (ptr, i64, i64, i64)* @"total.par0.task", ptr %{{.*}}, i64 0, i64 65536, i64 9091)
-  // CHECK:         %[[K:.*]] = phi  i64 [0, %{{.*}}], [%[[K1:.*]], %{{.*}}]
-  // CHECK-NEXT:    %[[ACC:.*]] = phi  float [{{ *}}0x0, %{{.*}}], [%[[ACC1:.*]], %{{.*}}]
+  // CHECK:         %[[N:.*]] = call i64 @"__msir_parallel_for"(ptr @"total.par0.task", ptr %{{.*}}, i64 0, i64 65536, i64 9091)
+  // CHECK:         %[[K:.*]] = phi i64 [ 0, %{{.*}} ], [ %[[K1:.*]], %{{.*}} ]
+  // CHECK-NEXT:    %[[ACC:.*]] = phi float [ 0x0000000000000000, %{{.*}} ], [ %[[ACC1:.*]], %{{.*}} ]
   // CHECK-NEXT:    icmp slt i64 %[[K]], %[[N]]
-  // CHECK:         %[[PK:.*]] = getelementptr inbounds float, float* %[[PARTIALS]], i64 %[[K]]
-  // CHECK-NEXT:    %[[X:.*]] = load float, float* %[[PK]]
+  // CHECK:         %[[PK:.*]] = getelementptr inbounds float, ptr %[[PARTIALS]], i64 %[[K]]
+  // CHECK-NEXT:    %[[X:.*]] = load float, ptr %[[PK]]
   // CHECK-NEXT:    %[[ACC1]] = fadd reassoc float %[[ACC]], %[[X]]
-  // CHECK-LABEL: define float @"total.par0"(i64 %".1", i64 %".2", ptr noalias %".3")
-  // CHECK:         phi  float [0x8000000000000000, %{{.*}}], [%{{.*}}, %{{.*}}]
+  // CHECK-LABEL: define float @"total.par0"(i64 %a0, i64 %a1, ptr noalias %a2)
+  // CHECK:         phi float [ 0x8000000000000000, %{{.*}} ], [ %{{.*}}, %{{.*}} ]
   // CHECK:         fadd reassoc float
   // CHECK-LABEL: define void @"total.par0.task"
-  // CHECK:         %[[PART:.*]] = call ccc float @"total.par0"(i64 %".3", i64 %".4", ptr %{{.*}})
-  // CHECK-NEXT:    %[[SLOT:.*]] = getelementptr inbounds float, ptr %{{.*}}, i64 %".2"
+  // CHECK:         %[[PART:.*]] = call float @"total.par0"(i64 %a2, i64 %a3, ptr %{{.*}})
+  // CHECK-NEXT:    %[[SLOT:.*]] = getelementptr inbounds float, ptr %{{.*}}, i64 %a1
   // CHECK-NEXT:    store float %[[PART]], ptr %[[SLOT]]
 
   func.func @total(%a: memref<65536xf32>) -> f32 {
@@ -81,10 +81,10 @@ builtin.module {
   }
 
   // CHECK-LABEL: define void @"rows"
-  // CHECK:         call ccc i64 @"__msir_parallel_for"(void (ptr, i64, i64, i64)* @"rows.par0.task", ptr %{{.*}}, i64 0, i64 512, i64 7)
+  // CHECK:         call i64 @"__msir_parallel_for"(ptr @"rows.par0.task", ptr %{{.*}}, i64 0, i64 512, i64 7)
   // CHECK-LABEL: define void @"rows.par0"
   // CHECK:         %[[ROW:.*]] = alloca float, i64 1024, align 64
-  // CHECK:         getelementptr inbounds float, float* %[[ROW]]
+  // CHECK:         getelementptr inbounds float, ptr %[[ROW]]
   // CHECK-NOT:     aligned_alloc
   // CHECK:         define void @"rows.par0.task"
 
@@ -145,4 +145,4 @@ builtin.module {
   }
 }
 
-// CHECK: declare i64 @"__msir_parallel_for"(ptr %".1", ptr %".2", i64 %".3", i64 %".4", i64 %".5")
+// CHECK: declare i64 @"__msir_parallel_for"(ptr, ptr, i64, i64, i64)

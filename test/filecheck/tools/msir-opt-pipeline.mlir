@@ -14,25 +14,25 @@ func.func @f(%x: tensor<4xf32>, %y: tensor<4xf32>) -> tensor<4xf32> {
 }
 
 // LLVM:      @"__msir_status" = {{.*}}global i32 0
-// LLVM:      define void @"f"(ptr noalias %[[X:".*"]], ptr noalias %[[Y:".*"]], ptr noalias %[[OUT:".*"]])
-// LLVM:        %[[I:".*"]] = phi i64 [0, %{{".*"}}], [%[[NEXT:".*"]], %{{".*"}}]
-// LLVM-NEXT:   %[[C:".*"]] = icmp slt i64 %[[I]], 4
-// LLVM:        %[[PX:".*"]] = getelementptr inbounds float, ptr %[[X]], i64 %[[I]]
-// LLVM-NEXT:   %[[VX:".*"]] = load float, ptr %[[PX]]
-// LLVM-NEXT:   %[[PY:".*"]] = getelementptr inbounds float, ptr %[[Y]], i64 %[[I]]
-// LLVM-NEXT:   %[[VY:".*"]] = load float, ptr %[[PY]]
-// LLVM-NEXT:   %[[S:".*"]] = fadd float %[[VX]], %[[VY]]
+// LLVM:      define void @"f"(ptr noalias %[[X:[a-z0-9]+]], ptr noalias %[[Y:[a-z0-9]+]], ptr noalias %[[OUT:[a-z0-9]+]])
+// LLVM:        %[[I:[a-z0-9]+]] = phi i64 [ 0, %{{[a-z0-9]+}} ], [ %[[NEXT:[a-z0-9]+]], %{{[a-z0-9]+}} ]
+// LLVM-NEXT:   %[[C:[a-z0-9]+]] = icmp slt i64 %[[I]], 4
+// LLVM:        %[[PX:[a-z0-9]+]] = getelementptr inbounds float, ptr %[[X]], i64 %[[I]]
+// LLVM-NEXT:   %[[VX:[a-z0-9]+]] = load float, ptr %[[PX]]
+// LLVM-NEXT:   %[[PY:[a-z0-9]+]] = getelementptr inbounds float, ptr %[[Y]], i64 %[[I]]
+// LLVM-NEXT:   %[[VY:[a-z0-9]+]] = load float, ptr %[[PY]]
+// LLVM-NEXT:   %[[S:[a-z0-9]+]] = fadd float %[[VX]], %[[VY]]
 // LLVM-NOT:    fsub
-// LLVM-NEXT:   %[[P:".*"]] = fmul float %[[S]], %[[VY]]
-// LLVM-NEXT:   %[[PO:".*"]] = getelementptr inbounds float, ptr %[[OUT]], i64 %[[I]]
+// LLVM-NEXT:   %[[P:[a-z0-9]+]] = fmul float %[[S]], %[[VY]]
+// LLVM-NEXT:   %[[PO:[a-z0-9]+]] = getelementptr inbounds float, ptr %[[OUT]], i64 %[[I]]
 // LLVM-NEXT:   store float %[[P]], ptr %[[PO]]
 // LLVM-NEXT:   %[[NEXT]] = add i64 %[[I]], 1
 // LLVM:        ret void
-// LLVM:      define i32 @"f__entry"(ptr %[[ARGS:".*"]], ptr %{{".*"}}, ptr %{{".*"}})
-// LLVM:        %[[A0:".*"]] = load ptr, ptr %[[ARGS]]
+// LLVM:      define i32 @"f__entry"(ptr %[[ARGS:[a-z0-9]+]], ptr %{{[a-z0-9]+}}, ptr %{{[a-z0-9]+}})
+// LLVM:        %[[A0:[a-z0-9]+]] = load ptr, ptr %[[ARGS]]
 // LLVM:        store i32 0, {{.*}} @"__msir_status"
-// LLVM-NEXT:   call ccc void @"f"(ptr %[[A0]], ptr %{{".*"}}, ptr %{{".*"}})
-// LLVM-NEXT:   %[[ST:".*"]] = load i32, {{.*}} @"__msir_status"
+// LLVM-NEXT:   call void @"f"(ptr %[[A0]], ptr %{{[a-z0-9]+}}, ptr %{{[a-z0-9]+}})
+// LLVM-NEXT:   %[[ST:[a-z0-9]+]] = load i32, {{.*}} @"__msir_status"
 // LLVM-NEXT:   ret i32 %[[ST]]
 
 // STAGES:      IR after dce:
