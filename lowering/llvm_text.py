@@ -1,7 +1,7 @@
 """The `llvm` dialect modules `msir-lower-to-llvm` builds, as LLVM IR text for
 `llvmlite.binding.parse_assembly`.
 
-`module_text(module, triple, data_layout, noinline)` prints in one walk what
+`module_text(module, triple, data_layout)` prints in one walk what
 xDSL's `convert_module` builds as llvmlite IR objects and then prints, plus
 what it drops and `msir.lowering.llvm_abi` needs (see its docstring): each
 function's `passthrough` attributes (a string is a keyword attribute,
@@ -12,8 +12,8 @@ the declarations before the loop vectoriser looks for them) and the loop
 hint of each latch marked `llvm_abi.FOLD_TAIL_ATTR`. A function with an
 entry wrapper gets `noinline` (inlining it into its wrapper would compile its
 body twice and trade `noalias` parameters for scoped metadata). Printing
-directly costs ~1-2 ms where building and printing
-llvmlite's objects cost 6-10 ms of a 200-op function's first compile.
+directly costs ~1-2 ms where building and printing llvmlite's objects cost
+6-10 ms of a 200-op function's first compile.
 
 Like `convert_module`: constants, addresses of globals, `undef` and zero
 values are printed where they are used (they are not instructions); block
@@ -61,9 +61,6 @@ _CASTS = {
     llvm.IntToPtrOp: "inttoptr", llvm.BitcastOp: "bitcast", llvm.FPExtOp: "fpext", llvm.FPTruncOp: "fptrunc",
     llvm.SIToFPOp: "sitofp",
 }
-for _name in ("UIToFPOp", "FPToSIOp", "FPToUIOp"):  # not in every xDSL release
-    if hasattr(llvm, _name):
-        _CASTS[getattr(llvm, _name)] = _name[:-2].lower()
 _ICMP = {f.to_int(): f.value for f in llvm.ICmpPredicateFlag}
 _FCMP = {f.to_int(): f.value.lstrip("_") for f in llvm.FCmpPredicateFlag}
 _ARG_FLAGS = {
@@ -133,7 +130,6 @@ class _Printer:
         linkage = op.linkage.linkage.data if op.linkage is not None else ""
         kind = "constant" if op.constant is not None else "global"
         space = op.addr_space.value.data if op.addr_space is not None else 0
-        where = f" addrspace({space})" if space else ""
         value = op.value
         if value is None:
             init = ""
@@ -143,7 +139,8 @@ class _Printer:
             init = " c" + _string(value.data.encode())
         else:
             init = " " + self.constant(op.global_type, value)
-        line = f"{_global(op.sym_name.data)} = {linkage + ' ' if linkage else ''}{where.strip() + ' ' if where else ''}{kind} {t}{init}"
+        words = [w for w in (linkage, f"addrspace({space})" if space else "", kind) if w]
+        line = f"{_global(op.sym_name.data)} = {' '.join(words)} {t}{init}"
         if op.section is not None:
             line += f', section "{op.section.data}"'
         if op.alignment is not None:
