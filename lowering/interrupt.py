@@ -101,7 +101,7 @@ def _load() -> None:
 
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
-    mod = llvm.parse_assembly(_RUNTIME)
+    mod = llvm.parse_assembly(_RUNTIME, llvm.create_context())  # its own context: see msir.lowering.runtime_object
     mod.verify()
     tm = llvm.Target.from_default_triple().create_target_machine(opt=2)
     engine = llvm.create_mcjit_compiler(mod, tm)

@@ -15,6 +15,12 @@ lacks `probe` (a function the IR defines), the IR is compiled in the process.
 External symbols the code calls must be resolvable before the call (loaded
 libraries, `llvmlite.binding.add_symbol`): they are bound when the engine is
 finalised.
+
+Each runtime is parsed into an LLVM context of its own (kept alive by its
+module, which its engine keeps): runtimes build in a background thread
+(`jit.start_runtimes`) or on first use, while another thread may be compiling
+in LLVM's global context under the JIT's lock, and one LLVMContext must not be
+used by two threads at once.
 """
 
 from __future__ import annotations
@@ -35,9 +41,10 @@ def compile_cached(name: str, ir: str, target_options: dict, probe: str, optimis
     tm = llvm.Target.from_default_triple().create_target_machine(**target_options)
     key_options = target_options if optimise is None else {**target_options, "passes": optimise.__qualname__}
     path = object_path(name, ir, key_options)
-    engine = _load_cached_object(llvm, tm, path, probe)
+    context = llvm.create_context()
+    engine = _load_cached_object(llvm, tm, path, probe, context)
     if engine is None:
-        mod = llvm.parse_assembly(ir)
+        mod = llvm.parse_assembly(ir, context)
         mod.verify()
         if optimise is not None:
             optimise(mod, tm)
@@ -62,14 +69,14 @@ def object_path(name: str, ir: str, target_options: dict) -> Path | None:
     return cache_location.cache_dir() / f"{name}-{digest}.o"
 
 
-def _load_cached_object(llvm, tm, path: Path | None, probe: str):
+def _load_cached_object(llvm, tm, path: Path | None, probe: str, context):
     try:
         if path is None or not path.exists():
             return None
         obj = path.read_bytes()
     except OSError:
         return None
-    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
+    engine = llvm.create_mcjit_compiler(llvm.parse_assembly("", context), tm)
     engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
     engine.finalize_object()
     return engine if engine.get_function_address(probe) else None

@@ -78,3 +78,22 @@ def test_the_allocator_and_the_pool_are_built_once_per_machine(tmp_path):
         assert done.returncode == 0, done.stderr
         names = sorted(p.name.rsplit("-", 1)[0] for p in cache.iterdir() if p.suffix == ".o")
         assert names == ["allocator-runtime", "threads-runtime"], names
+
+
+def test_a_runtime_has_an_llvm_context_of_its_own(tmp_path, monkeypatch):
+    # runtimes build beside the JIT's compiles (jit.start_runtimes' thread), which
+    # use LLVM's global context under the JIT's lock: sharing it would be a race
+    import llvmlite.binding as llvm
+
+    monkeypatch.setenv("MSIR_CACHE_DIR", str(tmp_path))
+    global_context = llvm.get_global_context()
+    for cached in (False, True):  # compiled, then loaded from the object file
+        engine = runtime_object.compile_cached("test-runtime", IR, OPTIONS, "__msir_test_triple")
+        assert runtime_object.object_path("test-runtime", IR, OPTIONS).exists()
+        (module,) = engine._modules
+        assert _address(module._context) != _address(global_context), cached
+        assert _call(engine, 7) == 21
+
+
+def _address(ref) -> int:
+    return ctypes.cast(ref._ptr, ctypes.c_void_p).value
