@@ -20,12 +20,10 @@ from xdsl.ir import Block, Region
 
 def _lowered(fn, *args) -> ModuleOp:
     """`fn` traced and run through the CPU pipeline up to the llvm dialect."""
-    from msir import targets
+    from msir import pipeline, targets
 
     module = trace(fn, [spec_of(a) for a in args]).module
-    ctx = make_context()
-    for stage in targets.get(targets.DEFAULT).pipeline.stages:
-        stage.apply(ctx, module)
+    pipeline.run(targets.get(targets.DEFAULT).pipeline, make_context(), module, lambda *_: None)
     return module
 
 
