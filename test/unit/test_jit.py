@@ -592,26 +592,3 @@ func.func @smooth(%a: memref<?xf64>) -> memref<?xf64> {
         expected = 0.5 * (expected + np.append(expected[1:], expected[-1]))
     np.testing.assert_allclose(f(a)[0], expected, rtol=1e-15)
 
-
-def test_the_runtime_build_gives_back_the_switch_interval(tmp_path):
-    # jit._build_runtimes shortens the interpreter's switch interval while it
-    # builds (its Python steps would wait for the compiling thread), then
-    # restores the one it found
-    import subprocess
-    import sys
-
-    script = (
-        "import sys, numpy as np, msir\n"
-        "sys.setswitchinterval(0.003)\n"
-        "f = msir.jit(lambda x: np.tanh(x) * 2.0)\n"
-        "assert np.allclose(f(np.ones(4096, np.float32)), np.tanh(1.0) * 2.0)\n"
-        "from msir.lowering import jit, threads\n"
-        "jit.wait_for_runtimes()\n"
-        "print(sys.getswitchinterval(), threads.load())\n"
-    )
-    (tmp_path / "first_compile.py").write_text(script)
-    env = {**__import__("os").environ, "MSIR_CACHE_DIR": str(tmp_path / "cache")}
-    out = subprocess.run([sys.executable, str(tmp_path / "first_compile.py")], capture_output=True, text=True,
-                         env=env, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["0.003", "True"]

@@ -46,6 +46,8 @@ def test_without_the_cache_the_ir_is_compiled_in_process(tmp_path, monkeypatch):
 _FIRST_CALL = """
 import sys, threading, numpy as np, msir
 
+sys.setswitchinterval(0.003)
+
 @msir.jit
 def f(x):
     return np.tanh(x) * 2.0 + 1.0
@@ -57,6 +59,9 @@ assert np.allclose(f(x), np.tanh(x) * 2.0 + 1.0)
 assert [t.name for t in threading.enumerate() if t.name == "msir-runtimes" and t.is_alive()] == []
 from msir.lowering import allocator, threads
 assert allocator._engine is not None and threads.load()
+# the build ran with a short switch interval (jit._build_runtimes) and gave
+# back the one it found
+assert sys.getswitchinterval() == 0.003, sys.getswitchinterval()
 """
 
 
