@@ -591,4 +591,3 @@ func.func @smooth(%a: memref<?xf64>) -> memref<?xf64> {
     for _ in range(3):
         expected = 0.5 * (expected + np.append(expected[1:], expected[-1]))
     np.testing.assert_allclose(f(a)[0], expected, rtol=1e-15)
-
