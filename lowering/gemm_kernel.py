@@ -44,18 +44,27 @@ a short one that pays a pass over C for a few k. One dispatch of the pool per st
     packed by a dispatch of its own before the loop);
   then a task per (MC rows x NB columns) block of this step:
     pack op(A)[rows, pc] into MR-row micro-panels (zero past m);
-    for each micro-panel (it stays in L1) and each sliver (streamed
-    from the panel in L2): the micro-kernel, an MR x NR tile of C in
+    for each micro-panel (from L2) and each sliver (streamed from
+    the panel in L2 or L3): the micro-kernel, an MR x NR tile of C in
     registers after KC rank-1 updates (2 vector loads of B, MR
     broadcasts of A, 2 MR FMAs each); the C tile's lines are prefetched
     before it; the tile goes to C as alpha t + beta C at pc = 0
     (alpha t when beta = 0) and C + alpha t after.
 
 Micro-kernels: AVX-512 12 x 32 (24 zmm accumulators), AVX2 6 x 16 (12 ymm),
-k unrolled by 4. `blocking()`: KC so that an A micro-panel fills 3/8 of the
-L1 data cache, NC so that a B panel fills 3/4 of L2 (sysfs; 384 and 1024 on
-a 48 KiB / 2 MiB Xeon). MC = 48 rows (`MC`); the columns of a panel are
-split into NB-wide blocks only when the rows make fewer than
+k unrolled by 4. `blocking()` (cache sizes from sysfs): KC so that a
+micro-panel of A and a sliver of B, which the micro-kernel streams together,
+fill a quarter of L2, at most `KC_MAX`; NC so that a panel of B fills an
+eighth of L3 (3/4 of L2 when L3 is unknown), at most `NC_MAX`. They are
+large because what a product pays beyond its FMAs is passes over C (one read
+and one write of every tile per KC block, from L3 or memory: C does not fit
+in a cache) and packings of A (one per NC panel), while streaming the panel
+from L3 costs the micro-kernel nothing: on a 2-core Zen 4 (32 KiB L1, 1 MiB
+L2, 32 MiB L3), 1024^3 at 2 threads ran at 181 GFLOP/s with (KC, NC) = (256,
+768), the earlier rule's (A micro-panel in 3/8 of L1, B panel in 3/4 of L2),
+194 with (512, 1024) and 202-205 with (1024, 1024), this rule's; 2048^3 184,
+202 and 207 (`bench/gemm_kernel.py`). MC = 48 rows (`MC`); the columns of a
+panel are split into NB-wide blocks only when the rows make fewer than
 `MIN_ROW_TASKS` blocks.
 
 Bits
@@ -105,10 +114,16 @@ pool's chunk alignment (16), so epilogue row ranges start where a parallel
 loop's chunks would."""
 
 PACK_SLIVERS = 4
-"""Slivers of B a packing task copies (4 x KC x NR floats: 192 KiB at KC = 384, NR = 32)."""
+"""Slivers of B a packing task copies (4 x KC x NR floats: 512 KiB at KC = 1024, NR = 32)."""
 
 MIN_ROW_TASKS = 8
 """Below this many row blocks per panel, the panel's columns are split too."""
+
+KC_MAX = 1024
+"""The longest k block: one pass over C per 1024 of k (a micro-panel of A, 12 x 1024 floats, streams from L2)."""
+
+NC_MAX = 2048
+"""The widest panel of B (8 MiB at KC_MAX): the largest measured (module docstring, "Blocking")."""
 
 _lock = threading.Lock()
 _state: dict[str, object] = {}
@@ -139,15 +154,17 @@ def cache_bytes(level: int) -> int | None:
     return None
 
 
-def blocking(vw: int, mr: int, l1d: int | None, l2: int | None) -> tuple[int, int]:
-    """(KC, NC) for this micro-kernel and these caches: an MR x KC micro-panel of A fills
-    3/8 of L1 (it stays there while the slivers of B stream past it), a multiple of 16 in
-    [128, 512]; a KC x NC panel of B fills 3/4 of L2, a multiple of NR in [4 NR, 4096]."""
+def blocking(vw: int, mr: int, l2: int | None, l3: int | None) -> tuple[int, int]:
+    """(KC, NC) for this micro-kernel and these cache sizes (bytes, None when unknown): (MR + NR) x KC
+    floats fill a quarter of L2, a multiple of 16 in [128, KC_MAX]; a KC x NC panel of B fills an eighth of
+    L3 (3/4 of L2 without an L3), a multiple of NR in [4 NR, NC_MAX]."""
     nr = 2 * vw
-    kc = (3 * (l1d or 32 * 1024) // 8) // (mr * 4)
-    kc = max(128, min(512, kc // 16 * 16))
-    nc = (3 * (l2 or 512 * 1024) // 4) // (kc * 4)
-    nc = max(4 * nr, min(4096, nc // nr * nr))
+    l2 = l2 or 512 * 1024
+    kc = (l2 // 4) // ((mr + nr) * 4)
+    kc = max(128, min(KC_MAX, kc // 16 * 16))
+    panel = l3 // 8 if l3 else 3 * l2 // 4
+    nc = panel // (kc * 4)
+    nc = max(4 * nr, min(NC_MAX, nc // nr * nr))
     return kc, nc
 
 
@@ -893,7 +910,7 @@ def build(shape: tuple[int, int] | None = None) -> Kernel:
     if not threads.load():
         raise RuntimeError(f"msir's thread pool, which runs the GEMM, is unavailable: {threads.load_error()}")
     vw, mr = shape
-    kc, nc = blocking(vw, mr, cache_bytes(1), cache_bytes(2))
+    kc, nc = blocking(vw, mr, cache_bytes(2), cache_bytes(3))
     return Kernel(vw, mr, kc, nc)
 
 

@@ -139,12 +139,19 @@ def test_a_small_product_is_one_chunk(kernel):
 
 def test_blocking_follows_the_caches():
     for vw, mr in ((16, 12), (8, 6)):
-        for l1, l2 in ((48 << 10, 2 << 20), (32 << 10, 512 << 10), (32 << 10, 1 << 20), (None, None)):
-            kc, nc = gemm_kernel.blocking(vw, mr, l1, l2)
-            assert kc % 16 == 0 and 128 <= kc <= 512
-            assert mr * kc * 4 <= 3 * (l1 or 32 << 10) // 8 or kc == 128  # the A micro-panel stays in L1
-            assert nc % (2 * vw) == 0 and kc * nc * 4 <= 3 * (l2 or 512 << 10) // 4 or nc == 8 * vw
-    assert gemm_kernel.blocking(16, 12, 48 << 10, 2 << 20) == (384, 1024)
+        nr = 2 * vw
+        for l2, l3 in ((2 << 20, 105 << 20), (512 << 10, 8 << 20), (1 << 20, 32 << 20), (256 << 10, None),
+                       (None, None)):
+            kc, nc = gemm_kernel.blocking(vw, mr, l2, l3)
+            assert kc % 16 == 0 and 128 <= kc <= gemm_kernel.KC_MAX
+            # a micro-panel of A and a sliver of B fit a quarter of L2 together
+            assert (mr + nr) * kc * 4 <= (l2 or 512 << 10) // 4 or kc == 128
+            panel = (l3 // 8) if l3 else 3 * (l2 or 512 << 10) // 4
+            assert nc % nr == 0 and 4 * nr <= nc <= gemm_kernel.NC_MAX
+            assert kc * nc * 4 <= panel or nc == 4 * nr
+    assert gemm_kernel.blocking(16, 12, 1 << 20, 32 << 20) == (1024, 1024)  # the Zen 4 of the docstring
+    assert gemm_kernel.blocking(16, 12, 256 << 10, None) == (368, 128)
+    assert gemm_kernel.blocking(8, 6, 512 << 10, 8 << 20) == (1024, 256)
 
 
 def test_the_micro_kernel_is_chosen_from_the_cpu_features():
