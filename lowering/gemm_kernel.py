@@ -352,6 +352,43 @@ def _field_loads(struct: str, fields) -> str:
                      f"  {f.split()[1]} = load {f.split()[0]}, ptr %{struct}.f{n}" for n, f in enumerate(fields))
 
 
+def _transpose(vw: int, rows: int) -> str:
+    """`transpose{rows}(src, ld, dst, ds)`: the `rows` x vw block src[r ld + j] (rows <= vw lines of vw
+    floats, each contiguous) into dst[j ds + r], as vw vector stores of vw lanes, j in increasing order;
+    lanes r >= rows of each store are zeros that the next store (at ds = rows) or a later write covers, so
+    the destination needs vw - rows floats of slack past its end. The transpose swaps blocks of h = vw / 2,
+    vw / 4, ..., 1 lanes between lines r and r + h: log2(vw) rounds of vw two-source shuffles, where the
+    copy one element at a time took vw x rows scattered stores."""
+    vt = f"<{vw} x float>"
+    out = [f"define internal void @transpose{rows}(ptr noalias %src, i64 %ld, ptr noalias %dst, i64 %ds) #0 {{"]
+    cur = []
+    for r in range(vw):
+        if r < rows:
+            out += [f"  %o{r} = mul i64 %ld, {r}", f"  %s{r} = getelementptr float, ptr %src, i64 %o{r}",
+                    f"  %x0.{r} = load {vt}, ptr %s{r}, align 4"]
+            cur.append(f"%x0.{r}")
+        else:
+            cur.append("zeroinitializer")
+    h, stage = vw // 2, 0
+    while h >= 1:
+        stage += 1
+        new = list(cur)
+        for r in range(vw):
+            if (r // h) % 2:
+                continue
+            lo = [j if (j // h) % 2 == 0 else vw + j - h for j in range(vw)]
+            hi = [j + h if (j // h) % 2 == 0 else vw + j for j in range(vw)]
+            for name, mask in ((r, lo), (r + h, hi)):
+                m = ", ".join(f"i32 {i}" for i in mask)
+                out.append(f"  %x{stage}.{name} = shufflevector {vt} {cur[r]}, {vt} {cur[r + h]}, <{vw} x i32> <{m}>")
+                new[name] = f"%x{stage}.{name}"
+        cur, h = new, h // 2
+    for j in range(vw):
+        out += [f"  %e{j} = mul i64 %ds, {j}", f"  %d{j} = getelementptr float, ptr %dst, i64 %e{j}",
+                f"  store {vt} {cur[j]}, ptr %d{j}, align 4"]
+    return "\n".join(out + ["  ret void", "}"]) + "\n"
+
+
 def _packing(vw: int, mr: int) -> str:
     """`pack_a` (MR-row micro-panels of op(A), zero rows past the block) and
     the parallel task `pack_b_task` (NR-column slivers of op(B), zero columns
@@ -363,7 +400,18 @@ def _packing(vw: int, mr: int) -> str:
     bp = _Loop("bp", "0", "%kc")
     tj, tzj = _Loop("cj", "0", "%cols"), _Loop("czj", "%cols", f"{nr}")
     cp = _Loop("cp", "0", "%len")
-    return f"""
+    av, bv = _Loop("av", "0", "%kv", str(vw)), _Loop("bv", "0", "%tkv", str(vw))
+    halves = "".join(f"""  %th{h}c = add i64 %jb, {h * vw}
+  %th{h}s0 = mul i64 %th{h}c, %ldb
+  %th{h}s1 = add i64 %th{h}s0, %p0
+  %th{h}s2 = add i64 %th{h}s1, %bv
+  %th{h}s = getelementptr float, ptr %b, i64 %th{h}s2
+  %th{h}d0 = mul i64 %bv, {nr}
+  %th{h}d1 = add i64 %th{h}d0, {h * vw}
+  %th{h}d = getelementptr float, ptr %sdst, i64 %th{h}d1
+  call void @transpose{vw}(ptr %th{h}s, i64 %ldb, ptr %th{h}d, i64 {nr})
+""" for h in range(2))
+    return _transpose(vw, mr) + _transpose(vw, vw) + f"""
 ; dst[p stride] = src[p] for p < len (a line of op(X) contiguous in memory into a column of a packed
 ; panel); src null: zeros
 define internal void @copy_strided(ptr noalias %src, i64 %len, ptr noalias %dst, i64 %stride) {{
@@ -407,14 +455,31 @@ n:
   %rows = call i64 @llvm.smin.i64(i64 %left, i64 {mr})
   %qbase0 = mul i64 %aq, %kc
   %qbase = mul i64 %qbase0, {mr}
+  %arow0 = add i64 %i0, %qrow
+  %asrc0 = mul i64 %arow0, %lda
+  %asrc1 = add i64 %asrc0, %p0
+  ; a whole micro-panel: k in blocks of {vw} by transposes, the rest one element at a time
+  %full = icmp eq i64 %rows, {mr}
+  %kvf = and i64 %kc, {-vw}
+  %kv = select i1 %full, i64 %kvf, i64 0
+{av.open()}  %avs0 = add i64 %asrc1, %av
+  %avs = getelementptr float, ptr %a, i64 %avs0
+  %avd0 = mul i64 %av, {mr}
+  %avd1 = add i64 %qbase, %avd0
+  %avd = getelementptr float, ptr %dst, i64 %avd1
+  call void @transpose{mr}(ptr %avs, i64 %lda, ptr %avd, i64 {mr})
+{av.close()}  %krest = sub i64 %kc, %kv
+  %kvd = mul i64 %kv, {mr}
 {r.open()}  %row0 = add i64 %i0, %qrow
   %row = add i64 %row0, %ar
   %srow0 = mul i64 %row, %lda
-  %srow = add i64 %srow0, %p0
+  %srow1 = add i64 %srow0, %p0
+  %srow = add i64 %srow1, %kv
   %src = getelementptr float, ptr %a, i64 %srow
   %d0 = add i64 %qbase, %ar
-  %dcol = getelementptr float, ptr %dst, i64 %d0
-  call void @copy_strided(ptr %src, i64 %kc, ptr %dcol, i64 {mr})
+  %d1 = add i64 %d0, %kvd
+  %dcol = getelementptr float, ptr %dst, i64 %d1
+  call void @copy_strided(ptr %src, i64 %krest, ptr %dcol, i64 {mr})
 {r.close()}{rz.open()}  %z0 = add i64 %qbase, %az
   %zcol = getelementptr float, ptr %dst, i64 %z0
   call void @copy_strided(ptr null, i64 %kc, ptr %zcol, i64 {mr})
@@ -461,12 +526,20 @@ n:
   call void @copy_row(ptr %src, i64 %cols, ptr %drp, i64 {nr})
 {bp.close()}  br label %sdone
 t:
+  ; a whole sliver: k in blocks of {vw} by transposes of {vw} columns each, the rest one element at a time
+  %tfull = icmp eq i64 %cols, {nr}
+  %tkvf = and i64 %kc, {-vw}
+  %tkv = select i1 %tfull, i64 %tkvf, i64 0
+{bv.open()}{halves}{bv.close()}  %tkrest = sub i64 %kc, %tkv
+  %tkvd = mul i64 %tkv, {nr}
 {tj.open()}  %col = add i64 %jb, %cj
   %cs0 = mul i64 %col, %ldb
-  %cs = add i64 %cs0, %p0
+  %cs1 = add i64 %cs0, %p0
+  %cs = add i64 %cs1, %tkv
   %csrc = getelementptr float, ptr %b, i64 %cs
-  %cdst = getelementptr float, ptr %sdst, i64 %cj
-  call void @copy_strided(ptr %csrc, i64 %kc, ptr %cdst, i64 {nr})
+  %cd0 = add i64 %cj, %tkvd
+  %cdst = getelementptr float, ptr %sdst, i64 %cd0
+  call void @copy_strided(ptr %csrc, i64 %tkrest, ptr %cdst, i64 {nr})
 {tj.close()}{tzj.open()}  %zdst = getelementptr float, ptr %sdst, i64 %czj
   call void @copy_strided(ptr null, i64 %kc, ptr %zdst, i64 {nr})
 {tzj.close()}  br label %sdone
@@ -513,7 +586,7 @@ def _driver(vw: int, mr: int, kc: int, nc: int) -> str:
 ; of the next step's panel; task npack + u computes row block u / cblocks, column block u % cblocks
 define internal void @gemm_task(ptr %ctx, i64 %chunk, i64 %lo, i64 %hi) {{
 entry:
-  %abuf = alloca [{MC * kc} x float], align 64
+  %abuf = alloca [{MC * kc + vw} x float], align 64
   %tile = alloca [{mr * nr} x float], align 64
 {loads}
   %nextpack = getelementptr %job, ptr %ctx, i32 0, i32 {nf}
