@@ -2,12 +2,19 @@
 
 Which kernel
 ============
-With `MSIR_GEMM=msir` (`sgemm_backend`, read when the BLAS loads) float32
-products run in msir's own packed GEMM (`msir.lowering.gemm_kernel`: AVX-512 /
-AVX2 micro-kernels, panels of B shared by the pool's threads) when the CPU has
-one of its micro-kernels; by default, and for float64, they run in OpenBLAS as
-below. Both are reached through the same trampolines (`__msir_gemm_f32` ...),
-so generated code does not depend on the choice. Measured side by side by `bench/gemm_kernel.py`.
+float32 products of at least `gemm_kernel.OWN_MIN_FLOPS` flops run in msir's
+own packed GEMM (`msir.lowering.gemm_kernel`: AVX-512 / AVX2 micro-kernels,
+panels of B packed once and shared by the pool's threads) when the CPU has one
+of its micro-kernels (`sgemm_backend`, `MSIR_GEMM`, read when the BLAS loads:
+"msir" by default, "openblas" for OpenBLAS alone); smaller ones, float64 ones
+and every product on other CPUs run in OpenBLAS as below. Both are reached
+through the same trampolines (`__msir_gemm_f32` ...), so generated code does
+not depend on the choice, and the choice depends on the sizes only, so bits
+stay equal across thread counts; `own_gemms()` counts the products msir's
+kernel ran. Measured side by side by `bench/gemm_kernel.py`; on the 2-core
+Zen 4 of 2026-12-04, `bench/run.py --only W4`, 2 threads, msir / JAX: W4-1024
+0.99 with msir's kernel (206.7 GFLOP/s, 88 % of 2x FMA peak) against 1.10 with
+OpenBLAS per chunk, W4-1024-Tb 0.98 against 1.14; W4-512 1.08 against 1.05.
 
 Why OpenBLAS at first (issue 5)
 ===============================
@@ -170,13 +177,13 @@ consuming it and marks that fusion's loop as the product's epilogue (see
 "Epilogues"); off (`MSIR_GEMM_EPILOGUE=0`, read at import), the product gets
 a buffer and the fusion is a loop of its own, as before (the benchmark's A/B)."""
 
-sgemm_backend = os.environ.get("MSIR_GEMM", "openblas").strip().lower()
-"""Which kernel runs float32 products: "openblas" (default), or "msir", msir's own
-packed GEMM (`msir.lowering.gemm_kernel`) where the CPU has one of its micro-kernels
-(else OpenBLAS). Read when the BLAS loads (once per process: the trampolines are
-compiled then). float64 products always run in OpenBLAS. Not the default yet: on the
-2-core Xeon of 2026-12-03 it measured 0.70-1.26x OpenBLAS-per-chunk
-(`bench/gemm_kernel.py`), and its first build costs ~0.6 s of CPU once per machine."""
+sgemm_backend = os.environ.get("MSIR_GEMM", "msir").strip().lower()
+"""Which kernel runs float32 products: "msir" (default), msir's own packed GEMM
+(`msir.lowering.gemm_kernel`) for products of at least `gemm_kernel.OWN_MIN_FLOPS`
+flops where the CPU has one of its micro-kernels (else OpenBLAS), or "openblas".
+Read when the BLAS loads (once per process: the trampolines are compiled then).
+float64 products always run in OpenBLAS. The kernel's first build costs ~0.4 s of
+CPU once per machine (its object code is cached)."""
 
 _lock = threading.Lock()
 _state: dict[str, object] = {}  # "ok": bool, "engine", "cdll", "path", "error"
@@ -435,12 +442,30 @@ define internal void @count_sgemm(i64 %flags) {
   %fused = lshr i64 %flags, 1
   %s = atomicrmw add ptr @stats.split_gemms, i64 %split monotonic
   %f = atomicrmw add ptr @stats.fused_epilogues, i64 %fused monotonic
+  %o = atomicrmw add ptr @stats.own_gemms, i64 1 monotonic
   ret void
+}
+
+; whether msir's own packed GEMM runs an m x n x k product: at least @MIN_FLOPS@ flops
+; (gemm_kernel.OWN_MIN_FLOPS; below, OpenBLAS's small-matrix kernels, which pack nothing)
+define internal i1 @own_runs(i64 %m, i64 %n, i64 %k) {
+  %f0 = mul i64 %m, %n
+  %f1 = mul i64 %f0, %k
+  %f = shl i64 %f1, 1
+  %big = icmp sge i64 %f, @MIN_FLOPS@
+  ret i1 %big
 }
 
 ; f32 products through msir's own packed GEMM (msir.lowering.gemm_kernel)
 define internal void @gemm_s(i64 %ta, i64 %tb, i64 %m, i64 %n, i64 %k, ptr %a, i64 %ao, i64 %lda, ptr %b, i64 %bo,
                              i64 %ldb, ptr %c, i64 %co, i64 %ldc, float %alpha, float %beta) {
+  %own = call i1 @own_runs(i64 %m, i64 %n, i64 %k)
+  br i1 %own, label %msir, label %openblas
+openblas:
+  call void @gemm_s_openblas(i64 %ta, i64 %tb, i64 %m, i64 %n, i64 %k, ptr %a, i64 %ao, i64 %lda, ptr %b, i64 %bo,
+                             i64 %ldb, ptr %c, i64 %co, i64 %ldc, float %alpha, float %beta)
+  ret void
+msir:
   %flags = call i64 @__msir_sgemm(i64 %ta, i64 %tb, i64 %m, i64 %n, i64 %k, ptr %a, i64 %ao, i64 %lda, ptr %b,
       i64 %bo, i64 %ldb, ptr %c, i64 %co, i64 %ldc, float %alpha, float %beta, ptr null, ptr null, i64 1)
   call void @count_sgemm(i64 %flags)
@@ -450,14 +475,21 @@ define internal void @gemm_s(i64 %ta, i64 %tb, i64 %m, i64 %n, i64 %k, ptr %a, i
 define void @__msir_gemm_epilogue_f32(i64 %ta, i64 %tb, i64 %m, i64 %n, i64 %k, ptr %a, i64 %ao, i64 %lda,
                                       ptr %b, i64 %bo, i64 %ldb, ptr %c, i64 %co, i64 %ldc, ptr %task, ptr %ctx,
                                       i64 %task_min) {
+  %own = call i1 @own_runs(i64 %m, i64 %n, i64 %k)
+  br i1 %own, label %msir, label %openblas
+openblas:
+  call void @__msir_gemm_epilogue_f32_openblas(i64 %ta, i64 %tb, i64 %m, i64 %n, i64 %k, ptr %a, i64 %ao, i64 %lda,
+      ptr %b, i64 %bo, i64 %ldb, ptr %c, i64 %co, i64 %ldc, ptr %task, ptr %ctx, i64 %task_min)
+  ret void
+msir:
   %flags = call i64 @__msir_sgemm(i64 %ta, i64 %tb, i64 %m, i64 %n, i64 %k, ptr %a, i64 %ao, i64 %lda, ptr %b,
       i64 %bo, i64 %ldb, ptr %c, i64 %co, i64 %ldc, float 1.0, float 0.0, ptr %task, ptr %ctx, i64 %task_min)
   call void @count_sgemm(i64 %flags)
   ret void
 }
 """
-"""With msir's own f32 GEMM, `gemm_s` and the f32 epilogue entry call it (the OpenBLAS ones are renamed
-`*_openblas` and left unused); f64 stays on OpenBLAS."""
+"""With msir's own f32 GEMM, `gemm_s` and the f32 epilogue entry call it for products of at least
+`gemm_kernel.OWN_MIN_FLOPS` flops and the OpenBLAS ones (renamed `*_openblas`) below; f64 stays on OpenBLAS."""
 
 _GEMM_ARG_FIELDS = ("i64 %ta", "i64 %tb", "i64 %m", "i64 %n", "i64 %k", "ptr %a", "i64 %ao", "i64 %lda",
                     "ptr %b", "i64 %bo", "i64 %ldb", "ptr %c", "i64 %co", "i64 %ldc")
@@ -483,6 +515,7 @@ declare i64 @__msir_parallel_for(ptr, ptr, i64, i64, i64)
 @blas.threads = internal global i32 1
 @stats.split_gemms = internal global i64 0
 @stats.fused_epilogues = internal global i64 0
+@stats.own_gemms = internal global i64 0
 
 define internal void @blas_single_threaded() {
   %n = load atomic i32, ptr @blas.threads monotonic, align 4
@@ -519,6 +552,11 @@ define i64 @__msir_blas_split_gemms() {
 
 define i64 @__msir_blas_fused_epilogues() {
   %n = load atomic i64, ptr @stats.fused_epilogues monotonic, align 8
+  ret i64 %n
+}
+
+define i64 @__msir_blas_own_gemms() {
+  %n = load atomic i64, ptr @stats.own_gemms monotonic, align 8
   ret i64 %n
 }
 """
@@ -560,7 +598,8 @@ def _load() -> None:
         if not llvm.address_of_symbol(f"scipy_cblas_{p}gemm"):
             raise RuntimeError(f"{path} does not export scipy_cblas_{p}gemm")
     own = sgemm_backend == "msir" and gemm_kernel.load()
-    ir = _COMMON + (_OWN_SGEMM if own else "") + "".join(
+    own_ir = _OWN_SGEMM.replace("@MIN_FLOPS@", str(gemm_kernel.OWN_MIN_FLOPS)) if own else ""
+    ir = _COMMON + own_ir + "".join(
         _TRAMPOLINE.format(p=p, t=t, ob="_openblas" if own and p == "s" else "", name=GEMM_SYMBOLS[k], update=GEMM_UPDATE_SYMBOLS[k],
                            epilogue=GEMM_EPILOGUE_SYMBOLS[k], batched=GEMM_BATCHED_SYMBOLS[k], size=size,
                            min_rows=GEMM_MIN_CHUNK_ROWS, chunk_flops=GEMM_CHUNK_FLOPS,
@@ -582,12 +621,13 @@ def _load() -> None:
     set_threads = ctypes.CFUNCTYPE(None, ctypes.c_int32)(engine.get_function_address("__msir_blas_set_threads"))
     split_gemms = ctypes.CFUNCTYPE(ctypes.c_int64)(engine.get_function_address("__msir_blas_split_gemms"))
     fused = ctypes.CFUNCTYPE(ctypes.c_int64)(engine.get_function_address("__msir_blas_fused_epilogues"))
+    own_count = ctypes.CFUNCTYPE(ctypes.c_int64)(engine.get_function_address("__msir_blas_own_gemms"))
     i64, p = ctypes.c_int64, ctypes.c_void_p
     gemm_type = ctypes.CFUNCTYPE(None, i64, i64, i64, i64, i64, p, p, i64, p, p, i64, p, i64, i64)
     gemms = {np.dtype(np.float32): gemm_type(engine.get_function_address(GEMM_BATCHED_SYMBOLS["f32"])),
              np.dtype(np.float64): gemm_type(engine.get_function_address(GEMM_BATCHED_SYMBOLS["f64"]))}
     _state.update(engine=engine, cdll=cdll, path=path, set_threads=set_threads, split_gemms=split_gemms,
-                  fused_epilogues=fused, gemms=gemms, own_sgemm=own)
+                  fused_epilogues=fused, own_gemms=own_count, gemms=gemms, own_sgemm=own)
     set_threads(threads.get_num_threads())
 
 
@@ -628,6 +668,11 @@ def fused_epilogues() -> int:
     return int(_state["fused_epilogues"]()) if load() else 0  # type: ignore[operator]
 
 
+def own_gemms() -> int:
+    """Products that ran in msir's own float32 GEMM (`gemm_kernel.runs`) since the process started."""
+    return int(_state["own_gemms"]()) if load() else 0  # type: ignore[operator]
+
+
 def own_sgemm() -> bool:
     """Whether float32 products run in msir's own packed GEMM (`sgemm_backend`)."""
     return load() and bool(_state["own_sgemm"])
@@ -643,7 +688,7 @@ def sgemm_kernel() -> str | None:
 def fuses_epilogue(m: int, n: int, k: int, dtype) -> bool:
     """Whether an m x k x n product of this dtype with an epilogue runs the epilogue per chunk of rows (see
     "Epilogues"; msir's own GEMM: `gemm_kernel.Kernel.fuses_epilogue`), as the trampolines decide it."""
-    if np.dtype(dtype) == np.float32 and own_sgemm():
+    if np.dtype(dtype) == np.float32 and own_sgemm() and gemm_kernel.runs(m, n, k):
         return gemm_kernel.kernel().fuses_epilogue(m, n)
     per_row = 2 * max(k, 1) * max(n, 1)
     min_rows = max(-(-GEMM_CHUNK_FLOPS // per_row), GEMM_MIN_CHUNK_ROWS)

@@ -108,6 +108,18 @@ STEP_FLOPS = 1 << 22
 flops (~30 us of a core: the workers are awake after the first step, and a
 dispatch to awake workers costs ~1 us), at least two."""
 
+OWN_MIN_FLOPS = 2 * TASK_FLOPS
+"""Products below this many flops, which run as one task in the calling thread, go to OpenBLAS instead
+(`blas.py` decides by `runs()`): packing both operands whole pays only when the panels are reused by many
+tasks, and OpenBLAS's small-matrix kernels pack nothing (W6's 128 x 128 x 32 steps: 0.95x JAX with this
+kernel, 0.80x with OpenBLAS, `bench/run.py --only W6`)."""
+
+
+def runs(m: int, n: int, k: int) -> bool:
+    """Whether an m x n x k float32 product runs in this kernel (when it is msir's float32 GEMM)."""
+    return 2 * m * n * k >= OWN_MIN_FLOPS
+
+
 MC = 48
 """Rows of a task: a multiple of both micro-kernels' MR (12, 6) and of the
 pool's chunk alignment (16), so epilogue row ranges start where a parallel

@@ -165,7 +165,7 @@ THROUGH_MSIR = textwrap.dedent(
     """
     import numpy as np
     import msir
-    from msir.lowering import blas
+    from msir.lowering import blas, gemm_kernel
 
     rng = np.random.default_rng(3)
     def dense_relu(x, w, b):
@@ -182,9 +182,12 @@ THROUGH_MSIR = textwrap.dedent(
         bits = []
         for t in (1, 2):
             msir.set_num_threads(t)
-            before = blas.fused_epilogues()
+            before, own_before = blas.fused_epilogues(), blas.own_gemms()
             got = np.asarray(msir.jit(dense_relu)(x, w, b))
             fused = blas.fused_epilogues() - before
+            # msir's kernel runs the product exactly when it is msir's float32 GEMM and the product is large
+            # enough (64 x 50 x 3000, 19 MFLOP, is not)
+            assert blas.own_gemms() - own_before == int(blas.own_sgemm() and gemm_kernel.runs(m, n, k)), (m, k, n)
             bits.append(got.tobytes())
         ref = np.maximum(x.astype(np.float64) @ w + b, 0.0)
         assert np.abs(got - ref).max() <= 1e-5 * np.abs(ref).max(), (m, k, n)
