@@ -63,9 +63,9 @@ from L3 costs the micro-kernel nothing: on a 2-core Zen 4 (32 KiB L1, 1 MiB
 L2, 32 MiB L3), 1024^3 at 2 threads ran at 181 GFLOP/s with (KC, NC) = (256,
 768), the earlier rule's (A micro-panel in 3/8 of L1, B panel in 3/4 of L2),
 194 with (512, 1024) and 202-205 with (1024, 1024), this rule's; 2048^3 184,
-202 and 207 (`bench/gemm_kernel.py`). MC = 48 rows (`MC`); the columns of a
-panel are split into NB-wide blocks only when the rows make fewer than
-`MIN_ROW_TASKS` blocks.
+202 and 207 (`bench/gemm_kernel.py`). A task has MC = 24 rows (`MC`; 48 with
+an epilogue, `MC_EPILOGUE`); the columns of a panel are split into NB-wide
+blocks only when the rows make fewer than `MIN_ROW_TASKS` blocks.
 
 Bits
 ====
@@ -120,9 +120,17 @@ def runs(m: int, n: int, k: int) -> bool:
     return 2 * m * n * k >= OWN_MIN_FLOPS
 
 
-MC = 48
-"""Rows of a task: a multiple of both micro-kernels' MR (12, 6) and of the
-pool's chunk alignment (16), so epilogue row ranges start where a parallel
+MC = 24
+"""Rows of a task: a multiple of both micro-kernels' MR (12, 6). Small, because the
+tasks are claimed dynamically and the last ones decide the end of a step: 512
+rows make 22 tasks, which two threads share 11 : 11 (with 48 rows, 11 tasks and
+6 : 5 -- 183 against 193 GFLOP/s at 512^3 on 2 Zen 4 cores, `bench/gemm_kernel.py`);
+a task's A block is packed once and every micro-panel streams the B panel
+whatever MC is, so smaller tasks cost only their claims."""
+
+MC_EPILOGUE = 48
+"""Rows of a task when the product has an epilogue: also a multiple of the pool's
+chunk alignment (16), so the epilogue's row ranges start where its own parallel
 loop's chunks would."""
 
 PACK_SLIVERS = 4
@@ -577,7 +585,7 @@ def _driver(vw: int, mr: int, kc: int, nc: int) -> str:
                        for r in range(mr) for h in range(nr * 4 // 64))
     fields = ["i64 %ta", "ptr %a", "i64 %lda", "i64 %m", "ptr %c", "i64 %ldc", "float %alpha", "float %beta",
               "ptr %bpack", "i64 %p0", "i64 %kc", "i64 %j0", "i64 %jend", "i64 %nb", "i64 %cblocks", "i64 %first",
-              "ptr %epi", "ptr %epictx", "i64 %epihere", "i64 %npack", "i64 %nslivers"]
+              "ptr %epi", "ptr %epictx", "i64 %epihere", "i64 %npack", "i64 %nslivers", "i64 %mcr"]
     loads = _field_loads("job", fields)
     driver_names = {"%p0": "%pc", "%j0": "%jc"}  # the driver's names of two task fields
     fill = "\n".join(f"  %jb{n} = insertvalue %job {'undef' if n == 0 else f'%jb{n - 1}'}, "
@@ -598,7 +606,7 @@ def _driver(vw: int, mr: int, kc: int, nc: int) -> str:
 ; of the next step's panel; task npack + u computes row block u / cblocks, column block u % cblocks
 define internal void @gemm_task(ptr %ctx, i64 %chunk, i64 %lo, i64 %hi) {{
 entry:
-  %abuf = alloca [{MC * kc + vw} x float], align 64
+  %abuf = alloca [{MC_EPILOGUE * kc + vw} x float], align 64
   %tile = alloca [{mr * nr} x float], align 64
 {loads}
   %nextpack = getelementptr %job, ptr %ctx, i32 0, i32 {nf}
@@ -617,9 +625,9 @@ compute:
   %u = sub i64 %tk, %npack
   %rb = udiv i64 %u, %cblocks
   %cb = urem i64 %u, %cblocks
-  %i0 = mul i64 %rb, {MC}
+  %i0 = mul i64 %rb, %mcr
   %mleft = sub i64 %m, %i0
-  %mc = call i64 @llvm.smin.i64(i64 %mleft, i64 {MC})
+  %mc = call i64 @llvm.smin.i64(i64 %mleft, i64 %mcr)
   %jo = mul i64 %cb, %nb
   %jlo = add i64 %j0, %jo
   %jhi0 = add i64 %jlo, %nb
@@ -708,9 +716,12 @@ zscale:
 znext:
 {zj.close()}{zi.close()}  br label %apart
 blocked:
-  ; the task grid: row blocks of {MC}; a panel's columns split when the row blocks are few
-  %m1 = add i64 %m, {MC - 1}
-  %rblocks = udiv i64 %m1, {MC}
+  ; the task grid: row blocks of {MC} ({MC_EPILOGUE} with an epilogue); a panel's columns split when the row
+  ; blocks are few
+  %mcr = select i1 %haveepi, i64 {MC_EPILOGUE}, i64 {MC}
+  %mcr1 = sub i64 %mcr, 1
+  %m1 = add i64 %m, %mcr1
+  %rblocks = udiv i64 %m1, %mcr
   %pw = call i64 @llvm.smin.i64(i64 %n, i64 {nc})
   %few = icmp slt i64 %rblocks, {MIN_ROW_TASKS}
   %want0 = add i64 %rblocks, {MIN_ROW_TASKS - 1}
@@ -938,11 +949,12 @@ class Kernel:
         return f"msir {'avx512' if self.vw == 16 else 'avx2'} {self.mr}x{2 * self.vw} kc={self.kc} nc={self.nc}"
 
     def fuses_epilogue(self, m: int, n: int) -> bool:
-        """Whether an m x n product runs its epilogue per task (one column block covers n)."""
+        """Whether an m x n product runs its epilogue per task (one column block covers n; the rows in blocks of
+        `MC_EPILOGUE`)."""
         if m <= 0 or n <= 0:
             return False
         nr = 2 * self.vw
-        rblocks = -(-m // MC)
+        rblocks = -(-m // MC_EPILOGUE)
         if rblocks >= MIN_ROW_TASKS:
             nb = self.nc
         else:

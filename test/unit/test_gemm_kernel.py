@@ -66,10 +66,10 @@ def _close(got, ref, k):
     assert np.abs(got - ref).max(initial=0.0) <= 2e-6 * np.sqrt(max(k, 1)) * scale
 
 
-# shapes around every block edge: one element, a partial micro-tile, MC (48) rows, several KC blocks,
-# several NC panels, few rows (the column split), k below the unroll
-EDGES = [(1, 1, 1), (13, 33, 5), (48, 64, 384), (49, 65, 385), (100, 70, 300), (257, 129, 1100), (5, 3000, 7),
-         (7, 2100, 64), (300, 2600, 130), (1024, 33, 3)]
+# shapes around every block edge: one element, a partial micro-tile, MC (24) and MC_EPILOGUE (48) rows, several
+# KC blocks, several NC panels, few rows (the column split), k below the unroll
+EDGES = [(1, 1, 1), (13, 33, 5), (24, 64, 384), (25, 65, 385), (48, 64, 384), (49, 65, 385), (100, 70, 300),
+         (257, 129, 1100), (5, 3000, 7), (7, 2100, 64), (300, 2600, 130), (1024, 33, 3)]
 
 
 @pytest.mark.parametrize("ta", [False, True], ids=["a", "aT"])
