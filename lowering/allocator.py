@@ -1,8 +1,9 @@
 """msir's buffer allocator: a bounded cache of large blocks, in native code.
 
 Every buffer compiled code allocates (`memref.alloc`: intermediates, tapes and
-the results it hands to NumPy), and every large output buffer `lowering.jit`
-allocates for a call, comes from `__msir_alloc` and goes back through
+the results it hands to NumPy), every large output buffer `lowering.jit`
+allocates for a call and the packed panels of msir's GEMM (`lowering.gemm_kernel`)
+come from `__msir_alloc` and go back through
 `__msir_free` (for outputs: when the NumPy array dies). Large blocks are not returned to the C library at once: they wait
 in a small cache and serve the next allocation of the same size class. Without
 it, each call of a jitted function gets fresh pages from the kernel for every
@@ -38,6 +39,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import threading
 
 from llvmlite import binding as llvm
 from msir.lowering import runtime_object
@@ -244,6 +246,7 @@ entry:
 """
 
 _engine = None
+_install_lock = threading.Lock()
 _alloc_fn = None
 _free_fn = None
 _release_fn = None
@@ -260,10 +263,16 @@ class and at most one scan of 256 slots per large block."""
 def install() -> None:
     """Compile the runtime (its object code kept by `runtime_object`, so later
     processes only load it) and register `__msir_alloc`/`__msir_free` with
-    LLVM's symbol table. Once per process; the caller holds the JIT's lock."""
+    LLVM's symbol table. Once per process; thread-safe (the JIT's first compile and
+    `gemm_kernel.build`, whose panels are its blocks, both call it)."""
+    if _engine is None:
+        with _install_lock:
+            if _engine is None:
+                _install()
+
+
+def _install() -> None:
     global _engine, _alloc_fn, _free_fn, _release_fn, _cached_bytes, _limit
-    if _engine is not None:
-        return
     engine = runtime_object.compile_cached("allocator-runtime", _IR, _TARGET_MACHINE, ALLOC)
     for name in (ALLOC, FREE):
         llvm.add_symbol(name, engine.get_function_address(name))

@@ -30,7 +30,10 @@ time, `bench/gemm_chunks.py`); its own threads split a product statically
 and wait for one another, which a loaded machine punishes. Here op(B) is
 packed once per (NC, KC) panel and read by every thread, and every piece of
 work is claimed dynamically from msir's pool: a descheduled thread delays
-one task, never a static share, and no task ever waits for another.
+one task, never a static share, and no task ever waits for another. The
+panels are a block of msir's allocator (`lowering.allocator`), kept for the
+next product of the size: from the C library, 8 MiB of fresh pages a call
+(512 page faults a 1024^3 product).
 
 Blocking (Goto / BLIS)
 ======================
@@ -742,7 +745,7 @@ blocked:
   %pwr = and i64 %pwr0, {-nr}
   %panel = mul i64 %pwr, {kc}
   %bbytes = mul i64 %panel, 8
-  %buf0 = call ptr @aligned_alloc(i64 64, i64 %bbytes)
+  %buf0 = call ptr @__msir_alloc(i64 %bbytes)
   %buf1 = getelementptr float, ptr %buf0, i64 %panel
   %tf0 = mul i64 %m, %n
   %tf1 = mul i64 %tf0, %k
@@ -835,7 +838,7 @@ packed:
   %sp = load i64, ptr %splitp, align 8
   %sp1 = or i64 %sp, %many64
   store i64 %sp1, ptr %splitp, align 8
-{st.close()}  call void @free(ptr %buf0)
+{st.close()}  call void @__msir_free(ptr %buf0)
   %fusebit = shl i64 %fuse64, 1
   %spf = load i64, ptr %splitp, align 8
   %spf1 = or i64 %spf, %fusebit
@@ -907,9 +910,9 @@ declare i64 @llvm.smin.i64(i64, i64)
 declare i64 @llvm.smax.i64(i64, i64)
 declare float @llvm.fma.f32(float, float, float)
 declare <{vw} x float> @llvm.fma.v{vw}f32(<{vw} x float>, <{vw} x float>, <{vw} x float>)
-declare ptr @aligned_alloc(i64, i64)
+declare ptr @__msir_alloc(i64)
+declare void @__msir_free(ptr)
 declare void @llvm.prefetch.p0(ptr, i32, i32, i32)
-declare void @free(ptr)
 declare i64 @__msir_parallel_for(ptr, ptr, i64, i64, i64)
 attributes #0 = {{ "min-legal-vector-width"="{width}" "prefer-vector-width"="{width}" }}
 """ + _microkernel(vw, mr) + _store_tile(vw, mr) + _packing(vw, mr) + _naive() + _driver(vw, mr, kc, nc))
@@ -993,7 +996,7 @@ def build(shape: tuple[int, int] | None = None) -> Kernel:
     A shape the CPU cannot run raises RuntimeError."""
     import llvmlite.binding as llvm
 
-    from msir.lowering import threads
+    from msir.lowering import allocator, threads
 
     if not llvm.get_process_triple().startswith("x86_64"):
         raise RuntimeError("msir's GEMM micro-kernels are x86-64 only")
@@ -1006,6 +1009,7 @@ def build(shape: tuple[int, int] | None = None) -> Kernel:
         raise RuntimeError(f"this CPU cannot run the {shape} micro-kernel")
     if not threads.load():
         raise RuntimeError(f"msir's thread pool, which runs the GEMM, is unavailable: {threads.load_error()}")
+    allocator.install()  # the panels are its blocks
     vw, mr = shape
     kc, nc = blocking(vw, mr, cache_bytes(2), cache_bytes(3))
     return Kernel(vw, mr, kc, nc)
