@@ -420,7 +420,7 @@ def _packing(vw: int, mr: int) -> str:
     q, r, rz = _Loop("aq", "0", "%panels"), _Loop("ar", "0", "%rows"), _Loop("az", "%rows", f"{mr}")
     tq, tp = _Loop("tq", "0", "%panels"), _Loop("tp", "0", "%kc")
     s = _Loop("bs", "%lo", "%hi")
-    bp = _Loop("bp", "0", "%kc")
+    bp, bpv = _Loop("bp", "0", "%kc"), _Loop("bpv", "0", "%kc")
     tj, tzj = _Loop("cj", "0", "%cols"), _Loop("czj", "%cols", f"{nr}")
     cp = _Loop("cp", "0", "%len")
     av, bv = _Loop("av", "0", "%kv", str(vw)), _Loop("bv", "0", "%tkv", str(vw))
@@ -540,6 +540,25 @@ entry:
   %sdst = getelementptr float, ptr %dst, i64 %sb
   br i1 %trans, label %t, label %n
 n:
+  ; a whole sliver: each k's {nr} floats as two vectors (copy_row's loop of {nr} is too short for the
+  ; vectoriser's unrolled body and runs scalar: 1024^3 at 2 threads 208 -> 211 GFLOP/s); a partial one by copy_row
+  %nfull = icmp eq i64 %cols, {nr}
+  br i1 %nfull, label %nv, label %np
+nv:
+{bpv.open()}  %vk = add i64 %p0, %bpv
+  %vsrow0 = mul i64 %vk, %ldb
+  %vsrow = add i64 %vsrow0, %jb
+  %vsrc0 = getelementptr float, ptr %b, i64 %vsrow
+  %vsrc1 = getelementptr float, ptr %vsrc0, i64 {vw}
+  %vrow0 = load <{vw} x float>, ptr %vsrc0, align 4
+  %vrow1 = load <{vw} x float>, ptr %vsrc1, align 4
+  %vdrow = mul i64 %bpv, {nr}
+  %vdst0 = getelementptr float, ptr %sdst, i64 %vdrow
+  %vdst1 = getelementptr float, ptr %vdst0, i64 {vw}
+  store <{vw} x float> %vrow0, ptr %vdst0, align 64
+  store <{vw} x float> %vrow1, ptr %vdst1, align 64
+{bpv.close()}  br label %sdone
+np:
 {bp.open()}  %k = add i64 %p0, %bp
   %srow0 = mul i64 %k, %ldb
   %srow = add i64 %srow0, %jb
