@@ -418,7 +418,8 @@ def _packing(vw: int, mr: int) -> str:
     past the panel)."""
     nr = 2 * vw
     q, r, rz = _Loop("aq", "0", "%panels"), _Loop("ar", "0", "%rows"), _Loop("az", "%rows", f"{mr}")
-    tq, tp = _Loop("tq", "0", "%panels"), _Loop("tp", "0", "%kc")
+    tq, tp, tpv = _Loop("tq", "0", "%panels"), _Loop("tp", "0", "%kc"), _Loop("tpv", "0", "%kc")
+    mask = ", ".join(f"i1 {'true' if lane < mr else 'false'}" for lane in range(vw))
     s = _Loop("bs", "%lo", "%hi")
     bp, bpv = _Loop("bp", "0", "%kc"), _Loop("bpv", "0", "%kc")
     tj, tzj = _Loop("cj", "0", "%cols"), _Loop("czj", "%cols", f"{nr}")
@@ -514,6 +515,22 @@ t:
   %tqbase0 = mul i64 %tq, %kc
   %tqbase = mul i64 %tqbase0, {mr}
   %tcol = add i64 %i0, %tqrow
+  ; a whole micro-panel: each k's {mr} floats by a masked vector load (no lane past them is read) and a
+  ; {vw}-float store whose last {vw - mr} lanes the next k's store (or the next panel's) overwrites
+  %tafull = icmp eq i64 %trows, {mr}
+  br i1 %tafull, label %tav, label %tas
+tav:
+{tpv.open()}  %tvk = add i64 %p0, %tpv
+  %tvks = mul i64 %tvk, %lda
+  %tvks1 = add i64 %tvks, %tcol
+  %tvsrc = getelementptr float, ptr %a, i64 %tvks1
+  %tvrow = call <{vw} x float> @llvm.masked.load.v{vw}f32.p0(ptr %tvsrc, i32 4, <{vw} x i1> <{mask}>, <{vw} x float> zeroinitializer)
+  %tvd0 = mul i64 %tpv, {mr}
+  %tvd1 = add i64 %tvd0, %tqbase
+  %tvdst = getelementptr float, ptr %dst, i64 %tvd1
+  store <{vw} x float> %tvrow, ptr %tvdst, align 16
+{tpv.close()}  br label %tadone
+tas:
 {tp.open()}  %tk = add i64 %p0, %tp
   %tks = mul i64 %tk, %lda
   %tks1 = add i64 %tks, %tcol
@@ -522,7 +539,9 @@ t:
   %td1 = add i64 %td0, %tqbase
   %tdst = getelementptr float, ptr %dst, i64 %td1
   call void @copy_row(ptr %tsrc, i64 %trows, ptr %tdst, i64 {mr})
-{tp.close()}{tq.close()}  ret void
+{tp.close()}  br label %tadone
+tadone:
+{tq.close()}  ret void
 }}
 
 ; slivers [lo, hi) of op(B)[p0 : p0 + kc, j0 : jend]: dst[(s kc + p) NR + j] = op(B)[p0 + p, j0 + s NR + j]
@@ -932,6 +951,7 @@ declare <{vw} x float> @llvm.fma.v{vw}f32(<{vw} x float>, <{vw} x float>, <{vw} 
 declare ptr @__msir_alloc(i64)
 declare void @__msir_free(ptr)
 declare void @llvm.prefetch.p0(ptr, i32, i32, i32)
+declare <{vw} x float> @llvm.masked.load.v{vw}f32.p0(ptr, i32, <{vw} x i1>, <{vw} x float>)
 declare i64 @__msir_parallel_for(ptr, ptr, i64, i64, i64)
 attributes #0 = {{ "min-legal-vector-width"="{width}" "prefer-vector-width"="{width}" }}
 """ + _microkernel(vw, mr) + _store_tile(vw, mr) + _packing(vw, mr) + _naive() + _driver(vw, mr, kc, nc))
