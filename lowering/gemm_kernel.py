@@ -418,10 +418,10 @@ def _packing(vw: int, mr: int) -> str:
     past the panel)."""
     nr = 2 * vw
     q, r, rz = _Loop("aq", "0", "%panels"), _Loop("ar", "0", "%rows"), _Loop("az", "%rows", f"{mr}")
-    tq, tp, tpv = _Loop("tq", "0", "%panels"), _Loop("tp", "0", "%kc"), _Loop("tpv", "0", "%kc")
+    tq, tp = _Loop("tq", "0", "%panels"), _Loop("tp", "0", "%kc")
     mask = ", ".join(f"i1 {'true' if lane < mr else 'false'}" for lane in range(vw))
     s = _Loop("bs", "%lo", "%hi")
-    bp, bpv = _Loop("bp", "0", "%kc"), _Loop("bpv", "0", "%kc")
+    bp = _Loop("bp", "0", "%kc")
     tj, tzj = _Loop("cj", "0", "%cols"), _Loop("czj", "%cols", f"{nr}")
     cp = _Loop("cp", "0", "%len")
     av, bv = _Loop("av", "0", "%kv", str(vw)), _Loop("bv", "0", "%tkv", str(vw))
@@ -518,19 +518,6 @@ t:
   ; a whole micro-panel: each k's {mr} floats by a masked vector load (no lane past them is read) and a
   ; {vw}-float store whose last {vw - mr} lanes the next k's store (or the next panel's) overwrites
   %tafull = icmp eq i64 %trows, {mr}
-  br i1 %tafull, label %tav, label %tas
-tav:
-{tpv.open()}  %tvk = add i64 %p0, %tpv
-  %tvks = mul i64 %tvk, %lda
-  %tvks1 = add i64 %tvks, %tcol
-  %tvsrc = getelementptr float, ptr %a, i64 %tvks1
-  %tvrow = call <{vw} x float> @llvm.masked.load.v{vw}f32.p0(ptr %tvsrc, i32 4, <{vw} x i1> <{mask}>, <{vw} x float> zeroinitializer)
-  %tvd0 = mul i64 %tpv, {mr}
-  %tvd1 = add i64 %tvd0, %tqbase
-  %tvdst = getelementptr float, ptr %dst, i64 %tvd1
-  store <{vw} x float> %tvrow, ptr %tvdst, align 16
-{tpv.close()}  br label %tadone
-tas:
 {tp.open()}  %tk = add i64 %p0, %tp
   %tks = mul i64 %tk, %lda
   %tks1 = add i64 %tks, %tcol
@@ -538,10 +525,16 @@ tas:
   %td0 = mul i64 %tp, {mr}
   %td1 = add i64 %td0, %tqbase
   %tdst = getelementptr float, ptr %dst, i64 %td1
+  br i1 %tafull, label %tav, label %tas
+tav:
+  %tvrow = call <{vw} x float> @llvm.masked.load.v{vw}f32.p0(ptr %tsrc, i32 4, <{vw} x i1> <{mask}>, <{vw} x float> zeroinitializer)
+  store <{vw} x float> %tvrow, ptr %tdst, align 16
+  br label %tadone
+tas:
   call void @copy_row(ptr %tsrc, i64 %trows, ptr %tdst, i64 {mr})
-{tp.close()}  br label %tadone
+  br label %tadone
 tadone:
-{tq.close()}  ret void
+{tp.close()}{tq.close()}  ret void
 }}
 
 ; slivers [lo, hi) of op(B)[p0 : p0 + kc, j0 : jend]: dst[(s kc + p) NR + j] = op(B)[p0 + p, j0 + s NR + j]
@@ -562,29 +555,25 @@ n:
   ; a whole sliver: each k's {nr} floats as two vectors (copy_row's loop of {nr} is too short for the
   ; vectoriser's unrolled body and runs scalar: 1024^3 at 2 threads 208 -> 211 GFLOP/s); a partial one by copy_row
   %nfull = icmp eq i64 %cols, {nr}
-  br i1 %nfull, label %nv, label %np
-nv:
-{bpv.open()}  %vk = add i64 %p0, %bpv
-  %vsrow0 = mul i64 %vk, %ldb
-  %vsrow = add i64 %vsrow0, %jb
-  %vsrc0 = getelementptr float, ptr %b, i64 %vsrow
-  %vsrc1 = getelementptr float, ptr %vsrc0, i64 {vw}
-  %vrow0 = load <{vw} x float>, ptr %vsrc0, align 4
-  %vrow1 = load <{vw} x float>, ptr %vsrc1, align 4
-  %vdrow = mul i64 %bpv, {nr}
-  %vdst0 = getelementptr float, ptr %sdst, i64 %vdrow
-  %vdst1 = getelementptr float, ptr %vdst0, i64 {vw}
-  store <{vw} x float> %vrow0, ptr %vdst0, align 64
-  store <{vw} x float> %vrow1, ptr %vdst1, align 64
-{bpv.close()}  br label %sdone
-np:
 {bp.open()}  %k = add i64 %p0, %bp
   %srow0 = mul i64 %k, %ldb
   %srow = add i64 %srow0, %jb
   %src = getelementptr float, ptr %b, i64 %srow
   %drow = mul i64 %bp, {nr}
   %drp = getelementptr float, ptr %sdst, i64 %drow
+  br i1 %nfull, label %nv, label %np
+nv:
+  %vsrc1 = getelementptr float, ptr %src, i64 {vw}
+  %vrow0 = load <{vw} x float>, ptr %src, align 4
+  %vrow1 = load <{vw} x float>, ptr %vsrc1, align 4
+  %vdst1 = getelementptr float, ptr %drp, i64 {vw}
+  store <{vw} x float> %vrow0, ptr %drp, align 64
+  store <{vw} x float> %vrow1, ptr %vdst1, align 64
+  br label %nnext
+np:
   call void @copy_row(ptr %src, i64 %cols, ptr %drp, i64 {nr})
+  br label %nnext
+nnext:
 {bp.close()}  br label %sdone
 t:
   ; a whole sliver: k in blocks of {vw} by transposes of {vw} columns each, the rest one element at a time
