@@ -43,8 +43,7 @@ a short one that pays a pass over C for a few k. One dispatch of the pool per st
 
   tasks 0 .. npack - 1: pack the *next* step's panel of op(B) into
     NR-column slivers (KC x NR each, zero past n), PACK_SLIVERS a task,
-    into the second of two panel buffers (the first step's panel is
-    packed by a dispatch of its own before the loop);
+    into the second of two panel buffers;
   then a task per (MC rows x NB columns) block of this step:
     pack op(A)[rows, pc] into MR-row micro-panels (zero past m);
     for each micro-panel (from L2) and each sliver (streamed from
@@ -53,6 +52,16 @@ a short one that pays a pass over C for a few k. One dispatch of the pool per st
     broadcasts of A, 2 MR FMAs each); the C tile's lines are prefetched
     before it; the tile goes to C as alpha t + beta C at pc = 0
     (alpha t when beta = 0) and C + alpha t after.
+
+The first step's panel has no step before it to pack it: its tasks pack it
+as they need it (`@sliver`). Each sliver is unpacked, claimed or packed (an
+atomic state); a task that reaches an unpacked one claims and packs it, one
+that reaches a sliver another thread is packing defers that tile to the end
+of its micro-panel, and if it is still not packed then, copies the sliver
+into a buffer of its own -- no task waits for another, and there is no
+dispatch before the first FMA (512^3 at 2 threads 185 -> 194 GFLOP/s, 1024^3
+196 -> 202 in 9 alternating processes; with a dispatch of its own the first
+panel was a phase both threads finished before either computed).
 
 Micro-kernels: AVX-512 12 x 32 (24 zmm accumulators), AVX2 6 x 16 (12 ymm),
 k unrolled by 4. `blocking()` (cache sizes from sysfs): KC so that a
@@ -599,11 +608,12 @@ sdone:
 """
 
 
-def _driver(vw: int, mr: int, kc: int, nc: int) -> str:
+def _driver(vw: int, mr: int, kc: int, nc: int, busy_first_panel: bool = False) -> str:
     """`gemm_task` (the tasks of one (jc, pc) step) and the entry point."""
     nr = 2 * vw
     t = _Loop("tk", "%tlo", "%thi")
     j, i = _Loop("jj", "%jlo", "%jhi", str(nr)), _Loop("ii", "0", "%mc", str(mr))
+    j2 = _Loop("jj2", "%jlo", "%jhi", str(nr))
     st = _Loop("st", "0", "%nsteps")
     zi, zj = _Loop("zi", "0", "%m"), _Loop("zj", "0", "%n")
     # the C tile's cache lines, before the micro-kernel (its store then hits L1); rows past mr are
@@ -613,9 +623,19 @@ def _driver(vw: int, mr: int, kc: int, nc: int) -> str:
                        + f"  %pf{r}.{h} = getelementptr float, ptr %c, i64 %pf{r}.{h}s\n"
                        f"  call void @llvm.prefetch.p0(ptr %pf{r}.{h}, i32 1, i32 3, i32 1)\n"
                        for r in range(mr) for h in range(nr * 4 // 64))
+    def tile(tag: str, jj: str, bs: str) -> str:
+        """The tile at columns jj of this micro-panel, from sliver bs: prefetch C, the micro-kernel, store."""
+        pf = prefetch.replace("%pf", f"%pf{tag}.").replace("%co,", f"%co{tag},")
+        return (f"  %nleft{tag} = sub i64 %jhi, {jj}\n  %nr{tag} = call i64 @llvm.smin.i64(i64 %nleft{tag}, i64 {nr})\n"
+                f"  %co{tag} = add i64 %co0, {jj}\n  %cp{tag} = getelementptr float, ptr %c, i64 %co{tag}\n"
+                f"{pf}  call void @ukr(i64 %kc, ptr %ap, ptr {bs}, ptr %tile)\n"
+                f"  call void @store_tile(ptr %tile, ptr %cp{tag}, i64 %ldc, i64 %mr, i64 %nr{tag}, float %alpha, "
+                f"float %beta, i64 %first)\n")
+
     fields = ["i64 %ta", "ptr %a", "i64 %lda", "i64 %m", "ptr %c", "i64 %ldc", "float %alpha", "float %beta",
               "ptr %bpack", "i64 %p0", "i64 %kc", "i64 %j0", "i64 %jend", "i64 %nb", "i64 %cblocks", "i64 %first",
-              "ptr %epi", "ptr %epictx", "i64 %epihere", "i64 %npack", "i64 %nslivers", "i64 %mcr"]
+              "ptr %epi", "ptr %epictx", "i64 %epihere", "i64 %npack", "i64 %nslivers", "i64 %mcr", "i64 %lazy",
+              "ptr %curpack", "ptr %states"]
     loads = _field_loads("job", fields)
     driver_names = {"%p0": "%pc", "%j0": "%jc"}  # the driver's names of two task fields
     fill = "\n".join(f"  %jb{n} = insertvalue %job {'undef' if n == 0 else f'%jb{n - 1}'}, "
@@ -638,6 +658,9 @@ define internal void @gemm_task(ptr %ctx, i64 %chunk, i64 %lo, i64 %hi) {{
 entry:
   %abuf = alloca [{MC_EPILOGUE * kc + vw} x float], align 64
   %tile = alloca [{mr * nr} x float], align 64
+  %deferp = alloca i64, align 8
+  %scratchp = alloca ptr, align 8
+  store ptr null, ptr %scratchp, align 8
 {loads}
   %nextpack = getelementptr %job, ptr %ctx, i32 0, i32 {nf}
   %tlo = lshr i64 %lo, 4
@@ -671,24 +694,120 @@ compute:
   %mr = call i64 @llvm.smin.i64(i64 %mleft2, i64 {mr})
   %row = add i64 %i0, %ii
   %co0 = mul i64 %row, %ldc
+  store i64 0, ptr %deferp, align 8
 {j.open()}  %jrel = sub i64 %jj, %j0
   %sl = udiv i64 %jrel, {nr}
-  %bo0 = mul i64 %sl, %kc
-  %bo = mul i64 %bo0, {nr}
-  %bs = getelementptr float, ptr %bpack, i64 %bo
-  %nleft = sub i64 %jhi, %jj
-  %nr = call i64 @llvm.smin.i64(i64 %nleft, i64 {nr})
-  %co = add i64 %co0, %jj
-  %cp = getelementptr float, ptr %c, i64 %co
-{prefetch}  call void @ukr(i64 %kc, ptr %ap, ptr %bs, ptr %tile)
-  call void @store_tile(ptr %tile, ptr %cp, i64 %ldc, i64 %mr, i64 %nr, float %alpha, float %beta, i64 %first)
-{j.close()}{i.close()}  br i1 %epi_on, label %epilogue, label %tnext
+  ; a tile is deferred by a bit of a 64-bit mask; past 64 slivers a busy one is copied at once
+  %maskable = icmp ult i64 %sl, 64
+  %scr1 = select i1 %maskable, ptr null, ptr %scratchp
+  %bs = call ptr @sliver(ptr %ctx, i64 %sl, ptr %scr1)
+  %busy = icmp eq ptr %bs, null
+  br i1 %busy, label %defer, label %tile1
+defer:
+  ; another thread is packing this sliver: its tile comes after the others of the micro-panel
+  %dbit = shl i64 1, %sl
+  %dm0 = load i64, ptr %deferp, align 8
+  %dm1 = or i64 %dm0, %dbit
+  store i64 %dm1, ptr %deferp, align 8
+  br label %jnext1
+tile1:
+{tile("1", "%jj", "%bs")}  br label %jnext1
+jnext1:
+{j.close()}  %dm = load i64, ptr %deferp, align 8
+  %anydef = icmp ne i64 %dm, 0
+  br i1 %anydef, label %late, label %inext
+late:
+{j2.open()}  %jrel2 = sub i64 %jj2, %j0
+  %sl2 = udiv i64 %jrel2, {nr}
+  %maskable2 = icmp ult i64 %sl2, 64
+  %lbit = shl i64 1, %sl2
+  %lm = and i64 %dm, %lbit
+  %wasdef0 = icmp ne i64 %lm, 0
+  %wasdef = and i1 %maskable2, %wasdef0
+  br i1 %wasdef, label %tile2, label %jnext2
+tile2:
+  %bs2 = call ptr @sliver(ptr %ctx, i64 %sl2, ptr %scratchp)
+{tile("2", "%jj2", "%bs2")}  br label %jnext2
+jnext2:
+{j2.close()}  br label %inext
+inext:
+{i.close()}  br i1 %epi_on, label %epilogue, label %tnext
 epilogue:
   %rend = add i64 %i0, %mc
   call void %epi(ptr %epictx, i64 %chunk, i64 %i0, i64 %rend)
   br label %tnext
 tnext:
-{t.close()}  ret void
+{t.close()}  %scratch = load ptr, ptr %scratchp, align 8
+  call void @__msir_free(ptr %scratch)
+  ret void
+}}
+
+; sliver sl of this step's panel, packed. In a lazy step (the first: its panel is packed by the tasks that need
+; it, no dispatch of its own before them) the first task to claim an unpacked sliver packs it; when another
+; thread is packing it, null without scratch (the caller defers the tile), else a private copy packed into
+; *scratch (allocated on first use, freed by the task), so that no task ever waits for another
+define internal ptr @sliver(ptr %ctx, i64 %sl, ptr %scratch) {{
+entry:
+{_field_loads("job", fields)}
+  %bo0 = mul i64 %sl, %kc
+  %bo = mul i64 %bo0, {nr}
+  %packed = getelementptr float, ptr %bpack, i64 %bo
+  %islazy = icmp ne i64 %lazy, 0
+  br i1 %islazy, label %check, label %ready
+check:
+  %stp = getelementptr i64, ptr %states, i64 %sl
+  %state = load atomic i64, ptr %stp acquire, align 8
+  %done = icmp eq i64 %state, 2
+  br i1 %done, label %ready, label %claim
+claim:
+  %cx = cmpxchg ptr %stp, i64 0, i64 1 acq_rel acquire
+  %won = extractvalue {{ i64, i1 }} %cx, 1
+  br i1 %won, label %pack, label %busy
+pack:
+  %sl1 = add i64 %sl, 1
+  call void @pack_b_task(ptr %curpack, i64 0, i64 %sl, i64 %sl1)
+  store atomic i64 2, ptr %stp release, align 8
+  br label %ready
+busy:
+  %now = extractvalue {{ i64, i1 }} %cx, 0
+  %nowdone = icmp eq i64 %now, 2
+  br i1 %nowdone, label %ready, label %own
+own:
+  %noscratch = icmp eq ptr %scratch, null
+  br i1 %noscratch, label %defer, label %private
+defer:
+  ret ptr null
+private:
+  %buf = load ptr, ptr %scratch, align 8
+  %nobuf = icmp eq ptr %buf, null
+  br i1 %nobuf, label %alloc, label %havebuf
+alloc:
+  %bytes = mul i64 %kc, {nr * 4}
+  %new = call ptr @__msir_alloc(i64 %bytes)
+  store ptr %new, ptr %scratch, align 8
+  br label %havebuf
+havebuf:
+  %pb = phi ptr [ %buf, %private ], [ %new, %alloc ]
+  %isnull = icmp eq ptr %pb, null
+  br i1 %isnull, label %spin, label %copy
+spin:
+  ; no memory for a private copy: wait for the packer (it is running this sliver's copy)
+  %st2 = load atomic i64, ptr %stp acquire, align 8
+  %d2 = icmp eq i64 %st2, 2
+  br i1 %d2, label %ready, label %spin
+copy:
+  ; the packing context with its destination moved so that sliver sl lands at the scratch buffer
+  %neg = sub i64 0, %bo
+  %pdst = getelementptr float, ptr %pb, i64 %neg
+  %pctx = alloca %packb, align 8
+  %cur = load %packb, ptr %curpack, align 8
+  %moved = insertvalue %packb %cur, ptr %pdst, 0
+  store %packb %moved, ptr %pctx, align 8
+  %sl1p = add i64 %sl, 1
+  call void @pack_b_task(ptr %pctx, i64 0, i64 %sl, i64 %sl1p)
+  ret ptr %pb
+ready:
+  ret ptr %packed
 }}
 
 ; step s of the product: its columns [jc, jend) and k range [pc, pc + kc), k cut in nk blocks of kstep
@@ -720,6 +839,7 @@ entry:
   store i64 0, ptr %splitp, align 8
   %pbctx = alloca %packb, align 8
   %jobctx = alloca %job, align 8
+  %states = alloca [{nc // nr} x i64], align 8
   %rangep = alloca [4 x i64], align 8
   %mz = icmp sle i64 %m, 0
   %nz = icmp sle i64 %n, 0
@@ -794,17 +914,15 @@ packed:
   %nk1 = sub i64 %nk0, 1
   %nk = udiv i64 %nk1, %kstep
   %nsteps = mul i64 %nj, %nk
-  ; the first panel, in a dispatch of its own
+  ; the first panel is packed by the first step's tasks as they need its slivers (`@sliver`): every sliver
+  ; unpacked (0) until one claims it (1) and has packed it (2)
   call void @step_range(i64 0, i64 %nk, i64 %kstep, i64 %n, i64 %k, ptr %rangep)
   %r0 = load [4 x i64], ptr %rangep
   %r0kc = extractvalue [4 x i64] %r0, 2
   %r0jend = extractvalue [4 x i64] %r0, 3
 {pack_ctx("pf", "%buf0", "0", "%r0kc", "0", "%r0jend")}
   store %packb %pf7, ptr %pbctx
-  %s0w = add i64 %r0jend, {nr - 1}
-  %s0 = udiv i64 %s0w, {nr}
-  %packmin = select i1 %big, i64 {PACK_SLIVERS}, i64 %s0
-  %packs = call i64 @__msir_parallel_for(ptr @pack_b_task, ptr %pbctx, i64 0, i64 %s0, i64 %packmin)
+  call void @llvm.memset.p0.i64(ptr %states, i8 {int(busy_first_panel)}, i64 {8 * (nc // nr)}, i1 false)
 {st.open()}  call void @step_range(i64 %st, i64 %nk, i64 %kstep, i64 %n, i64 %k, ptr %rangep)
   %rs = load [4 x i64], ptr %rangep
   %jc = extractvalue [4 x i64] %rs, 0
@@ -856,6 +974,9 @@ packed:
   %islast = icmp sge i64 %pcend, %k
   %epilast = and i1 %islast, %fuse
   %epihere = zext i1 %epilast to i64
+  %isst0 = icmp eq i64 %st, 0
+  %lazy = zext i1 %isst0 to i64
+  %curpack = select i1 %isst0, ptr %pbctx, ptr null
 {fill}
   %jall = insertvalue %job %jb{nf - 1}, %packb %pn7, {nf}
   store %job %jall, ptr %jobctx
@@ -929,8 +1050,10 @@ entry:
 """
 
 
-def module_ir(vw: int, mr: int, kc: int, nc: int) -> str:
-    """The whole module for a micro-kernel of `vw` floats x `mr` rows and this KC and NC."""
+def module_ir(vw: int, mr: int, kc: int, nc: int, busy_first_panel: bool = False) -> str:
+    """The whole module for a micro-kernel of `vw` floats x `mr` rows and this KC and NC. `busy_first_panel`
+    (tests) starts every sliver of the first panel claimed by a thread that never packs them, so every tile of the first step takes the
+    private copy."""
     width = 32 * vw
     return (f"""
 declare i64 @llvm.smin.i64(i64, i64)
@@ -942,8 +1065,9 @@ declare void @__msir_free(ptr)
 declare void @llvm.prefetch.p0(ptr, i32, i32, i32)
 declare <{vw} x float> @llvm.masked.load.v{vw}f32.p0(ptr, i32, <{vw} x i1>, <{vw} x float>)
 declare i64 @__msir_parallel_for(ptr, ptr, i64, i64, i64)
+declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)
 attributes #0 = {{ "min-legal-vector-width"="{width}" "prefer-vector-width"="{width}" }}
-""" + _microkernel(vw, mr) + _store_tile(vw, mr) + _packing(vw, mr) + _naive() + _driver(vw, mr, kc, nc))
+""" + _microkernel(vw, mr) + _store_tile(vw, mr) + _packing(vw, mr) + _naive() + _driver(vw, mr, kc, nc, busy_first_panel))
 
 
 def host_features() -> set[str]:
@@ -965,13 +1089,13 @@ class Kernel:
     """One compiled `__msir_sgemm` for a micro-kernel shape: `vw` floats a vector, `mr` rows, and its
     blocking (`kc`, `nc`); `sgemm()` calls it on NumPy arrays."""
 
-    def __init__(self, vw: int, mr: int, kc: int, nc: int):
+    def __init__(self, vw: int, mr: int, kc: int, nc: int, busy_first_panel: bool = False):
         import llvmlite.binding as llvm
 
         self.vw, self.mr, self.kc, self.nc = vw, mr, kc, nc
         options = {"cpu": llvm.get_host_cpu_name(), "features": llvm.get_host_cpu_features().flatten(), "opt": 3,
                    "codemodel": "jitdefault"}
-        self.engine = runtime_object.compile_cached(f"sgemm-{vw}x{mr}", module_ir(vw, mr, kc, nc), options, SYMBOL,
+        self.engine = runtime_object.compile_cached(f"sgemm-{vw}x{mr}", module_ir(vw, mr, kc, nc, busy_first_panel), options, SYMBOL,
                                                     optimise=_optimise)
         self.address = self.engine.get_function_address(SYMBOL)
         self._fn = None

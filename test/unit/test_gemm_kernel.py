@@ -29,7 +29,7 @@ _SHAPES = {None: [], (8, 6): [(8, 6)], (16, 12): [(16, 12), (8, 6)]}[_BEST]
 pytestmark = pytest.mark.skipif(not _SHAPES, reason="this CPU has no micro-kernel of msir's GEMM (x86-64 "
                                                     "with AVX-512F or AVX2 + FMA)")
 
-_KERNELS: dict[tuple[int, int], gemm_kernel.Kernel] = {}
+_KERNELS: dict[tuple, gemm_kernel.Kernel] = {}
 
 
 def _kernel(shape: tuple[int, int]) -> gemm_kernel.Kernel:
@@ -129,6 +129,33 @@ def test_bits_do_not_depend_on_the_thread_count_and_large_products_split(kernel,
         assert flags & 1  # split over the pool's chunks whatever the thread count
         results.append(got.tobytes())
     assert results[1] == results[0] and results[2] == results[0]
+
+
+@pytest.mark.parametrize("ta", [False, True], ids=["a", "aT"])
+@pytest.mark.parametrize("tb", [False, True], ids=["b", "bT"])
+def test_a_sliver_another_thread_holds_is_copied_not_waited_for(kernel, ta, tb):
+    """The first panel's slivers all claimed and never packed: every tile of the first step defers and then
+    packs a private copy (the path a task takes when the thread packing its sliver is descheduled). It must
+    finish and give the bits of the shared panel, whatever the thread count."""
+    busy = _busy_kernel((kernel.vw, kernel.mr))
+    m, n, k = 200, 300, 700 if not ta else 1100  # 1100: two k steps, the second from the shared panel
+    a = RNG.standard_normal((k, m) if ta else (m, k)).astype(np.float32)
+    b = RNG.standard_normal((n, k) if tb else (k, n)).astype(np.float32)
+    other = RNG.standard_normal(b.shape).astype(np.float32)
+    for t in (1, 2, 3):
+        msir.set_num_threads(t)
+        want, _ = kernel.sgemm(a, b, trans_a=ta, trans_b=tb)
+        kernel.sgemm(a, other, trans_a=ta, trans_b=tb)  # the cached panel block now holds another B's slivers
+        got, flags = busy.sgemm(a, b, trans_a=ta, trans_b=tb)
+        assert flags & 1 and got.tobytes() == want.tobytes()
+
+
+def _busy_kernel(shape: tuple[int, int]) -> gemm_kernel.Kernel:
+    key = ("busy", *shape)
+    if key not in _KERNELS:
+        ref = _kernel(shape)
+        _KERNELS[key] = gemm_kernel.Kernel(ref.vw, ref.mr, ref.kc, ref.nc, busy_first_panel=True)
+    return _KERNELS[key]
 
 
 def test_a_small_product_is_one_chunk(kernel):

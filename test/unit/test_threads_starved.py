@@ -1,7 +1,8 @@
 """msir's thread pool when its workers are starved of cores.
 
 Busy processes (one more than the CPUs this process may use) hog every core
-while a child process runs parallel loops with more threads than cores,
+while a child process runs parallel loops and matrix products with more
+threads than cores,
 pausing now and then so that workers fall asleep in the futex and must be
 woken again. Every result must be bitwise the 1-thread result computed before
 the hogs started, and the child must finish: it runs under a watchdog
@@ -32,12 +33,17 @@ CHILD = textwrap.dedent(
     def total(x):
         return np.sum(np.exp(x))
 
-    x = np.random.default_rng(3).standard_normal(1 << 18, dtype=np.float32)
-    f, g = msir.jit(chain), msir.jit(total)
+    def product(a, b):
+        return a @ b  # large enough for msir's GEMM, whose first panel its tasks pack as they go
+
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(1 << 18, dtype=np.float32)
+    a, b = rng.standard_normal((256, 512), dtype=np.float32), rng.standard_normal((512, 512), dtype=np.float32)
+    f, g, h = msir.jit(chain), msir.jit(total), msir.jit(product)
     msir.set_num_threads(1)
-    expect = (f(x).tobytes(), np.asarray(g(x)).tobytes())
+    expect = (f(x).tobytes(), np.asarray(g(x)).tobytes(), h(a, b).tobytes())
     msir.set_num_threads(4)
-    f(x), g(x)
+    f(x), g(x), h(a, b)
     print("ready", flush=True)
     sys.stdin.readline()  # the hogs are running
     bad = 0
@@ -45,6 +51,8 @@ CHILD = textwrap.dedent(
     for i in range(300):
         bad += f(x).tobytes() != expect[0]
         bad += np.asarray(g(x)).tobytes() != expect[1]
+        if i % 3 == 0:
+            bad += h(a, b).tobytes() != expect[2]
         if i % 10 == 0:
             time.sleep(0.002)  # long enough for the workers to sleep in the futex
     print("bad", bad, "workers", threads.workers_started(), time.perf_counter() - t0, flush=True)
