@@ -536,7 +536,8 @@ t:
   %tdst = getelementptr float, ptr %dst, i64 %td1
   br i1 %tafull, label %tav, label %tas
 tav:
-  %tvrow = call <{vw} x float> @llvm.masked.load.v{vw}f32.p0(ptr %tsrc, i32 4, <{vw} x i1> <{mask}>, <{vw} x float> zeroinitializer)
+  %tvrow = call <{vw} x float> @llvm.masked.load.v{vw}f32.p0(ptr %tsrc, i32 4, <{vw} x i1> <{mask}>,
+                                                              <{vw} x float> zeroinitializer)
   store <{vw} x float> %tvrow, ptr %tdst, align 16
   br label %tadone
 tas:
@@ -623,6 +624,7 @@ def _driver(vw: int, mr: int, kc: int, nc: int, busy_first_panel: bool = False) 
                        + f"  %pf{r}.{h} = getelementptr float, ptr %c, i64 %pf{r}.{h}s\n"
                        f"  call void @llvm.prefetch.p0(ptr %pf{r}.{h}, i32 1, i32 3, i32 1)\n"
                        for r in range(mr) for h in range(nr * 4 // 64))
+
     def tile(tag: str, jj: str, bs: str) -> str:
         """The tile at columns jj of this micro-panel, from sliver bs: prefetch C, the micro-kernel, store."""
         pf = prefetch.replace("%pf", f"%pf{tag}.").replace("%co,", f"%co{tag},")
@@ -723,7 +725,7 @@ late:
   %lbit = shl i64 1, %sl2
   %lm = and i64 %dm, %lbit
   %wasdef0 = icmp ne i64 %lm, 0
-  %wasdef = and i1 %maskable2, %wasdef0
+  %wasdef = select i1 %maskable2, i1 %wasdef0, i1 false
   br i1 %wasdef, label %tile2, label %jnext2
 tile2:
   %bs2 = call ptr @sliver(ptr %ctx, i64 %sl2, ptr %scratchp)
@@ -748,6 +750,7 @@ tnext:
 ; *scratch (allocated on first use, freed by the task), so that no task ever waits for another
 define internal ptr @sliver(ptr %ctx, i64 %sl, ptr %scratch) {{
 entry:
+  %pctx = alloca %packb, align 8
 {_field_loads("job", fields)}
   %bo0 = mul i64 %sl, %kc
   %bo = mul i64 %bo0, {nr}
@@ -799,7 +802,6 @@ copy:
   ; the packing context with its destination moved so that sliver sl lands at the scratch buffer
   %neg = sub i64 0, %bo
   %pdst = getelementptr float, ptr %pb, i64 %neg
-  %pctx = alloca %packb, align 8
   %cur = load %packb, ptr %curpack, align 8
   %moved = insertvalue %packb %cur, ptr %pdst, 0
   store %packb %moved, ptr %pctx, align 8
@@ -1052,8 +1054,8 @@ entry:
 
 def module_ir(vw: int, mr: int, kc: int, nc: int, busy_first_panel: bool = False) -> str:
     """The whole module for a micro-kernel of `vw` floats x `mr` rows and this KC and NC. `busy_first_panel`
-    (tests) starts every sliver of the first panel claimed by a thread that never packs them, so every tile of the first step takes the
-    private copy."""
+    (tests) starts every sliver of the first panel claimed by a thread that never packs them, so every tile of
+    the first step takes the private copy."""
     width = 32 * vw
     return (f"""
 declare i64 @llvm.smin.i64(i64, i64)
@@ -1067,7 +1069,8 @@ declare <{vw} x float> @llvm.masked.load.v{vw}f32.p0(ptr, i32, <{vw} x i1>, <{vw
 declare i64 @__msir_parallel_for(ptr, ptr, i64, i64, i64)
 declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)
 attributes #0 = {{ "min-legal-vector-width"="{width}" "prefer-vector-width"="{width}" }}
-""" + _microkernel(vw, mr) + _store_tile(vw, mr) + _packing(vw, mr) + _naive() + _driver(vw, mr, kc, nc, busy_first_panel))
+""" + _microkernel(vw, mr) + _store_tile(vw, mr) + _packing(vw, mr) + _naive()
+            + _driver(vw, mr, kc, nc, busy_first_panel))
 
 
 def host_features() -> set[str]:
@@ -1095,8 +1098,8 @@ class Kernel:
         self.vw, self.mr, self.kc, self.nc = vw, mr, kc, nc
         options = {"cpu": llvm.get_host_cpu_name(), "features": llvm.get_host_cpu_features().flatten(), "opt": 3,
                    "codemodel": "jitdefault"}
-        self.engine = runtime_object.compile_cached(f"sgemm-{vw}x{mr}", module_ir(vw, mr, kc, nc, busy_first_panel), options, SYMBOL,
-                                                    optimise=_optimise)
+        self.engine = runtime_object.compile_cached(f"sgemm-{vw}x{mr}", module_ir(vw, mr, kc, nc, busy_first_panel),
+                                                    options, SYMBOL, optimise=_optimise)
         self.address = self.engine.get_function_address(SYMBOL)
         self._fn = None
 
