@@ -67,9 +67,10 @@ def _close(got, ref, k):
 
 
 # shapes around every block edge: one element, a partial micro-tile, MC (24) and MC_EPILOGUE (48) rows, several
-# KC blocks, several NC panels, few rows (the column split), k below the unroll
+# KC blocks, several NC panels, few rows (the column split), k below the unroll, a step's tail (its last row
+# blocks in column blocks, the last of them partial: 97 rows, 1000 columns)
 EDGES = [(1, 1, 1), (13, 33, 5), (24, 64, 384), (25, 65, 385), (48, 64, 384), (49, 65, 385), (100, 70, 300),
-         (257, 129, 1100), (5, 3000, 7), (7, 2100, 64), (300, 2600, 130), (1024, 33, 3)]
+         (257, 129, 1100), (5, 3000, 7), (7, 2100, 64), (300, 2600, 130), (1024, 33, 3), (97, 1000, 70)]
 
 
 @pytest.mark.parametrize("ta", [False, True], ids=["a", "aT"])
