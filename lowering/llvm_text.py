@@ -76,25 +76,27 @@ _INLINE = (llvm.ConstantOp, llvm.AddressOfOp, llvm.UndefOp, llvm.ZeroOp)
 """Ops whose value is printed where it is used."""
 
 
-def module_text(module: ModuleOp, triple: str, data_layout: str = "") -> str:
-    """The LLVM IR of `module` (globals and `llvm.func`s only)."""
+def module_text(module: ModuleOp, triple: str, data_layout: str = "", vector_bits: int = 0) -> str:
+    """The LLVM IR of `module` (globals and `llvm.func`s only); with `vector_bits`, each latch whose
+    `FOLD_TAIL_ATTR` is its elements' width asks for vector_bits / width lanes (`llvm_abi`, "Loop hints")."""
     wrapped = {
         op.sym_name.data[: -len(ENTRY_SUFFIX)]
         for op in module.ops
         if isinstance(op, llvm.FuncOp) and op.sym_name.data.endswith(ENTRY_SUFFIX) and "msir.arg_types" in op.attributes
     }
-    return _Printer(wrapped).module(module, triple, data_layout)
+    return _Printer(wrapped, vector_bits).module(module, triple, data_layout)
 
 
 class _Printer:
-    def __init__(self, noinline: Collection[str]) -> None:
+    def __init__(self, noinline: Collection[str], vector_bits: int = 0) -> None:
         self.noinline = noinline
+        self.vector_bits = vector_bits
         self.types: dict[Attribute, str] = {}
         self.names: dict[SSAValue, str] = {}
         self.intrinsics: dict[str, str] = {}  # name -> declaration
         self.declared: set[str] = set()
         self.used: list[str] = []
-        self.loop_ids = 0
+        self.loop_widths: list[int] = []  # per marked latch: the lanes it asks for, 0 for LLVM's choice
         self.out: list[str] = []
 
     # -- module -------------------------------------------------------------
@@ -120,9 +122,13 @@ class _Printer:
             items = ", ".join(f"ptr {_global(n)}" for n in self.used)
             out.append(f'@llvm.compiler.used = appending global [{len(self.used)} x ptr] [{items}], '
                        'section "llvm.metadata"\n')
-        if self.loop_ids:
+        if self.loop_widths:
             out.append(f"!0 = {_LOOP_HINT}\n")
-            out.extend(f"!{k} = distinct !{{!{k}, !0}}\n" for k in range(1, self.loop_ids + 1))
+            widths = sorted({w for w in self.loop_widths if w})
+            ids = {w: len(self.loop_widths) + 1 + i for i, w in enumerate(widths)}
+            out.extend(f"!{k} = distinct !{{!{k}, !0{f', !{ids[w]}' if w else ''}}}\n"
+                       for k, w in enumerate(self.loop_widths, 1))
+            out.extend(f'!{ids[w]} = !{{!"llvm.loop.vectorize.width", i32 {w}}}\n' for w in widths)
         return "".join(out)
 
     def global_(self, op: llvm.GlobalOp) -> None:
@@ -265,9 +271,12 @@ class _Printer:
             return self.call_intrinsic(op)
         if t is llvm.BrOp:
             line = f"br label %{labels[op.successors[0]]}"
-            if FOLD_TAIL_ATTR in op.attributes:
-                self.loop_ids += 1
-                line += f", !llvm.loop !{self.loop_ids}"
+            hint = op.attributes.get(FOLD_TAIL_ATTR)
+            if hint is not None:
+                bits = hint.value.data if isinstance(hint, IntegerAttr) else 0
+                lanes = self.vector_bits // bits if bits else 0
+                self.loop_widths.append(lanes if lanes >= 2 else 0)
+                line += f", !llvm.loop !{len(self.loop_widths)}"
             return line
         if t is llvm.CondBrOp:
             return (f"br {self.typed(op.operands[0])}, label %{labels[op.successors[0]]}, "

@@ -566,7 +566,8 @@ class FunctionLowering:
         next_iv = self.add(llvm.AddOp(iv, step))
         latch = llvm.BrOp(header, next_iv, *self.flatten_all(yield_op.operands))
         if not carried and _fold_tail(region_block):
-            latch.attributes[FOLD_TAIL_ATTR] = UnitAttr()
+            bits = _element_bits(region_block)
+            latch.attributes[FOLD_TAIL_ATTR] = IntegerAttr(bits, i64) if bits else UnitAttr()
         self.emit(latch)
         self.start_block(exit_block)
         return carried
@@ -585,6 +586,34 @@ def _fold_tail(body: Block) -> bool:
     return parallel_outline.block_cost(body) >= FOLD_TAIL_MIN_COST and not any(
         isinstance(op, (scf.ForOp, scf.WhileOp)) for op in body.walk()
     )
+
+
+def _element_bits(body: Block) -> int | None:
+    """The width in bits of every element `body` loads or stores and of every float it computes, when they are all
+    one width of 8 to 64 bits (`llvm_abi`, "Loop hints"); else None (a loop that converts, e.g. float16 computed
+    in float32, is left to LLVM's choice)."""
+    widths = set()
+    for op in body.walk():
+        if isinstance(op, memref.LoadOp):
+            types = [op.res.type]
+        elif isinstance(op, memref.StoreOp):
+            types = [op.value.type]
+        else:
+            types = [r.type for r in op.results if isinstance(r.type, _FLOATS)]
+        for t in types:
+            if isinstance(t, IntegerType):
+                widths.add(t.width.data)
+            elif isinstance(t, _FLOATS):
+                widths.add(t.bitwidth)
+            else:
+                return None
+    if len(widths) != 1:
+        return None
+    (bits,) = widths
+    return bits if bits in (8, 16, 32, 64) else None
+
+
+_FLOATS = (BFloat16Type, Float16Type, Float32Type, Float64Type)
 
 
 def _half_type(op: Operation) -> Attribute | None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import llvmlite.binding as llvm
 import numpy as np
 import pytest
@@ -45,6 +47,36 @@ def test_a_lowered_module_prints_as_ir_llvm_parses_and_verifies():
     assert "!llvm.loop !1" in text and '"llvm.loop.vectorize.predicate.enable", i1 true' in text
     assert 'define void @"msir._heavy"(' in text and ") noinline" in text
     assert 'declare float @"llvm.sqrt.f32"(float)' in text
+
+
+def _optimised(text: str) -> str:
+    """`text` through the JIT's LLVM pipeline, without its metadata (loop ids and hints)."""
+    mod = llvm.parse_assembly(text)
+    jit.optimise(mod, jit._target_machine())
+    return re.sub(r", !llvm.loop !\d+|^!.*$", "", str(mod), flags=re.M)
+
+
+def _heavy_int(x, y):
+    return heavy_chain(x.astype(np.float32), y.astype(np.float32)).astype(np.int32) * x + y
+
+
+@pytest.mark.parametrize("fn,dtype,lanes_per_512", [(_heavy, np.float32, 16), (_heavy, np.float64, 8),
+                                                      (_heavy_int, np.int32, 16)])
+def test_a_loop_of_one_element_width_asks_for_the_lanes_llvm_would_choose(fn, dtype, lanes_per_512):
+    x = np.linspace(-1, 1, 1003).astype(dtype) if dtype != np.int32 else np.arange(1003, dtype=dtype) % 7
+    module = _lowered(fn, x, x)
+    plain = module_text(module, llvm.get_process_triple())
+    assert "vectorize.width" not in plain  # msir-opt -t llvm: the same text on every machine
+    with jit._LOCK:
+        jit._initialise()
+        bits = jit.vector_bits()
+    assert bits in (128, 256, 512)
+    hinted = module_text(module, llvm.get_process_triple(), "", bits)
+    lanes = lanes_per_512 * bits // 512
+    assert f'!"llvm.loop.vectorize.width", i32 {lanes}}}' in hinted
+    assert re.search(r"!1 = distinct !\{!1, !0, !\d+\}", hinted)
+    # the hint only spares LLVM the search: the same optimised code as without it
+    assert _optimised(hinted) == _optimised(plain)
 
 
 def test_the_jit_runs_the_printed_ir():
