@@ -207,9 +207,12 @@ def vector_bits() -> int:
     `start_runtimes`' thread). The loop hints use it (`llvm_abi`, "Loop hints")."""
     global _vector_bits
     if _vector_bits is None:
-        mod = llvm.parse_assembly(_PROBE_LOOP)
-        optimise(mod, _target_machine())
-        _vector_bits = 32 * max((int(n) for n in re.findall(r"<(\d+) x float>", str(mod))), default=0)
+        try:
+            mod = llvm.parse_assembly(_PROBE_LOOP)
+            optimise(mod, _target_machine())
+            _vector_bits = 32 * max((int(n) for n in re.findall(r"<(\d+) x float>", str(mod))), default=0)
+        except RuntimeError:  # the hints are optional: without them LLVM searches the widths itself
+            _vector_bits = 0
     return _vector_bits
 
 
