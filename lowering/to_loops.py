@@ -295,6 +295,10 @@ class _Lowering:
         self.gemm_updates = updates
         # Fusions computed over the product of a matmul (`_gemm_epilogues`).
         self.gemm_epilogues = epilogues or {}
+        # Reductions lowered with the fusion that makes their input (`_reduction_of`), whose
+        # result is never stored.
+        self.reduced_early: set[Operation] = set()
+        self.unmade: set[SSAValue] = set()
 
     # -- op creation --------------------------------------------------------
 
@@ -659,6 +663,8 @@ class _Lowering:
 
     def lower_op(self, op: Operation) -> None:
         """Emit `op` with its emitter, then free what the plan frees there."""
+        if op in self.reduced_early:
+            return
         emitter = EMITTERS.get(type(op))
         if emitter is None:
             raise _fail(op, "is not supported by the lowering to loops")
@@ -667,10 +673,17 @@ class _Lowering:
             _reserve_row(self, push)
         update = self.gemm_updates.get(op)
         epilogue = self.gemm_epilogues.get(op)  # type: ignore[call-overload]
+        reduction = _reduction_of(self, op)
         if update is not None:
             _gemm_update(self, op, *update)
         elif epilogue is not None:
             _gemm_epilogue(self, op, *epilogue)
+        elif reduction is not None:
+            _reduce(self, reduction, producer=op)  # type: ignore[arg-type]
+            self._release(op)
+            self.loc, self.msir_op = reduction.location, reduction
+            op = reduction
+            self.reduced_early.add(reduction)
         else:
             emitter(self, op)
         self._release(op)
@@ -728,7 +741,8 @@ class _Lowering:
 
     def _release(self, op: Operation) -> None:
         for v in self.plan.frees.get(op, ()):
-            self.free(self.buf[v])
+            if v not in self.unmade:
+                self.free(self.buf[v])
 
 
 # ---------------------------------------------------------------------------
@@ -1364,12 +1378,46 @@ _REDUCE_KIND = {
 }
 
 
-def _reduce(L: _Lowering, op: msir.ReduceOp) -> None:
+def _reduction_of(L: _Lowering, op: Operation) -> msir.ReduceOp | None:
+    """The reduction that `op` feeds when they are lowered as one loop nest: `op`
+    a fusion of one result whose only use is the next op, a reduction. Its loop
+    computes the fusion's body per element instead of reading it from a buffer
+    (W7's condition `max(abs(x * x - a))`: one pass over x and a, no temporary);
+    the same values in the same order, so the same bits. Not when the fusion's
+    result has a buffer chosen for it (a destination)."""
+    if not isinstance(op, msir.FusionOp) or len(op.outputs) != 1:
+        return None
+    res = op.outputs[0]
+    user = op.next_op
+    if (not isinstance(user, msir.ReduceOp) or type(user) not in _REDUCE_KIND or user.input is not res
+            or not res.has_one_use() or res in L.dest or L.plan.reserves.get(user)
+            or user in L.plan.folded or not _is_static_tensor(res.type)):
+        return None
+    return user
+
+
+def _reduce(L: _Lowering, op: msir.ReduceOp, producer: msir.FusionOp | None = None) -> None:
     """When the reduced axes come last, accumulate in registers (loop-carried);
     otherwise initialise the output and update it in the input's row-major order,
-    which keeps the innermost accesses contiguous."""
+    which keeps the innermost accesses contiguous. With `producer` (`_reduction_of`),
+    the input's elements are the producer's, computed where they are read."""
     kind = _REDUCE_KIND[type(op)]
-    src = L.get(op.input)
+    if producer is None:
+        src = L.get(op.input)
+
+        def load(ivs: Sequence[SSAValue]) -> SSAValue:
+            return L.load(src, ivs)
+    else:
+        shape = _shape(producer.outputs[0].type)
+        full = next((v for v in producer.inputs if _shape(v.type) == shape), None)
+        L.dims[op.input] = L.dims_of(full) if full is not None else list(shape)
+        L.unmade.add(op.input)
+        ins = _fusion_inputs(L, producer)
+
+        def load(ivs: Sequence[SSAValue]) -> SSAValue:
+            (value,) = _fusion_elements(L, producer, ins, ivs)
+            L.loc, L.msir_op = op.location, op
+            return value
     axes = set(op.axes_list)
     keep = op.keepdims
     in_dims = L.dims_of(op.input)
@@ -1402,7 +1450,7 @@ def _reduce(L: _Lowering, op: msir.ReduceOp) -> None:
         n = count() if mean and acc_t != et else None
 
         def outer(ovs, _):
-            (acc,) = L.loops(red, lambda rvs, it: [_combine(L, kind, it[0], element(L.load(src, [*ovs, *rvs])))],
+            (acc,) = L.loops(red, lambda rvs, it: [_combine(L, kind, it[0], element(load([*ovs, *rvs])))],
                              [init])
             if n is not None:  # NumPy's half mean divides in f32, then rounds once
                 acc = L.v(arith.DivfOp, acc, n)
@@ -1418,7 +1466,7 @@ def _reduce(L: _Lowering, op: msir.ReduceOp) -> None:
 
         def update(ivs, _):
             oi = out_index(ivs)
-            L.store(_combine(L, kind, L.load(out, oi), L.load(src, ivs)), out, oi)
+            L.store(_combine(L, kind, L.load(out, oi), load(ivs)), out, oi)
 
         L.row_loops(in_dims, update)
     if mean:
@@ -1870,46 +1918,63 @@ def _fusion_loops(L: _Lowering, op: msir.FusionOp, dims: list[Dim], outs: list[S
     from its own buffer) and only the fusion's results are stored, each element
     after everything it needs is loaded (so a result may share the buffer of an
     input of the iteration shape)."""
-    body = op.body.block
-    shape = _shape(op.outputs[0].type)
-    given = given or {}
-    ins = {arg: (given[i] if i in given else L.get(v), _shape(v.type))
-           for i, (arg, v) in enumerate(zip(body.args, op.inputs))}
+    ins = _fusion_inputs(L, op, given)
 
     def inner(ivs, _):
-        env: dict[SSAValue, SSAValue] = {}
-
-        def value(v: SSAValue) -> SSAValue:
-            if v not in env:  # an input of the iteration shape, loaded on first use
-                buf, _ = ins[v]
-                env[v] = L.load(buf, ivs)
-            return env[v]
-
-        for o in body.ops:
-            L.loc, L.msir_op = o.location, o  # errors point at the fused op's own source
-            if isinstance(o, msir.YieldOp):
-                for v, out in zip(o.values, outs):
-                    L.store(value(v), out, ivs)
-            elif isinstance(o, msir.ConstantOp):
-                env[o.result] = L.const(o.values()[0], o.result.type.element_type)  # type: ignore[attr-defined]
-            elif isinstance(o, msir.BroadcastToOp):
-                src = o.input
-                if src in env:  # a broadcast constant
-                    env[o.result] = env[src]
-                    continue
-                buf, in_shape = ins[src]
-                lead = len(shape) - len(in_shape)
-                idx = [L.index(0) if s == 1 and shape[j + lead] != 1 else ivs[j + lead] for j, s in enumerate(in_shape)]
-                env[o.result] = L.load(buf, idx)
-            elif isinstance(o, msir.CompareOp):
-                env[o.result] = L.cmp(o.predicate_name, value(o.lhs), value(o.rhs))
-            elif isinstance(o, msir.CastOp):
-                env[o.result] = _cast(L, value(o.input), o.result.type.element_type)  # type: ignore[attr-defined]
-            else:
-                env[o.results[0]] = SCALAR[type(o)](L, *[value(v) for v in o.operands])
+        for v, out in zip(_fusion_elements(L, op, ins, ivs), outs):
+            L.store(v, out, ivs)
 
     L.row_loops(dims, inner)
     L.loc, L.msir_op = op.location, op
+
+
+def _fusion_inputs(L: _Lowering, op: msir.FusionOp,
+                   given: dict[int, SSAValue] | None = None) -> dict[SSAValue, tuple[SSAValue, tuple[int, ...]]]:
+    """Per block argument of fusion `op`'s body: the buffer it is read from (input i from `given[i]` where given)
+    and the input's shape."""
+    given = given or {}
+    return {arg: (given[i] if i in given else L.get(v), _shape(v.type))
+            for i, (arg, v) in enumerate(zip(op.body.block.args, op.inputs))}
+
+
+def _fusion_elements(L: _Lowering, op: msir.FusionOp, ins: dict[SSAValue, tuple[SSAValue, tuple[int, ...]]],
+                     ivs: Sequence[SSAValue]) -> list[SSAValue]:
+    """The elements of fusion `op`'s results at index `ivs` of its iteration
+    shape, as scalar code in the current block, every input loaded before they
+    are returned (`ins`: `_fusion_inputs`)."""
+    shape = _shape(op.outputs[0].type)
+    env: dict[SSAValue, SSAValue] = {}
+
+    def value(v: SSAValue) -> SSAValue:
+        if v not in env:  # an input of the iteration shape, loaded on first use
+            buf, _ = ins[v]
+            env[v] = L.load(buf, ivs)
+        return env[v]
+
+    results: list[SSAValue] = []
+    for o in op.body.block.ops:
+        L.loc, L.msir_op = o.location, o  # errors point at the fused op's own source
+        if isinstance(o, msir.YieldOp):
+            results = [value(v) for v in o.values]
+        elif isinstance(o, msir.ConstantOp):
+            env[o.result] = L.const(o.values()[0], o.result.type.element_type)  # type: ignore[attr-defined]
+        elif isinstance(o, msir.BroadcastToOp):
+            src = o.input
+            if src in env:  # a broadcast constant
+                env[o.result] = env[src]
+                continue
+            buf, in_shape = ins[src]
+            lead = len(shape) - len(in_shape)
+            idx = [L.index(0) if s == 1 and shape[j + lead] != 1 else ivs[j + lead] for j, s in enumerate(in_shape)]
+            env[o.result] = L.load(buf, idx)
+        elif isinstance(o, msir.CompareOp):
+            env[o.result] = L.cmp(o.predicate_name, value(o.lhs), value(o.rhs))
+        elif isinstance(o, msir.CastOp):
+            env[o.result] = _cast(L, value(o.input), o.result.type.element_type)  # type: ignore[attr-defined]
+        else:
+            env[o.results[0]] = SCALAR[type(o)](L, *[value(v) for v in o.operands])
+    L.loc, L.msir_op = op.location, op
+    return results
 
 
 def _scalar(L: _Lowering, v: SSAValue) -> SSAValue:

@@ -870,3 +870,61 @@ def test_end_to_end_native():
     with pytest.raises(MsirIndexError) as info:
         fn(a, b, m, np.array([0, 5]))
     assert info.value.loc == SourceLoc("model.py", 9, 3)
+
+
+FUSED_REDUCTIONS = """
+func.func @f(%x: tensor<4x6xf64>, %a: tensor<4x6xf64>) -> (tensor<f64>, tensor<6xf64>, tensor<4xf64>) {
+  %e = msir.fusion (%x, %a) : (tensor<4x6xf64>, tensor<4x6xf64>) -> tensor<4x6xf64> {
+  ^bb0(%xa: tensor<4x6xf64>, %aa: tensor<4x6xf64>):
+    %0 = msir.mul %xa, %xa : tensor<4x6xf64>
+    %1 = msir.sub %0, %aa : tensor<4x6xf64>
+    %2 = msir.abs %1 : tensor<4x6xf64>
+    msir.yield %2 : tensor<4x6xf64>
+  }
+  %m = msir.reduce_max %e axes array<i64: 0, 1> : tensor<4x6xf64> to tensor<f64>
+  %g = msir.fusion (%x) : (tensor<4x6xf64>) -> tensor<4x6xf64> {
+  ^bb0(%xa: tensor<4x6xf64>):
+    %0 = msir.neg %xa : tensor<4x6xf64>
+    %1 = msir.exp %0 : tensor<4x6xf64>
+    msir.yield %1 : tensor<4x6xf64>
+  }
+  %s = msir.reduce_sum %g axes array<i64: 0> : tensor<4x6xf64> to tensor<6xf64>
+  %h = msir.fusion (%x, %a) : (tensor<4x6xf64>, tensor<4x6xf64>) -> tensor<4x6xf64> {
+  ^bb0(%xa: tensor<4x6xf64>, %aa: tensor<4x6xf64>):
+    %0 = msir.mul %xa, %aa : tensor<4x6xf64>
+    msir.yield %0 : tensor<4x6xf64>
+  }
+  %r = msir.reduce_mean %h axes array<i64: 1> : tensor<4x6xf64> to tensor<4xf64>
+  func.return %m, %s, %r : tensor<f64>, tensor<6xf64>, tensor<4xf64>
+}
+"""
+
+
+def test_a_fusion_that_only_feeds_the_next_reduction_is_computed_in_its_loop():
+    """A fusion whose one result only the next op, a reduction, reads becomes
+    part of the reduction's loop nest (`to_loops._reduction_of`): no buffer for
+    it, the reduction's values (a full max, a sum over the leading axis, a mean
+    over the last)."""
+    rng = np.random.default_rng(3)
+    x, a = rng.standard_normal((4, 6)), rng.standard_normal((4, 6))
+    (m, s, r), _ = run(FUSED_REDUCTIONS, x, a)
+    check(m, np.max(np.abs(x * x - a)), exact=True)
+    check(s, np.sum(np.exp(-x), axis=0))
+    check(r, np.mean(x * a, axis=1))
+    allocs = [op for op in lower(FUSED_REDUCTIONS).walk() if isinstance(op, memref.AllocOp)]
+    assert not [op for op in allocs if op.memref.type.get_shape() == (4, 6)]
+
+
+def test_a_fusion_read_again_after_its_reduction_is_stored():
+    src = FUSED_REDUCTIONS.replace(
+        "func.return %m, %s, %r : tensor<f64>, tensor<6xf64>, tensor<4xf64>",
+        "%e2 = msir.add %e, %e : tensor<4x6xf64>\n"
+        "  func.return %m, %s, %e2 : tensor<f64>, tensor<6xf64>, tensor<4x6xf64>").replace(
+        "-> (tensor<f64>, tensor<6xf64>, tensor<4xf64>) {", "-> (tensor<f64>, tensor<6xf64>, tensor<4x6xf64>) {", 1)
+    rng = np.random.default_rng(4)
+    x, a = rng.standard_normal((4, 6)), rng.standard_normal((4, 6))
+    (m, s, e2), _ = run(src, x, a)
+    check(m, np.max(np.abs(x * x - a)), exact=True)
+    check(e2, 2 * np.abs(x * x - a))
+    allocs = [op for op in lower(src).walk() if isinstance(op, memref.AllocOp)]
+    assert [op for op in allocs if op.memref.type.get_shape() == (4, 6)]

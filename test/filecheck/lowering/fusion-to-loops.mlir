@@ -78,9 +78,9 @@ func.func @stretch(%x: tensor<3x4xf32>, %c: tensor<3x1xf32>) -> tensor<3x4xf32> 
 
 // -----
 
-// A fusion result that feeds another op (here a reduction over the rows, which
-// no row group takes) is materialised in one buffer, allocated at the fusion's
-// location and freed after its last use.
+// A fusion whose only use is the next op, a reduction (here over the rows,
+// which no row group takes), is computed inside the reduction's loop nest: its
+// result is never stored, no buffer is allocated (`_reduction_of`).
 
 func.func @feeds_reduce(%x: tensor<4x8xf32>) -> tensor<1x8xf32> {
   %f = msir.fusion (%x) : (tensor<4x8xf32>) -> tensor<4x8xf32> {
@@ -93,11 +93,44 @@ func.func @feeds_reduce(%x: tensor<4x8xf32>) -> tensor<1x8xf32> {
   func.return %2 : tensor<1x8xf32>
 }
 
-// CHECK:       builtin.module attributes {msir.sites = ["m.py:3:5"]} {
+// CHECK:       builtin.module attributes {msir.sites = []} {
 // CHECK-LABEL: func.func @feeds_reduce
 // CHECK-SAME:    (%[[X:.*]]: memref<4x8xf32>, %[[OUT:.*]]: memref<1x8xf32>)
-// CHECK:         %[[BUF:.*]] = memref.alloc() {msir.site = 0 : i64} : memref<4x8xf32>
 // CHECK-NOT:     memref.alloc
+// CHECK:         scf.for
+// CHECK-NEXT:      scf.for
+// CHECK-NEXT:        memref.store %{{.*}}, %[[OUT]]
+// CHECK:         scf.for
+// CHECK-NEXT:      scf.for
+// CHECK-NEXT:        %[[ACC:.*]] = memref.load %[[OUT]]
+// CHECK-NEXT:        memref.load %[[X]]
+// CHECK-NEXT:        math.exp
+// CHECK-NEXT:        %[[N:.*]] = arith.negf
+// CHECK-NEXT:        %[[S:.*]] = arith.addf %[[ACC]], %[[N]] : f32
+// CHECK-NEXT:        memref.store %[[S]], %[[OUT]]
+// CHECK-NOT:     memref.dealloc
+// CHECK:         func.return
+
+// -----
+
+// A fusion result with another use besides the reduction is materialised in
+// one buffer, allocated at the fusion's location and freed after its last use.
+
+func.func @feeds_reduce_and_more(%x: tensor<4x8xf32>) -> (tensor<1x8xf32>, tensor<4x8xf32>) {
+  %f = msir.fusion (%x) : (tensor<4x8xf32>) -> tensor<4x8xf32> {
+  ^bb0(%xa: tensor<4x8xf32>):
+    %0 = msir.exp %xa : tensor<4x8xf32>
+    %1 = msir.neg %0 : tensor<4x8xf32>
+    msir.yield %1 : tensor<4x8xf32>
+  } loc("m.py":3:5)
+  %2 = msir.reduce_sum %f axes array<i64: 0> : tensor<4x8xf32> to tensor<1x8xf32> loc("m.py":4:5)
+  %3 = msir.mul %f, %f : tensor<4x8xf32> loc("m.py":5:5)
+  func.return %2, %3 : tensor<1x8xf32>, tensor<4x8xf32>
+}
+
+// CHECK-LABEL: func.func @feeds_reduce_and_more
+// CHECK-SAME:    (%[[X:.*]]: memref<4x8xf32>, %[[OUT:.*]]: memref<1x8xf32>, %[[OUT2:.*]]: memref<4x8xf32>)
+// CHECK:         %[[BUF:.*]] = memref.alloc() {msir.site = 0 : i64} : memref<4x8xf32>
 // CHECK:         scf.for
 // CHECK-NEXT:      scf.for
 // CHECK-NEXT:        memref.load %[[X]]

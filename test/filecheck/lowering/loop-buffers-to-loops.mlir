@@ -6,8 +6,9 @@
 
 // A while whose new value is computed elementwise from the old one (Newton's
 // iteration for sqrt): the fusion writes straight over the carried buffer, here
-// the function's output buffer. The condition's intermediates (x * x - a and its
-// reduction) get buffers allocated once before the loop and freed after it.
+// the function's output buffer. The condition's |x * x - a| is computed inside
+// its reduction's loop (no buffer: `_reduction_of`); its other intermediates get
+// buffers allocated once before the loop and freed after it.
 func.func @newton(%a: tensor<1024xf64>) -> tensor<1024xf64> {
   %r = msir.while (%a) : (tensor<1024xf64>) {
   ^bb0(%x: tensor<1024xf64>):
@@ -42,14 +43,24 @@ func.func @newton(%a: tensor<1024xf64>) -> tensor<1024xf64> {
 // CHECK-SAME:    %[[A:[^:]*]]: memref<1024xf64>, %[[OUT:[^:]*]]: memref<1024xf64>)
 // The initial value is copied once into the output buffer, which the loop carries.
 // CHECK:         memref.store %{{.*}}, %[[OUT]][%{{.*}}] : memref<1024xf64>
-// CHECK:         %[[E:.*]] = memref.alloc() {{.*}} : memref<1024xf64>
-// CHECK-NEXT:    %[[M:.*]] = memref.alloc() {{.*}} : memref<f64>
+// CHECK-NOT:     memref.alloc() {{.*}} : memref<1024xf64>
+// CHECK:         %[[M:.*]] = memref.alloc() {{.*}} : memref<f64>
 // CHECK-NEXT:    %[[TOL:.*]] = memref.alloc() {{.*}} : memref<f64>
 // CHECK-NEXT:    %[[C:.*]] = memref.alloc() {{.*}} : memref<i1>
 // CHECK-NEXT:    scf.while () : () -> () {
 // CHECK-NOT:       memref.alloc
 // CHECK-NOT:       memref.dealloc
-// CHECK:           memref.store %{{.*}}, %[[E]][%{{.*}}] : memref<1024xf64>
+// The condition is one pass over x and a, accumulating the max in a register.
+// CHECK-NEXT:      %[[MAX:.*]] = scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[ACC:.*]] = %{{.*}}) -> (f64) {
+// CHECK-NEXT:        %[[XV:.*]] = memref.load %[[OUT]][%{{.*}}] : memref<1024xf64>
+// CHECK-NEXT:        arith.mulf %[[XV]], %[[XV]] : f64
+// CHECK-NEXT:        memref.load %[[A]][%{{.*}}] : memref<1024xf64>
+// CHECK-NEXT:        arith.subf
+// CHECK-NEXT:        %[[ABS:.*]] = math.absf
+// CHECK-NEXT:        %[[NEXT:.*]] = arith.maximumf %[[ACC]], %[[ABS]] : f64
+// CHECK-NEXT:        scf.yield %[[NEXT]] : f64
+// CHECK-NEXT:      }
+// CHECK-NEXT:      memref.store %[[MAX]], %[[M]][] : memref<f64>
 // CHECK:           scf.condition(%{{.*}})
 // CHECK-NEXT:    } do {
 // CHECK-NOT:       memref.alloc
@@ -62,7 +73,6 @@ func.func @newton(%a: tensor<1024xf64>) -> tensor<1024xf64> {
 // CHECK-NEXT:      }
 // CHECK-NEXT:      scf.yield
 // CHECK-NEXT:    }
-// CHECK-NEXT:    memref.dealloc %[[E]] : memref<1024xf64>
 // CHECK-NEXT:    memref.dealloc %[[M]] : memref<f64>
 // CHECK-NEXT:    memref.dealloc %[[TOL]] : memref<f64>
 // CHECK-NEXT:    memref.dealloc %[[C]] : memref<i1>
