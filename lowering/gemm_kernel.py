@@ -979,7 +979,7 @@ packed:
   %w3 = sub i64 %w2, 1
   %cblocks = udiv i64 %w3, %nb
   ; the step's last {TAIL_ROWS} row blocks in {TAIL_SPLIT} column blocks each, so that the last tasks are short (not
-  ; when the columns are split already); their column blocks count down to the epilogue in %taildone
+  ; when the columns are split already); their finished column blocks are counted in %taildone for the epilogue
   %tailok0 = icmp sge i64 %rblocks, {2 * TAIL_ROWS}
   %tailok = and i1 %tailok0, %onecolpanel
   %tw0 = add i64 %w, {TAIL_SPLIT - 1}

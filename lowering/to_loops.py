@@ -680,10 +680,11 @@ class _Lowering:
             _gemm_epilogue(self, op, *epilogue)
         elif reduction is not None:
             _reduce(self, reduction, producer=op)  # type: ignore[arg-type]
+            self.reduced_early.add(reduction)
+            self.unmade.add(reduction.input)
             self._release(op)
             self.loc, self.msir_op = reduction.location, reduction
-            op = reduction
-            self.reduced_early.add(reduction)
+            op = reduction  # its frees follow
         else:
             emitter(self, op)
         self._release(op)
@@ -1404,15 +1405,13 @@ def _reduce(L: _Lowering, op: msir.ReduceOp, producer: msir.FusionOp | None = No
     kind = _REDUCE_KIND[type(op)]
     if producer is None:
         src = L.get(op.input)
+        in_dims = L.dims_of(op.input)
 
         def load(ivs: Sequence[SSAValue]) -> SSAValue:
             return L.load(src, ivs)
     else:
-        shape = _shape(producer.outputs[0].type)
-        full = next((v for v in producer.inputs if _shape(v.type) == shape), None)
-        L.dims[op.input] = L.dims_of(full) if full is not None else list(shape)
-        L.unmade.add(op.input)
         ins = _fusion_inputs(L, producer)
+        in_dims = _fusion_dims(L, producer)
 
         def load(ivs: Sequence[SSAValue]) -> SSAValue:
             (value,) = _fusion_elements(L, producer, ins, ivs)
@@ -1420,7 +1419,6 @@ def _reduce(L: _Lowering, op: msir.ReduceOp, producer: msir.FusionOp | None = No
             return value
     axes = set(op.axes_list)
     keep = op.keepdims
-    in_dims = L.dims_of(op.input)
     rank = len(in_dims)
     kept = [a for a in range(rank) if a not in axes]
     out_dims = [1 if a in axes else d for a, d in enumerate(in_dims)] if keep else [in_dims[a] for a in kept]
@@ -1904,10 +1902,15 @@ def _return(L: _Lowering, op: func.ReturnOp) -> None:
 
 def _fusion(L: _Lowering, op: msir.FusionOp) -> None:
     """One loop nest over the iteration shape (`_fusion_loops`)."""
+    dims = _fusion_dims(L, op)
+    _fusion_loops(L, op, dims, [L.result(r, dims) for r in op.outputs])
+
+
+def _fusion_dims(L: _Lowering, op: msir.FusionOp) -> list[Dim]:
+    """The sizes of fusion `op`'s iteration shape: those of an input of that shape, else its static shape."""
     shape = _shape(op.outputs[0].type)
     full = next((v for v in op.inputs if _shape(v.type) == shape), None)
-    dims: list[Dim] = L.dims_of(full) if full is not None else list(shape)
-    _fusion_loops(L, op, dims, [L.result(r, dims) for r in op.outputs])
+    return L.dims_of(full) if full is not None else list(shape)
 
 
 def _fusion_loops(L: _Lowering, op: msir.FusionOp, dims: list[Dim], outs: list[SSAValue],
